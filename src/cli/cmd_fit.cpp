@@ -1,0 +1,86 @@
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "cli/common_args.hpp"
+#include "predict/fit_delay_factors.hpp"
+#include "util/error.hpp"
+#include "util/json_file.hpp"
+
+namespace inferlab::cli {
+
+namespace {
+struct FitArgs {
+  CommonArgs common;
+  std::string data, out;
+  double kernel_latency_s = -1.0;
+};
+}  // namespace
+
+void register_fit(CLI::App& app) {
+  auto args = std::make_shared<FitArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "fit", "Fit per-class delay factors from measured operators (validation/torch_reference.py)");
+  add_hardware_options(cmd, args->common);
+  add_format_option(cmd, args->common);
+  cmd->add_option("--data", args->data, "Measured reference JSON")->required();
+  cmd->add_option("--out", args->out, "Write a delay-factor file (data/delay_factors.json form)");
+  cmd->callback([args] {
+    const auto& a = *args;
+    OutputFormat format = parse_output_format(a.common.format);
+    auto reference = read_json_file(a.data, "measured reference");
+    auto measured = measured_ops_from_reference(reference, "measured reference '" + a.data + "'");
+    HardwareSpec hw = load_hardware(a.common.hardware);
+    DelayFactors start = load_delay_factors();
+    // The per-kernel latency inside a CUDA graph, measured in the same run.
+    if (reference.contains("launch")) {
+      start.kernel_latency_s =
+          require_number(reference["launch"], "graph_per_kernel_s", "measured reference launch");
+    }
+    DelayFactorFit fit = fit_delay_factors(hw, start, measured);
+    std::string device = reference.contains("device") && reference["device"].contains("name")
+                             ? reference["device"]["name"].get<std::string>()
+                             : "unknown device";
+    std::string when = reference.value("measured_at", std::string("unknown date"));
+    fit.factors.source = fmt::format(
+        "inferlab fit --data {} --hardware {} ({} operators measured with PyTorch on {}, {}); "
+        "communication is not measured and stays 1.0",
+        a.data, hw.name, measured.size(), device, when);
+    nlohmann::json factors = nlohmann::json::object();
+    nlohmann::json classes = nlohmann::json::object();
+    Table table({"class", "points", "factor", "mape", "worst_error"});
+    for (int i = 0; i < kOpClassCount; ++i) {
+      auto cls = static_cast<OpClass>(i);
+      std::string name(op_class_name(cls));
+      factors[name] = fit.factors.of(cls);
+      const ClassFit& cf = fit.classes[i];
+      classes[name] = {{"points", cf.points},
+                       {"factor", fit.factors.of(cls)},
+                       {"mape", cf.mape},
+                       {"worst_error", cf.worst_error}};
+      table.add_row({name, std::to_string(cf.points), format_fixed(fit.factors.of(cls), 3),
+                     cf.points ? format_fixed(100 * cf.mape, 1) + "%" : "-",
+                     cf.points ? format_fixed(100 * cf.worst_error, 1) + "%" : "-"});
+    }
+    nlohmann::json file = {{"source", fit.factors.source},
+                           {"kernel_latency_s", fit.factors.kernel_latency_s},
+                           {"gemv_max_rows", fit.factors.gemv_max_rows},
+                           {"single_op_floor_s", fit.single_op_floor_s},
+                           {"factors", factors},
+                           {"fit", classes}};
+    if (!a.out.empty()) {
+      std::ofstream out(a.out);
+      if (!out) throw InputError("cannot write '" + a.out + "'");
+      out << file.dump(2) << '\n';
+    }
+    if (format == OutputFormat::json) {
+      print_json(file);
+    } else {
+      std::cout << (format == OutputFormat::csv ? table.to_csv() : table.to_text());
+    }
+  });
+}
+
+}  // namespace inferlab::cli

@@ -1,0 +1,15 @@
+#pragma once
+#include <CLI/CLI.hpp>
+
+namespace inferlab::cli {
+
+// Each registers one subcommand whose callback does the work (and throws InputError on bad
+// input, which main turns into exit code 2).
+void register_predict(CLI::App& app);
+void register_step(CLI::App& app);
+void register_op(CLI::App& app);
+void register_sweep(CLI::App& app);
+void register_catalog(CLI::App& app);  // `models` and `hardware`
+void register_fit(CLI::App& app);
+
+}  // namespace inferlab::cli

@@ -1,0 +1,78 @@
+#include "cli/common_args.hpp"
+
+#include <iostream>
+
+#include "util/error.hpp"
+
+namespace inferlab::cli {
+
+void add_format_option(CLI::App* app, CommonArgs& args) {
+  app->add_option("--format", args.format, "Output: table, json or csv")->capture_default_str();
+}
+
+void add_hardware_options(CLI::App* app, CommonArgs& args) {
+  app->add_option("--hardware", args.hardware, "GPU name (see `inferlab hardware`) or sheet path")
+      ->capture_default_str();
+  app->add_option("--delay-factor", args.delay_factor,
+                  "Override delay factors, e.g. gemm=1.2,attention=2 (classes: gemm, gemv, "
+                  "attention, norm, elementwise, softmax, communication)");
+  app->add_option("--framework", args.framework,
+                  "Kernel list of pytorch (eager, unfused) or vllm (fused)")
+      ->capture_default_str();
+}
+
+void add_model_options(CLI::App* app, CommonArgs& args, bool swept_elsewhere) {
+  app->add_option("--model", args.model, "Model name (see `inferlab models`) or config.json path")
+      ->capture_default_str();
+  if (!swept_elsewhere) {
+    app->add_option("--weights", args.weights, "Weight format: bf16 fp16 fp8 int8 int4");
+    app->add_option("--tp", args.tp, "Tensor-parallel degree")->capture_default_str();
+  }
+  app->add_option("--kv", args.kv, "KV-cache format: bf16 fp16 fp8 int8");
+  app->add_option("--activations", args.activations,
+                  "GEMM input format; int8 or fp8 with the same --weights is W8A8");
+  app->add_option("--cuda-graphs", args.cuda_graphs,
+                  "on: one graph launch per step; off: "
+                  "host launch overhead per kernel")
+      ->capture_default_str();
+  app->add_option("--flash-attention", args.flash_attention,
+                  "off materializes the attention score matrix")
+      ->capture_default_str();
+  app->add_option("--gpu-memory-utilization", args.gpu_memory_utilization,
+                  "Fraction of GPU memory usable for weights, KV cache and activations")
+      ->capture_default_str();
+}
+
+bool parse_on_off(const std::string& flag, const std::string& value) {
+  if (value == "on") return true;
+  if (value == "off") return false;
+  throw InputError(flag + " takes on or off, got '" + value + "'");
+}
+
+PredictOptions to_predict_options(const CommonArgs& a) {
+  PredictOptions o;
+  if (!a.weights.empty()) o.weights = parse_dtype(a.weights);
+  if (!a.kv.empty()) o.kv = parse_dtype(a.kv);
+  if (!a.activations.empty()) o.activations = parse_dtype(a.activations);
+  o.framework = parse_framework(a.framework);
+  o.cuda_graphs = parse_on_off("--cuda-graphs", a.cuda_graphs);
+  o.flash_attention = parse_on_off("--flash-attention", a.flash_attention);
+  o.tp = a.tp;
+  o.gpu_memory_utilization = a.gpu_memory_utilization;
+  return o;
+}
+
+LoadedHardware load_cost_model(const CommonArgs& args) {
+  LoadedHardware loaded;
+  loaded.spec = load_hardware(args.hardware);
+  DelayFactors factors = load_delay_factors();
+  if (!args.delay_factor.empty()) apply_delay_factor_overrides(factors, args.delay_factor);
+  loaded.cost = std::make_unique<RooflineCostModel>(loaded.spec, factors);
+  return loaded;
+}
+
+void print_json(const nlohmann::json& json) {
+  std::cout << json.dump(2) << '\n';
+}
+
+}  // namespace inferlab::cli

@@ -1,0 +1,45 @@
+#pragma once
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+
+#include "cost/roofline.hpp"
+#include "predict/options.hpp"
+#include "report/table.hpp"
+
+namespace inferlab::cli {
+
+// Flags shared by predict, step, op and sweep. Parsing only; validation happens where the
+// values are used, so the messages are the library's.
+struct CommonArgs {
+  std::string model = "llama-3.2-1b";
+  std::string hardware = "h100-sxm";
+  std::string format = "table";
+  std::string weights, kv, activations;
+  std::string framework = "vllm";
+  std::string cuda_graphs = "on";
+  std::string flash_attention = "on";
+  std::string delay_factor;
+  int tp = 1;
+  double gpu_memory_utilization = 0.9;
+};
+
+void add_format_option(CLI::App* app, CommonArgs& args);
+void add_hardware_options(CLI::App* app, CommonArgs& args);  // --hardware, --delay-factor
+// --model and the run options; `swept_elsewhere` leaves out --weights and --tp, which
+// `sweep` takes as lists.
+void add_model_options(CLI::App* app, CommonArgs& args, bool swept_elsewhere = false);
+
+bool parse_on_off(const std::string& flag, const std::string& value);
+PredictOptions to_predict_options(const CommonArgs& args);
+
+struct LoadedHardware {
+  HardwareSpec spec;
+  std::unique_ptr<RooflineCostModel> cost;
+};
+LoadedHardware load_cost_model(const CommonArgs& args);
+
+// Prints a JSON object, a table or CSV on stdout.
+void print_json(const nlohmann::json& json);
+
+}  // namespace inferlab::cli

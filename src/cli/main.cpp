@@ -1,0 +1,46 @@
+// The inferlab executable: argument parsing and output selection only.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli/commands.hpp"
+#include "util/error.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"inferlab: how long an LLM takes on given hardware, and why"};
+  app.require_subcommand(1);
+  inferlab::cli::register_predict(app);
+  inferlab::cli::register_step(app);
+  inferlab::cli::register_op(app);
+  inferlab::cli::register_sweep(app);
+  inferlab::cli::register_catalog(app);
+  inferlab::cli::register_fit(app);
+  if (argc > 1 && argv[1][0] != '-') {
+    std::vector<std::string> known;
+    for (const CLI::App* sub : app.get_subcommands({})) known.push_back(sub->get_name());
+    if (std::find(known.begin(), known.end(), argv[1]) == known.end()) {
+      std::cerr << "inferlab: error: unknown command '" << argv[1]
+                << "'; known: " << inferlab::join_names(known) << '\n';
+      return 2;
+    }
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "inferlab: error: " << e.what() << " (see inferlab --help)\n";
+    return 2;
+  } catch (const inferlab::InputError& e) {
+    std::cerr << "inferlab: error: " << e.what() << '\n';
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "inferlab: error: run failed: " << e.what() << '\n';
+    return 1;
+  }
+  return 0;
+}

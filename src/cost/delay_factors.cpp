@@ -1,0 +1,60 @@
+#include "cost/delay_factors.hpp"
+
+#include <cstdlib>
+#include <sstream>
+
+#include "util/data_dir.hpp"
+#include "util/error.hpp"
+#include "util/json_file.hpp"
+
+namespace inferlab {
+
+void DelayFactors::set(OpClass cls, double value) {
+  if (!(value >= 0.1 && value <= 100.0)) {
+    throw InputError("delay factor for " + std::string(op_class_name(cls)) +
+                     " must be in [0.1, 100], got " + std::to_string(value));
+  }
+  factor[static_cast<int>(cls)] = value;
+}
+
+DelayFactors load_delay_factors(const std::string& path) {
+  auto file = path.empty() ? data_dir() / "delay_factors.json" : std::filesystem::path(path);
+  auto json = read_json_file(file, "delay factors");
+  const std::string context = "delay factors '" + file.string() + "'";
+  DelayFactors f;
+  f.source = require_string(json, "source", context);
+  f.kernel_latency_s = require_number(json, "kernel_latency_s", context);
+  if (!(f.kernel_latency_s >= 0.0 && f.kernel_latency_s < 1e-3)) {
+    throw InputError(context + ": kernel_latency_s must be in [0, 1 ms)");
+  }
+  f.gemv_max_rows = require_count(json, "gemv_max_rows", context, 1, 4096);
+  if (!json.contains("factors") || !json["factors"].is_object()) {
+    throw InputError(context + ": missing object 'factors'");
+  }
+  for (int i = 0; i < kOpClassCount; ++i) {
+    auto cls = static_cast<OpClass>(i);
+    f.set(cls, require_number(json["factors"], std::string(op_class_name(cls)), context));
+  }
+  return f;
+}
+
+void apply_delay_factor_overrides(DelayFactors& factors, const std::string& overrides) {
+  std::stringstream list(overrides);
+  std::string item;
+  while (std::getline(list, item, ',')) {
+    auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size()) {
+      throw InputError("--delay-factor expects class=value (e.g. gemm=1.2), got '" + item + "'");
+    }
+    OpClass cls = parse_op_class(item.substr(0, eq));
+    std::string text = item.substr(eq + 1);
+    char* end = nullptr;
+    double value = std::strtod(text.c_str(), &end);
+    if (end == text.c_str() || *end != '\0') {
+      throw InputError("--delay-factor value '" + text + "' is not a number");
+    }
+    factors.set(cls, value);
+  }
+}
+
+}  // namespace inferlab

@@ -1,0 +1,106 @@
+#include "cost/roofline.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "cost/gemm_tiling.hpp"
+#include "util/error.hpp"
+
+namespace inferlab {
+
+RooflineCostModel::RooflineCostModel(HardwareSpec hardware, DelayFactors factors)
+    : hardware_(std::move(hardware)), factors_(std::move(factors)) {}
+
+OpClass RooflineCostModel::classify(const Op& op) const {
+  switch (op.kind) {
+    case OpKind::gemm:
+    case OpKind::moe_gemm:
+      return op.gemm.m <= factors_.gemv_max_rows ? OpClass::gemv : OpClass::gemm;
+    case OpKind::attention:
+    case OpKind::attention_scores:
+    case OpKind::attention_context:
+      return OpClass::attention;
+    case OpKind::rmsnorm:
+    case OpKind::add_rmsnorm:
+      return OpClass::norm;
+    case OpKind::attention_softmax:
+    case OpKind::sampling:
+      return OpClass::softmax;
+    case OpKind::all_reduce:
+    case OpKind::all_gather:
+      return OpClass::communication;
+    default:
+      return OpClass::elementwise;
+  }
+}
+
+double RooflineCostModel::matrix_peak(DType dtype) const {
+  if (auto peak = hardware_.peak_flops(dtype)) return *peak;
+  // 16-bit formats share one rate on every shipped GPU; fall back between them.
+  if (dtype == DType::bf16 || dtype == DType::fp16) {
+    if (auto other = hardware_.peak_flops(dtype == DType::bf16 ? DType::fp16 : DType::bf16)) {
+      return *other;
+    }
+  }
+  throw InputError(hardware_.name + " has no " + std::string(dtype_name(dtype)) +
+                   " matrix units; it supports: " + join_names(hardware_.supported_dtype_names()));
+}
+
+OpCost RooflineCostModel::price_collective(const Op& op) const {
+  OpCost cost;
+  cost.op_class = OpClass::communication;
+  cost.bound = Bound::communication;
+  const int n = op.comm_devices;
+  if (n <= 1) return cost;
+  const auto& link = hardware_.interconnect;
+  double steps = op.kind == OpKind::all_reduce ? 2.0 * (n - 1) : static_cast<double>(n - 1);
+  // Ring: each step moves 1/n of the payload (all-reduce) or one device's payload (gather).
+  double bytes_moved =
+      op.kind == OpKind::all_reduce ? steps * op.comm_bytes / n : steps * op.comm_bytes;
+  double transfer_s = bytes_moved / link.bandwidth_bps;
+  cost.ideal_s = transfer_s;
+  cost.memory_s = factors_.of(OpClass::communication) * transfer_s;
+  cost.latency_s = steps * link.latency_s;
+  cost.time_s = cost.memory_s + cost.latency_s;
+  return cost;
+}
+
+OpCost RooflineCostModel::price(const Op& op) const {
+  if (op.kind == OpKind::all_reduce || op.kind == OpKind::all_gather) {
+    return price_collective(op);
+  }
+  OpCost cost;
+  cost.op_class = classify(op);
+  const double bandwidth = hardware_.memory_bandwidth_bps;
+  const double bytes = op.bytes();
+  double peak = 0.0, occupied_flops = op.flops;
+  switch (op.kind) {
+    case OpKind::gemm:
+    case OpKind::moe_gemm:
+    case OpKind::attention_scores:
+    case OpKind::attention_context:
+      peak = matrix_peak(op.compute_dtype);
+      occupied_flops = choose_gemm_tiling(op.gemm, hardware_.sm_count).occupied_flops;
+      break;
+    case OpKind::attention:
+      peak = matrix_peak(op.compute_dtype);
+      break;
+    default:
+      peak = hardware_.peak_flops(DType::fp32).value_or(matrix_peak(DType::fp16) / 8);
+  }
+  const double factor = factors_.of(cost.op_class);
+  cost.ideal_s = std::max(op.flops / peak, bytes / bandwidth);
+  cost.compute_s = factor * occupied_flops / peak;
+  cost.memory_s = factor * bytes / bandwidth;
+  cost.latency_s = op.kernels * factors_.kernel_latency_s;
+  double roof_s = std::max(cost.compute_s, cost.memory_s);
+  cost.time_s = roof_s + cost.latency_s;
+  if (cost.latency_s > roof_s) {
+    cost.bound = Bound::latency;
+  } else {
+    cost.bound = cost.compute_s >= cost.memory_s ? Bound::compute : Bound::memory;
+  }
+  return cost;
+}
+
+}  // namespace inferlab

@@ -1,0 +1,105 @@
+#include "model/model_config.hpp"
+
+#include <filesystem>
+
+#include "util/data_dir.hpp"
+#include "util/error.hpp"
+#include "util/json_file.hpp"
+
+namespace inferlab {
+
+int64_t ModelConfig::attention_params_per_layer() const {
+  int64_t qkv = hidden_size * (q_dim() + 2 * kv_dim());
+  int64_t bias = qkv_bias ? q_dim() + 2 * kv_dim() : 0;
+  return qkv + bias + q_dim() * hidden_size;
+}
+
+int64_t ModelConfig::mlp_params_per_layer() const {
+  int64_t one_mlp = 3 * hidden_size * intermediate_size;  // gate, up, down
+  if (!is_moe()) return one_mlp;
+  return num_experts * one_mlp + hidden_size * num_experts;  // experts + router
+}
+
+int64_t ModelConfig::total_params() const {
+  int64_t per_layer =
+      attention_params_per_layer() + mlp_params_per_layer() + norm_params_per_layer();
+  return embedding_params() + num_layers * per_layer + hidden_size + lm_head_params();
+}
+
+int64_t ModelConfig::active_params_per_token() const {
+  int64_t mlp =
+      is_moe() ? experts_per_token * 3 * hidden_size * intermediate_size + hidden_size * num_experts
+               : mlp_params_per_layer();
+  return num_layers * (attention_params_per_layer() + mlp + norm_params_per_layer()) + hidden_size +
+         vocab_size * hidden_size;
+}
+
+ModelConfig parse_model_config(const nlohmann::json& config, const std::string& name,
+                               const std::string& context) {
+  if (!config.is_object()) throw InputError(context + ": expected a JSON object");
+  constexpr int64_t kMaxDim = int64_t{1} << 24;
+  ModelConfig m;
+  m.name = name;
+  m.model_type = config.contains("model_type") && config["model_type"].is_string()
+                     ? config["model_type"].get<std::string>()
+                     : "llama";
+  m.hidden_size = require_count(config, "hidden_size", context, 1, kMaxDim);
+  m.intermediate_size = require_count(config, "intermediate_size", context, 1, kMaxDim);
+  m.num_layers = require_count(config, "num_hidden_layers", context, 1, 100000);
+  m.num_heads = require_count(config, "num_attention_heads", context, 1, 65536);
+  m.num_kv_heads =
+      config.contains("num_key_value_heads") && !config["num_key_value_heads"].is_null()
+          ? require_count(config, "num_key_value_heads", context, 1, 65536)
+          : m.num_heads;
+  if (m.num_heads % m.num_kv_heads != 0) {
+    throw InputError(context + ": num_attention_heads (" + std::to_string(m.num_heads) +
+                     ") is not a multiple of num_key_value_heads (" +
+                     std::to_string(m.num_kv_heads) + ")");
+  }
+  if (config.contains("head_dim") && !config["head_dim"].is_null()) {
+    m.head_dim = require_count(config, "head_dim", context, 1, 65536);
+  } else {
+    if (m.hidden_size % m.num_heads != 0) {
+      throw InputError(context +
+                       ": hidden_size is not a multiple of num_attention_heads and "
+                       "no head_dim is given");
+    }
+    m.head_dim = m.hidden_size / m.num_heads;
+  }
+  m.vocab_size = require_count(config, "vocab_size", context, 1, kMaxDim);
+  m.max_position_embeddings =
+      config.contains("max_position_embeddings")
+          ? require_count(config, "max_position_embeddings", context, 1, int64_t{1} << 32)
+          : 0;
+  m.tie_word_embeddings = optional_bool(config, "tie_word_embeddings", false, context);
+  // Qwen2 always has QKV bias; Llama-family configs say so with attention_bias.
+  m.qkv_bias = m.model_type == "qwen2" || optional_bool(config, "attention_bias", false, context);
+  m.rope_theta = optional_number(config, "rope_theta", 10000.0, context);
+  if (config.contains("rope_scaling") && config["rope_scaling"].is_object()) {
+    const auto& scaling = config["rope_scaling"];
+    RopeScaling rope;
+    const char* type_key = scaling.contains("rope_type") ? "rope_type" : "type";
+    rope.type = require_string(scaling, type_key, context + " rope_scaling");
+    rope.factor = optional_number(scaling, "factor", 1.0, context + " rope_scaling");
+    m.rope_scaling = rope;
+  }
+  if (config.contains("num_local_experts") && !config["num_local_experts"].is_null()) {
+    m.num_experts = require_count(config, "num_local_experts", context, 1, 4096);
+    m.experts_per_token = require_count(config, "num_experts_per_tok", context, 1, m.num_experts);
+  }
+  return m;
+}
+
+ModelConfig load_model(const std::string& name_or_path) {
+  auto path = resolve_data_file(name_or_path, "models", "model");
+  auto config = read_json_file(path, "model config");
+  std::string name = std::filesystem::path(path).stem().string();
+  if (name == "config") name = std::filesystem::path(path).parent_path().filename().string();
+  return parse_model_config(config, name, "model config '" + path.string() + "'");
+}
+
+std::vector<std::string> known_models() {
+  return data_names("models");
+}
+
+}  // namespace inferlab

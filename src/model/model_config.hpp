@@ -1,0 +1,57 @@
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace inferlab {
+
+struct RopeScaling {
+  std::string type;  // "llama3", "linear", "dynamic", "yarn"
+  double factor = 1.0;
+};
+
+// A decoder-only transformer as its Hugging Face config.json describes it. One code path serves
+// Llama, Mistral, Qwen2 (QKV bias) and Mixtral (MoE MLP).
+struct ModelConfig {
+  std::string name;
+  std::string model_type;
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;  // per expert for MoE
+  int64_t num_layers = 0;
+  int64_t num_heads = 0;
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;
+  int64_t vocab_size = 0;
+  int64_t max_position_embeddings = 0;
+  bool tie_word_embeddings = false;
+  bool qkv_bias = false;
+  int64_t num_experts = 0;  // 0: dense MLP
+  int64_t experts_per_token = 0;
+  double rope_theta = 10000.0;
+  std::optional<RopeScaling> rope_scaling;
+
+  bool is_moe() const { return num_experts > 0; }
+  int64_t q_dim() const { return num_heads * head_dim; }
+  int64_t kv_dim() const { return num_kv_heads * head_dim; }
+
+  // Parameter counts (elements), whole model, no sharding.
+  int64_t attention_params_per_layer() const;
+  int64_t mlp_params_per_layer() const;  // all experts plus the router
+  int64_t norm_params_per_layer() const { return 2 * hidden_size; }
+  int64_t embedding_params() const { return vocab_size * hidden_size; }
+  int64_t lm_head_params() const { return tie_word_embeddings ? 0 : vocab_size * hidden_size; }
+  int64_t total_params() const;
+  // Parameters touched by one token: attention, top-k experts, embedding row excluded.
+  int64_t active_params_per_token() const;
+};
+
+// Parses a config.json object; missing or impossible fields are InputErrors naming `context`.
+ModelConfig parse_model_config(const nlohmann::json& config, const std::string& name,
+                               const std::string& context);
+// A shipped name (data/models/<name>.json) or a path to a config.json.
+ModelConfig load_model(const std::string& name_or_path);
+std::vector<std::string> known_models();
+
+}  // namespace inferlab

@@ -1,0 +1,74 @@
+#pragma once
+#include <cstdint>
+#include <string_view>
+
+#include "util/dtype.hpp"
+
+namespace inferlab {
+
+enum class Phase { prefill, decode };
+
+// What an operator computes. The cost models price by kind and shape.
+enum class OpKind {
+  embedding,
+  rmsnorm,
+  add_rmsnorm,  // residual add fused into the following RMSNorm
+  gemm,         // projections, LM head, MoE router
+  moe_gemm,     // grouped expert GEMMs
+  rope,
+  kv_write,
+  rope_kv_write,
+  attention,          // fused (FlashAttention-style): scores never reach memory
+  attention_scores,   // unfused Q K^T, scores written to memory
+  attention_softmax,  // unfused masked softmax over the score matrix
+  attention_context,  // unfused P V
+  repeat_kv,          // GQA heads expanded in memory by eager frameworks without fused attention
+  add,
+  silu,
+  mul,
+  silu_mul,
+  sampling,
+  all_reduce,
+  all_gather,
+};
+std::string_view op_kind_name(OpKind kind);
+
+// Where the op sits in one step: before the layers, in each layer, after them. The host
+// overhead model replays kernels in this order.
+enum class Scope { pre_layers, per_layer, post_layers };
+
+struct GemmShape {
+  int64_t m = 0, n = 0, k = 0;
+  int64_t groups = 1;  // independent GEMMs of this shape (MoE experts, batched heads)
+};
+
+struct AttentionShape {
+  int64_t batch = 0, q_heads = 0, kv_heads = 0, head_dim = 0;
+  int64_t q_len = 0;   // new tokens per sequence
+  int64_t kv_len = 0;  // tokens attended per sequence, new ones included
+  bool causal = false;
+};
+
+// One operator of one step on one device, with its work. FLOPs and bytes are per instance;
+// `count` instances run per step (the layer count for per-layer ops).
+struct Op {
+  const char* name = "";  // static string: ops are built millions of times in sweeps
+  OpKind kind = OpKind::add;
+  Scope scope = Scope::per_layer;
+  int64_t count = 1;
+  int kernels = 1;  // kernel launches per instance
+  DType compute_dtype = DType::bf16;
+  GemmShape gemm{};
+  AttentionShape attention{};
+  double flops = 0.0;
+  double weight_bytes = 0.0;      // parameters read
+  double activation_bytes = 0.0;  // activations read and written
+  double kv_bytes = 0.0;          // KV cache read and written
+  double comm_bytes = 0.0;        // payload of a collective
+  int comm_devices = 1;
+  bool context_dependent = false;  // its cost changes with the decode context length
+
+  double bytes() const { return weight_bytes + activation_bytes + kv_bytes; }
+};
+
+}  // namespace inferlab

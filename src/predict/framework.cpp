@@ -1,0 +1,49 @@
+#include "predict/framework.hpp"
+
+#include "util/data_dir.hpp"
+#include "util/error.hpp"
+#include "util/json_file.hpp"
+
+namespace inferlab {
+
+Framework parse_framework(std::string_view name) {
+  if (name == "pytorch") return Framework::pytorch;
+  if (name == "vllm") return Framework::vllm;
+  throw InputError("unknown framework '" + std::string(name) + "'; known: pytorch, vllm");
+}
+
+std::string_view framework_name(Framework framework) {
+  return framework == Framework::pytorch ? "pytorch" : "vllm";
+}
+
+KernelPlan kernel_plan(Framework framework, bool flash_attention) {
+  KernelPlan plan;
+  plan.flash_attention = flash_attention;
+  if (framework == Framework::pytorch) {
+    plan.fuse_qkv = false;
+    plan.fuse_gate_up = false;
+    plan.fuse_add_rmsnorm = false;
+    plan.fuse_silu_mul = false;
+    plan.fuse_rope_kv_write = false;
+    plan.rope_kernels_per_tensor = 5;  // x*cos, neg of half, cat, rot*sin, add
+    plan.kv_write_kernels = 2;         // K and V index_copy_
+  }
+  return plan;
+}
+
+HostOverhead load_host_overhead(const std::string& path) {
+  auto file = path.empty() ? data_dir() / "host_overhead.json" : std::filesystem::path(path);
+  auto json = read_json_file(file, "host overhead");
+  const std::string context = "host overhead '" + file.string() + "'";
+  HostOverhead h;
+  h.eager_per_kernel_s = require_number(json, "eager_per_kernel_s", context);
+  h.graph_launch_s = require_number(json, "graph_launch_s", context);
+  h.source = require_string(json, "source", context);
+  if (h.eager_per_kernel_s < 0 || h.eager_per_kernel_s > 1e-3 || h.graph_launch_s < 0 ||
+      h.graph_launch_s > 1e-2) {
+    throw InputError(context + ": overheads out of range");
+  }
+  return h;
+}
+
+}  // namespace inferlab

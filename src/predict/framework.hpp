@@ -1,0 +1,28 @@
+#pragma once
+#include <string>
+#include <string_view>
+
+#include "model/step_graph.hpp"
+
+namespace inferlab {
+
+// Which serving stack runs the model; it decides which operators are separate kernels.
+enum class Framework { pytorch, vllm };
+Framework parse_framework(std::string_view name);  // throws InputError
+std::string_view framework_name(Framework framework);
+
+// PyTorch eager (Hugging Face style): separate q/k/v and gate/up GEMMs, rotate-half RoPE as
+// five kernels per tensor, K and V cache writes, SiLU and mul, residual adds and RMSNorm as
+// separate kernels. vLLM: fused QKV and gate/up GEMMs, fused residual+RMSNorm, fused SiLU x
+// mul, RoPE fused with the KV write, paged FlashAttention.
+KernelPlan kernel_plan(Framework framework, bool flash_attention);
+
+// Host-side cost of launching work, measured (data/host_overhead.json).
+struct HostOverhead {
+  double eager_per_kernel_s = 0.0;  // Python + dispatcher + launch, per kernel, no CUDA graph
+  double graph_launch_s = 0.0;      // one cudaGraphLaunch per step
+  std::string source;
+};
+HostOverhead load_host_overhead(const std::string& path = "");
+
+}  // namespace inferlab

@@ -1,0 +1,80 @@
+#include "predict/options.hpp"
+
+#include <string>
+
+#include "util/error.hpp"
+
+namespace inferlab {
+
+namespace {
+void require_range(const char* flag, int64_t value, int64_t max_value) {
+  if (value < 1 || value > max_value) {
+    throw InputError(std::string(flag) + " must be in [1, " + std::to_string(max_value) +
+                     "], got " + std::to_string(value));
+  }
+}
+}  // namespace
+
+void validate_sizes(const PredictOptions& o) {
+  require_range("--batch", o.batch, 1 << 20);
+  require_range("--input", o.input_tokens, 1 << 24);
+  require_range("--output", o.output_tokens, 1 << 24);
+  require_range("--tp", o.tp, 1024);
+  if (o.batch * (o.input_tokens + o.output_tokens) > (int64_t{1} << 36)) {
+    throw InputError("--batch x (--input + --output) is over 2^36 tokens; no GPU holds that");
+  }
+  if (!(o.gpu_memory_utilization > 0.0 && o.gpu_memory_utilization <= 1.0)) {
+    throw InputError("--gpu-memory-utilization must be in (0, 1]");
+  }
+}
+
+Precision resolve_precision(const PredictOptions& o, const HardwareSpec& hw) {
+  Precision p;
+  p.float_dtype = hw.supports(DType::bf16) ? DType::bf16 : DType::fp16;
+  p.weights = o.weights.value_or(p.float_dtype);
+  p.activations = o.activations.value_or(p.float_dtype);
+  p.kv = o.kv.value_or(p.float_dtype);
+  auto name = [](DType d) { return std::string(dtype_name(d)); };
+  auto allowed = [](DType d, std::initializer_list<DType> list) {
+    for (DType a : list) {
+      if (a == d) return true;
+    }
+    return false;
+  };
+  if (!allowed(p.weights, {DType::bf16, DType::fp16, DType::fp8, DType::int8, DType::int4})) {
+    throw InputError("--weights " + name(p.weights) +
+                     " is not supported; use bf16, fp16, fp8, "
+                     "int8 or int4");
+  }
+  if (!allowed(p.kv, {DType::bf16, DType::fp16, DType::fp8, DType::int8})) {
+    throw InputError("--kv " + name(p.kv) + " is not supported; use bf16, fp16, fp8 or int8");
+  }
+  if (!allowed(p.activations, {DType::bf16, DType::fp16, DType::fp8, DType::int8})) {
+    throw InputError("--activations " + name(p.activations) +
+                     " is not supported; use bf16, fp16, fp8 or int8");
+  }
+  if ((p.weights == DType::bf16 || p.weights == DType::fp16) && !hw.supports(p.weights)) {
+    throw InputError(hw.name + " has no " + name(p.weights) + " matrix units; use --weights " +
+                     name(p.float_dtype));
+  }
+  bool w8a8 = is_8bit_or_less(p.activations);
+  if (w8a8) {
+    if (p.weights != p.activations) {
+      throw InputError("--activations " + name(p.activations) + " needs --weights " +
+                       name(p.activations) + " (W8A8 runs both in the same 8-bit format)");
+    }
+    if (!hw.supports(p.activations)) {
+      throw InputError(
+          hw.name + " has no " + name(p.activations) +
+          " matrix units for W8A8; it supports: " + join_names(hw.supported_dtype_names()));
+    }
+    p.gemm_compute = p.activations;
+  } else {
+    // Weight-only quantization: weights are dequantized and multiplied in 16-bit.
+    p.activations = p.float_dtype;
+    p.gemm_compute = p.float_dtype;
+  }
+  return p;
+}
+
+}  // namespace inferlab

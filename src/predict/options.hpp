@@ -1,0 +1,32 @@
+#pragma once
+#include <cstdint>
+#include <optional>
+
+#include "hw/hardware_spec.hpp"
+#include "model/step_graph.hpp"
+#include "predict/framework.hpp"
+
+namespace inferlab {
+
+// What the user chose; resolve_precision() turns the optional dtypes into a Precision for a
+// given GPU (bf16 where it has bf16 matrix units, fp16 otherwise).
+struct PredictOptions {
+  int64_t batch = 1;
+  int64_t input_tokens = 512;
+  int64_t output_tokens = 128;
+  std::optional<DType> weights, activations, kv;
+  Framework framework = Framework::vllm;
+  bool cuda_graphs = true;
+  bool flash_attention = true;
+  int tp = 1;
+  double gpu_memory_utilization = 0.9;
+};
+
+// Validates the dtype choices against the GPU and each other. Throws InputError for formats
+// the GPU cannot compute in (e.g. fp8 W8A8 on an A100) or that make no sense (int4 KV).
+Precision resolve_precision(const PredictOptions& options, const HardwareSpec& hardware);
+
+// Throws InputError for non-positive or absurd sizes.
+void validate_sizes(const PredictOptions& options);
+
+}  // namespace inferlab

@@ -1,0 +1,63 @@
+#include "predict/reference_data.hpp"
+
+#include <fmt/format.h>
+
+#include "model/op_builders.hpp"
+#include "util/error.hpp"
+#include "util/json_file.hpp"
+
+namespace inferlab {
+
+std::vector<MeasuredOp> measured_ops_from_reference(const nlohmann::json& reference,
+                                                    const std::string& context) {
+  if (!reference.contains("ops") || !reference["ops"].is_array()) {
+    throw InputError(context + ": missing array 'ops'");
+  }
+  std::vector<MeasuredOp> out;
+  const DType bf16 = DType::bf16;
+  for (const auto& row : reference["ops"]) {
+    const std::string kind = require_string(row, "op", context);
+    auto n = [&](const char* key) { return require_count(row, key, context + " " + kind); };
+    MeasuredOp m;
+    m.measured_s = require_number(row, "median_s", context);
+    if (kind == "linear") {
+      m.op = make_gemm_op("linear", n("m"), n("n"), n("k"), bf16, bf16, bf16, bf16);
+      m.label = fmt::format("linear m={} n={} k={}", n("m"), n("n"), n("k"));
+    } else if (kind == "attention_prefill" || kind == "attention_decode") {
+      bool prefill = kind == "attention_prefill";
+      AttentionShape s{n("batch"),
+                       n("heads"),
+                       n("kv_heads"),
+                       n("head_dim"),
+                       prefill ? n("seq") : 1,
+                       prefill ? n("seq") : n("context"),
+                       prefill};
+      m.op = make_attention_op("attention", s, bf16, bf16);
+      m.label = fmt::format("{} b={} d={} kv_len={}", kind, s.batch, s.head_dim, s.kv_len);
+    } else if (kind == "rmsnorm") {
+      m.op = make_rmsnorm_op("rmsnorm", n("tokens"), n("hidden"), bf16);
+      m.label = fmt::format("rmsnorm t={} h={}", n("tokens"), n("hidden"));
+    } else if (kind == "add") {
+      m.op = make_add_op("add", n("tokens"), n("hidden"), bf16);
+      m.label = fmt::format("add t={} h={}", n("tokens"), n("hidden"));
+    } else if (kind == "embedding") {
+      m.op = make_embedding_op("embedding", n("tokens"), n("hidden"), bf16);
+      m.label = fmt::format("embedding t={} h={}", n("tokens"), n("hidden"));
+    } else if (kind == "silu_mul_eager") {
+      // F.silu(g) * u: silu reads g, writes s; mul reads s and u, writes out.
+      m.op = make_silu_mul_op("silu_mul", n("tokens"), n("intermediate"), bf16);
+      m.op.kernels = 2;
+      m.op.activation_bytes *= 5.0 / 3.0;
+      m.label = fmt::format("silu*mul t={} i={}", n("tokens"), n("intermediate"));
+    } else if (kind == "softmax") {
+      m.op = make_softmax_op("softmax", n("rows"), n("cols"), bf16);
+      m.label = fmt::format("softmax r={} c={}", n("rows"), n("cols"));
+    } else {
+      throw InputError(context + ": unknown measured op '" + kind + "'");
+    }
+    out.push_back(m);
+  }
+  return out;
+}
+
+}  // namespace inferlab

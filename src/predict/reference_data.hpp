@@ -1,0 +1,22 @@
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "model/op.hpp"
+
+namespace inferlab {
+
+// One operator measured on a GPU (validation/torch_reference.py output, "ops" list).
+struct MeasuredOp {
+  Op op;
+  std::string label;  // e.g. "linear m=512 n=4096 k=4096"
+  double measured_s = 0.0;
+};
+
+// Turns each measured row into the Op that models what PyTorch ran (eager SiLU x mul is two
+// kernels and five passes, for instance). Unknown rows are an InputError.
+std::vector<MeasuredOp> measured_ops_from_reference(const nlohmann::json& reference,
+                                                    const std::string& context);
+
+}  // namespace inferlab

@@ -1,0 +1,62 @@
+#include "predict/step_predictor.hpp"
+
+#include <algorithm>
+
+namespace inferlab {
+
+namespace {
+// Runs the kernels of ops in [first, last) of one scope through the queue.
+struct LaunchQueue {
+  double host_s = 0.0, gpu_end_s = 0.0;
+  double per_kernel_s;
+  void run(const PricedOp& p) {
+    double per_launch_s = p.cost.time_s / std::max(1, p.op.kernels);
+    for (int k = 0; k < std::max(1, p.op.kernels); ++k) {
+      host_s += per_kernel_s;
+      gpu_end_s = std::max(gpu_end_s, host_s) + per_launch_s;
+    }
+  }
+};
+}  // namespace
+
+double replay_launch_queue(const std::vector<PricedOp>& ops, int64_t layers,
+                           double eager_per_kernel_s) {
+  LaunchQueue queue{0.0, 0.0, eager_per_kernel_s};
+  for (const auto& p : ops) {
+    if (p.op.scope == Scope::pre_layers) {
+      for (int64_t i = 0; i < p.op.count; ++i) queue.run(p);
+    }
+  }
+  for (int64_t layer = 0; layer < layers; ++layer) {
+    for (const auto& p : ops) {
+      if (p.op.scope == Scope::per_layer && layer < p.op.count) queue.run(p);
+    }
+  }
+  for (const auto& p : ops) {
+    if (p.op.scope == Scope::post_layers) {
+      for (int64_t i = 0; i < p.op.count; ++i) queue.run(p);
+    }
+  }
+  return queue.gpu_end_s;
+}
+
+StepPrediction predict_step(const StepContext& c, const StepShape& shape) {
+  std::vector<Op> ops;
+  build_step_graph(*c.model, shape, c.precision, c.plan, c.shard, ops);
+  StepPrediction step;
+  step.ops.reserve(ops.size());
+  for (const Op& op : ops) {
+    PricedOp priced{op, c.cost->price(op)};
+    step.gpu_s += priced.total_s();
+    step.kernels += op.count * op.kernels;
+    step.ops.push_back(priced);
+  }
+  if (c.cuda_graphs) {
+    step.time_s = step.gpu_s + c.host.graph_launch_s;
+  } else {
+    step.time_s = replay_launch_queue(step.ops, c.model->num_layers, c.host.eager_per_kernel_s);
+  }
+  return step;
+}
+
+}  // namespace inferlab

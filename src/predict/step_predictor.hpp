@@ -1,0 +1,46 @@
+#pragma once
+#include <vector>
+
+#include "cost/cost_model.hpp"
+#include "model/model_config.hpp"
+#include "model/step_graph.hpp"
+#include "predict/framework.hpp"
+
+namespace inferlab {
+
+struct PricedOp {
+  Op op;
+  OpCost cost;
+  double total_s() const { return cost.time_s * static_cast<double>(op.count); }
+};
+
+struct StepPrediction {
+  std::vector<PricedOp> ops;
+  double gpu_s = 0.0;   // sum of kernel times: the step under a CUDA graph
+  double time_s = 0.0;  // wall time, host launch overhead included
+  int64_t kernels = 0;  // launches per step
+};
+
+// Everything fixed for one run: model, device, precision, kernel plan, sharding, host mode.
+struct StepContext {
+  const ModelConfig* model = nullptr;
+  const CostModel* cost = nullptr;
+  Precision precision;
+  KernelPlan plan;
+  ShardDims shard;
+  bool cuda_graphs = true;
+  HostOverhead host;
+};
+
+// Prices every operator of the step and adds host overhead: with CUDA graphs one graph launch
+// per step; without, a replay of the launch queue in which the host issues kernels
+// eager_per_kernel_s apart and the GPU runs each as soon as it is issued and the previous one
+// is done (so small steps are host bound and large ones GPU bound).
+StepPrediction predict_step(const StepContext& context, const StepShape& shape);
+
+// Wall time of a queue of kernels with the given GPU durations, launched eager_per_kernel_s
+// apart from the host. Exposed for tests.
+double replay_launch_queue(const std::vector<PricedOp>& ops, int64_t layers,
+                           double eager_per_kernel_s);
+
+}  // namespace inferlab

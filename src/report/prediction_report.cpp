@@ -1,0 +1,99 @@
+#include "report/prediction_report.hpp"
+
+#include <fmt/format.h>
+
+namespace inferlab {
+
+nlohmann::json op_to_json(const PricedOp& p) {
+  const double count = static_cast<double>(p.op.count);
+  return {
+      {"name", p.op.name},
+      {"kind", std::string(op_kind_name(p.op.kind))},
+      {"op_class", std::string(op_class_name(p.cost.op_class))},
+      {"count", p.op.count},
+      {"kernels", p.op.kernels * p.op.count},
+      {"flops", p.op.flops * count},
+      {"bytes", p.op.bytes() * count},
+      {"weight_bytes", p.op.weight_bytes * count},
+      {"activation_bytes", p.op.activation_bytes * count},
+      {"kv_bytes", p.op.kv_bytes * count},
+      {"comm_bytes", p.op.comm_bytes * count},
+      {"ms", p.total_s() * 1e3},
+      {"bound", std::string(bound_name(p.cost.bound))},
+      {"efficiency", p.cost.efficiency()},
+  };
+}
+
+nlohmann::json step_to_json(const StepPrediction& step) {
+  nlohmann::json ops = nlohmann::json::array();
+  for (const auto& p : step.ops) ops.push_back(op_to_json(p));
+  return {{"ms", step.time_s * 1e3},
+          {"gpu_ms", step.gpu_s * 1e3},
+          {"kernels", step.kernels},
+          {"ops", ops}};
+}
+
+nlohmann::json memory_to_json(const MemoryEstimate& m) {
+  return {{"weights_bytes", m.weights_bytes},
+          {"kv_cache_bytes", m.kv_cache_bytes},
+          {"activations_bytes", m.activations_bytes},
+          {"total_bytes", m.total_bytes},
+          {"capacity_bytes", m.capacity_bytes},
+          {"usable_bytes", m.usable_bytes},
+          {"fits", m.fits}};
+}
+
+nlohmann::json request_to_json(const RequestPrediction& r) {
+  nlohmann::json prefill = step_to_json(r.prefill);
+  prefill["phase"] = "prefill";
+  nlohmann::json decode = step_to_json(r.first_decode);
+  decode["phase"] = "decode";
+  decode["steps"] = r.decode_steps;
+  decode["total_ms"] = r.decode_total_s * 1e3;
+  return {{"prefill_ms", r.prefill_s * 1e3},
+          {"ttft_ms", r.ttft_s * 1e3},
+          {"tpot_ms", r.tpot_s * 1e3},
+          {"decode_ms", r.decode_total_s * 1e3},
+          {"e2e_ms", r.e2e_s * 1e3},
+          {"decode_tokens_per_s", r.decode_tokens_per_s},
+          {"total_tokens_per_s", r.total_tokens_per_s},
+          {"memory", memory_to_json(r.memory)},
+          {"phases", nlohmann::json::array({prefill, decode})}};
+}
+
+namespace {
+Table breakdown(const StepPrediction& step, const std::string& phase, bool raw) {
+  std::vector<std::string> headers = {"op", "kind",  "count", "flops",     "bytes",
+                                      "ms", "share", "bound", "efficiency"};
+  if (!phase.empty()) headers.insert(headers.begin(), "phase");
+  Table table(headers);
+  for (const auto& p : step.ops) {
+    const double count = static_cast<double>(p.op.count);
+    const double share = step.gpu_s > 0.0 ? p.total_s() / step.gpu_s : 0.0;
+    std::vector<std::string> row = {
+        p.op.name,
+        std::string(op_kind_name(p.op.kind)),
+        std::to_string(p.op.count),
+        raw ? fmt::format("{:.6g}", p.op.flops * count) : format_count(p.op.flops * count),
+        raw ? fmt::format("{:.6g}", p.op.bytes() * count) : format_bytes(p.op.bytes() * count),
+        raw ? fmt::format("{:.6g}", p.total_s() * 1e3) : format_ms(p.total_s()),
+        raw ? fmt::format("{:.4f}", share) : format_fixed(100.0 * share, 1) + "%",
+        std::string(bound_name(p.cost.bound)),
+        raw ? fmt::format("{:.4f}", p.cost.efficiency())
+            : format_fixed(100.0 * p.cost.efficiency(), 0) + "%"};
+    if (!phase.empty()) row.insert(row.begin(), phase);
+    table.add_row(row);
+  }
+  return table;
+}
+}  // namespace
+
+Table step_table(const StepPrediction& step, const std::string& phase) {
+  return breakdown(step, phase, false);
+}
+
+Table step_csv_table(const StepPrediction& step, const std::string& phase) {
+  return breakdown(step, phase, true);
+}
+
+}  // namespace inferlab

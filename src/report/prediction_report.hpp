@@ -1,0 +1,22 @@
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "predict/request_predictor.hpp"
+#include "report/table.hpp"
+
+namespace inferlab {
+
+// The output contract of `predict` and `step` (see README): field names are stable.
+nlohmann::json op_to_json(const PricedOp& priced);
+nlohmann::json step_to_json(const StepPrediction& step);
+nlohmann::json memory_to_json(const MemoryEstimate& memory);
+nlohmann::json request_to_json(const RequestPrediction& prediction);
+
+// Per-operator breakdown: one row per operator of the step (all its count instances).
+// Human units for the text table; raw numbers (FLOPs, bytes, ms, fraction) for CSV. A
+// non-empty phase adds a leading phase column.
+Table step_table(const StepPrediction& step, const std::string& phase = "");
+Table step_csv_table(const StepPrediction& step, const std::string& phase = "");
+
+}  // namespace inferlab

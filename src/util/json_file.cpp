@@ -1,0 +1,93 @@
+#include "util/json_file.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "util/error.hpp"
+
+namespace inferlab {
+
+nlohmann::json read_json_file(const std::filesystem::path& path, const std::string& what) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    throw InputError(what + " file '" + path.string() + "' does not exist or is not a file");
+  }
+  std::ifstream in(path);
+  if (!in) throw InputError("cannot read " + what + " file '" + path.string() + "'");
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    return nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(what + " file '" + path.string() + "' is not valid JSON: " + e.what());
+  }
+}
+
+namespace {
+const nlohmann::json& field(const nlohmann::json& object, const std::string& key,
+                            const std::string& context) {
+  if (!object.is_object()) throw InputError(context + ": expected a JSON object");
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) {
+    throw InputError(context + ": missing field '" + key + "'");
+  }
+  return *it;
+}
+}  // namespace
+
+double require_number(const nlohmann::json& object, const std::string& key,
+                      const std::string& context) {
+  const auto& value = field(object, key, context);
+  if (!value.is_number()) {
+    throw InputError(context + ": field '" + key + "' must be a number, got " + value.dump());
+  }
+  double number = value.get<double>();
+  if (!std::isfinite(number)) throw InputError(context + ": field '" + key + "' is not finite");
+  return number;
+}
+
+double optional_number(const nlohmann::json& object, const std::string& key, double fallback,
+                       const std::string& context) {
+  if (!object.contains(key) || object.at(key).is_null()) return fallback;
+  return require_number(object, key, context);
+}
+
+int64_t require_count(const nlohmann::json& object, const std::string& key,
+                      const std::string& context, int64_t min_value, int64_t max_value) {
+  const auto& value = field(object, key, context);
+  if (!value.is_number_integer() && !value.is_number_unsigned()) {
+    throw InputError(context + ": field '" + key + "' must be a whole number, got " + value.dump());
+  }
+  if (value.is_number_unsigned() && value.get<uint64_t>() > static_cast<uint64_t>(max_value)) {
+    throw InputError(context + ": field '" + key + "' is too large: " + value.dump());
+  }
+  int64_t number = value.get<int64_t>();
+  if (number < min_value || number > max_value) {
+    throw InputError(context + ": field '" + key + "' = " + std::to_string(number) +
+                     " is out of range [" + std::to_string(min_value) + ", " +
+                     std::to_string(max_value) + "]");
+  }
+  return number;
+}
+
+std::string require_string(const nlohmann::json& object, const std::string& key,
+                           const std::string& context) {
+  const auto& value = field(object, key, context);
+  if (!value.is_string()) {
+    throw InputError(context + ": field '" + key + "' must be a string, got " + value.dump());
+  }
+  return value.get<std::string>();
+}
+
+bool optional_bool(const nlohmann::json& object, const std::string& key, bool fallback,
+                   const std::string& context) {
+  if (!object.contains(key) || object.at(key).is_null()) return fallback;
+  const auto& value = object.at(key);
+  if (!value.is_boolean()) {
+    throw InputError(context + ": field '" + key + "' must be true or false, got " + value.dump());
+  }
+  return value.get<bool>();
+}
+
+}  // namespace inferlab

@@ -1,0 +1,207 @@
+// The CLI contract: exact field names, one JSON object on stdout, and for bad input a clear
+// "inferlab: error:" on stderr, exit code 2 and nothing on stdout.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "test_support.hpp"
+
+namespace inferlab {
+namespace {
+
+using testing::run_inferlab;
+
+nlohmann::json run_json(const std::string& args) {
+  auto r = run_inferlab(args + " --format json");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  return nlohmann::json::parse(r.out);  // throws (fails the test) unless one JSON document
+}
+
+TEST(Cli, DefaultPredictPrintsTheSummaryAndBothBreakdowns) {
+  auto r = run_inferlab("predict");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* text :
+       {"llama-3.2-1b", "H100", "TTFT (ms)", "TPOT (ms)", "end-to-end", "decode tokens/s", "fits",
+        "Prefill step", "Decode step", "qkv_proj", "attention", "bound", "efficiency"}) {
+    EXPECT_NE(r.out.find(text), std::string::npos) << text;
+  }
+}
+
+TEST(Cli, PredictJsonContract) {
+  auto j = run_json(
+      "predict --model llama-3-8b --hardware h100-sxm --batch 2 --input 256 "
+      "--output 16");
+  for (const char* key : {"prefill_ms", "ttft_ms", "tpot_ms", "e2e_ms", "decode_tokens_per_s"}) {
+    ASSERT_TRUE(j.contains(key)) << key;
+    EXPECT_GT(j[key].get<double>(), 0.0) << key;
+  }
+  for (const char* key :
+       {"weights_bytes", "kv_cache_bytes", "activations_bytes", "total_bytes", "capacity_bytes"}) {
+    EXPECT_TRUE(j["memory"].contains(key)) << key;
+  }
+  EXPECT_TRUE(j["memory"]["fits"].get<bool>());
+  // KV: 2 sequences x 272 tokens x 128 KiB.
+  EXPECT_DOUBLE_EQ(j["memory"]["kv_cache_bytes"].get<double>(), 2.0 * 272 * 131072);
+  ASSERT_EQ(j["phases"].size(), 2u);
+  EXPECT_EQ(j["phases"][0]["phase"], "prefill");
+  EXPECT_EQ(j["phases"][1]["phase"], "decode");
+  const auto& op = j["phases"][0]["ops"][0];
+  for (const char* key : {"name", "kind", "count", "flops", "bytes", "ms", "bound", "efficiency"}) {
+    EXPECT_TRUE(op.contains(key)) << key;
+  }
+  EXPECT_NEAR(j["e2e_ms"].get<double>(),
+              j["ttft_ms"].get<double>() + 15 * j["tpot_ms"].get<double>(), 1e-6);
+}
+
+TEST(Cli, Llama70BFitsOnlyWithTensorParallelism) {
+  auto one = run_json("predict --model llama-3-70b --hardware h100-sxm");
+  EXPECT_FALSE(one["memory"]["fits"].get<bool>());
+  auto four = run_json("predict --model llama-3-70b --hardware h100-sxm --tp 4");
+  EXPECT_TRUE(four["memory"]["fits"].get<bool>());
+}
+
+TEST(Cli, StepAndOpContracts) {
+  auto s = run_json("step --model llama-3-8b --phase decode --batch 4 --context 1024");
+  EXPECT_GT(s["ms"].get<double>(), 0.0);
+  EXPECT_FALSE(s["ops"].empty());
+  auto p = run_json("step --model llama-3-8b --phase prefill --batch 1 --tokens 512");
+  EXPECT_GT(p["ms"].get<double>(), s["ms"].get<double>());
+  auto g = run_json("op gemm --m 4096 --n 4096 --k 4096 --hardware h100-sxm");
+  EXPECT_DOUBLE_EQ(g["flops"].get<double>(), 2.0 * 4096 * 4096 * 4096);
+  EXPECT_EQ(g["bound"], "compute");
+  auto a = run_json(
+      "op attention --phase decode --batch 8 --heads 32 --kv-heads 8 "
+      "--head-dim 128 --context 4096");
+  EXPECT_EQ(a["bound"], "memory");
+  EXPECT_DOUBLE_EQ(a["bytes"].get<double>(), 2.0 * 8 * 4096 * 8 * 128 * 2 + 2.0 * 8 * 32 * 128 * 2);
+  auto ap = run_json(
+      "op attention --phase prefill --batch 1 --heads 32 --kv-heads 8 "
+      "--seq 2048 --causal");
+  EXPECT_DOUBLE_EQ(ap["flops"].get<double>(), 4.0 * 32 * 128 * (2048.0 * 2049 / 2));
+  EXPECT_EQ(run_json("op rmsnorm --tokens 4096 --hidden 4096")["bound"], "memory");
+  EXPECT_DOUBLE_EQ(run_json("op add --tokens 10 --hidden 100")["bytes"].get<double>(), 6000.0);
+  EXPECT_GT(run_json("op silu_mul --tokens 512 --intermediate 14336")["ms"].get<double>(), 0.0);
+  EXPECT_GT(run_json("op softmax --rows 4096 --cols 4096")["ms"].get<double>(), 0.0);
+}
+
+TEST(Cli, CatalogsListEverything) {
+  EXPECT_EQ(run_json("models")["models"].size(), 7u);
+  auto hw = run_json("hardware")["hardware"];
+  EXPECT_EQ(hw.size(), 13u);
+  EXPECT_TRUE(hw[0].contains("sources"));
+}
+
+TEST(Cli, SweepCsvHasOneRowPerPoint) {
+  auto r = run_inferlab(
+      "sweep --model llama-3.2-1b --batch 1,8 --input 128,512 --output 32 "
+      "--weights bf16,int4 --format csv");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1 + 2 * 2 * 2);
+  EXPECT_EQ(r.out.rfind("batch,input,output,tp,weights", 0), 0u);
+}
+
+TEST(Cli, PredictCsvIsRawNumbers) {
+  auto r = run_inferlab("predict --format csv");
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out.rfind("phase,op,kind,count,flops,bytes,ms", 0), 0u);
+  EXPECT_EQ(r.out.find(" GB"), std::string::npos);
+}
+
+struct BadInput {
+  const char* args;
+  const char* expect_in_message;
+};
+
+class CliBadInput : public ::testing::TestWithParam<BadInput> {};
+
+TEST_P(CliBadInput, ExitsTwoWithAClearMessageAndNoStdout) {
+  auto r = run_inferlab(GetParam().args);
+  EXPECT_EQ(r.exit_code, 2) << GetParam().args << "\n" << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_EQ(r.err.rfind("inferlab: error: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find(GetParam().expect_in_message), std::string::npos) << r.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, CliBadInput,
+    ::testing::Values(
+        BadInput{"predict --model llama-9b", "known: "},
+        BadInput{"predict --hardware h900", "known: "},
+        BadInput{"predict --model /nonexistent/config.json", "does not exist"},
+        BadInput{"predict --batch 0", "--batch"}, BadInput{"predict --batch -4", "--batch"},
+        BadInput{"predict --batch 99999999999999999999999", "batch"},
+        BadInput{"predict --batch abc", "batch"}, BadInput{"predict --input 0", "--input"},
+        BadInput{"predict --model llama-3-8b --tp 3", "does not divide"},
+        BadInput{"predict --weights int3", "unknown dtype"}, BadInput{"predict --kv int4", "--kv"},
+        BadInput{"predict --hardware a100-80g --weights fp8 --activations fp8", "fp8"},
+        BadInput{"predict --framework tensorrt", "pytorch, vllm"},
+        BadInput{"predict --cuda-graphs maybe", "on or off"},
+        BadInput{"predict --format xml", "table, json, csv"},
+        BadInput{"predict --delay-factor gemm", "class=value"},
+        BadInput{"predict --delay-factor warp=2", "unknown operator class"},
+        BadInput{"predict --batch", "batch"}, BadInput{"predict --no-such-flag", "no-such-flag"},
+        BadInput{"frobnicate", "frobnicate"}, BadInput{"", "subcommand"},
+        BadInput{"step --phase middle --tokens 5", "prefill or decode"},
+        BadInput{"step --phase decode", "--context"}, BadInput{"op gemm --m 0 --n 1 --k 1", "--m"},
+        BadInput{"op gemm --m 1 --n 1", "--k"},
+        BadInput{"op attention --heads 32 --kv-heads 5 --seq 10", "multiple"},
+        BadInput{"op gemm --m 8 --n 8 --k 8 --dtype int4 --hardware h100-sxm", "int4"},
+        BadInput{"sweep --batch 1,0", "--batch"},
+        BadInput{"fit --data /nonexistent.json", "does not exist"}),
+    [](const ::testing::TestParamInfo<BadInput>& info) {
+      return "case" + std::to_string(info.index);
+    });
+
+class CliBadFiles : public ::testing::Test {
+ protected:
+  // One folder per process: ctest runs tests in parallel processes.
+  std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("inferlab_cli_files_" + std::to_string(::getpid()));
+  void SetUp() override { std::filesystem::create_directories(dir); }
+  void TearDown() override { std::filesystem::remove_all(dir); }
+  std::string write(const std::string& name, const std::string& text) {
+    std::ofstream(dir / name) << text;
+    return (dir / name).string();
+  }
+};
+
+TEST_F(CliBadFiles, MalformedTruncatedAndWronglyTypedConfigs) {
+  struct Case {
+    std::string text, expect;
+  } cases[] = {
+      {"{\"hidden_size\": 4096, ", "not valid JSON"},
+      {"not json at all", "not valid JSON"},
+      {"[1, 2, 3]", "expected a JSON object"},
+      {"{\"hidden_size\": \"big\", \"intermediate_size\": 1, \"num_hidden_layers\": 1, "
+       "\"num_attention_heads\": 1, \"vocab_size\": 1}",
+       "must be a whole number"},
+      {"{\"hidden_size\": 64, \"intermediate_size\": 128, \"num_hidden_layers\": 2, "
+       "\"num_attention_heads\": 4, \"vocab_size\": 100, \"num_key_value_heads\": -2}",
+       "out of range"},
+  };
+  int i = 0;
+  for (const auto& c : cases) {
+    auto path = write("config" + std::to_string(i++) + ".json", c.text);
+    auto r = run_inferlab("predict --model " + path);
+    EXPECT_EQ(r.exit_code, 2) << c.text;
+    EXPECT_TRUE(r.out.empty());
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << r.err;
+  }
+}
+
+TEST_F(CliBadFiles, ACustomConfigPathWorks) {
+  auto path = write("tiny.json",
+                    "{\"hidden_size\": 256, \"intermediate_size\": 1024, "
+                    "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
+                    "\"num_key_value_heads\": 2, \"vocab_size\": 1000}");
+  auto j = run_json("predict --model " + path + " --input 16 --output 4");
+  EXPECT_EQ(j["model"], "tiny");
+  EXPECT_GT(j["e2e_ms"].get<double>(), 0.0);
+}
+
+}  // namespace
+}  // namespace inferlab

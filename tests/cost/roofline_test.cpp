@@ -1,0 +1,110 @@
+#include "cost/roofline.hpp"
+
+#include <gtest/gtest.h>
+
+#include "cost/gemm_tiling.hpp"
+#include "model/op_builders.hpp"
+#include "test_support.hpp"
+#include "util/error.hpp"
+
+namespace inferlab {
+namespace {
+
+using testing::unit_factors;
+
+// 4096^3 on 132 SMs: 128x256 tiles give 32 x 16 = 512 tiles, 4 waves of 132 (528 slots):
+// occupied = 528 x 2 x 128 x 256 x 4096 = 141,733,920,768 FLOPs.
+TEST(GemmTiling, WaveQuantization) {
+  GemmTiling t = choose_gemm_tiling({4096, 4096, 4096, 1}, 132);
+  EXPECT_EQ(t.waves, 4);
+  EXPECT_EQ(t.split_k, 1);
+  EXPECT_DOUBLE_EQ(t.occupied_flops, 141'733'920'768.0);
+}
+
+// M = 1 pads to a 64-row tile; 32 tiles of 64x128 leave SMs idle, so K splits 4 ways into 128
+// units in one wave: 132 x 2 x 64 x 128 x 1024 = 2,214,592,512 occupied FLOPs.
+TEST(GemmTiling, SkinnyGemmPadsAndSplitsK) {
+  GemmTiling t = choose_gemm_tiling({1, 4096, 4096, 1}, 132);
+  EXPECT_EQ(t.tile_m, 64);
+  EXPECT_EQ(t.tile_n, 128);
+  EXPECT_EQ(t.split_k, 4);
+  EXPECT_EQ(t.waves, 1);
+  EXPECT_DOUBLE_EQ(t.occupied_flops, 2'214'592'512.0);
+}
+
+// Add of 32768 x 4096 bf16: 3 x 268,435,456 bytes = 805,306,368 bytes at 3.35 TB/s
+// = 240.390 us, plus one 2 us kernel latency.
+TEST(Roofline, MemoryBoundElementwise) {
+  RooflineCostModel cost(load_hardware("h100-sxm"), unit_factors(2e-6));
+  OpCost c = cost.price(make_add_op("add", 32768, 4096, DType::bf16));
+  EXPECT_EQ(c.bound, Bound::memory);
+  EXPECT_NEAR(c.time_s, 805'306'368.0 / 3.35e12 + 2e-6, 1e-12);
+  EXPECT_EQ(c.op_class, OpClass::elementwise);
+}
+
+// 8192^3 bf16: 2048 tiles of 128x256 -> 16 waves (2112 slots) -> 1,133,871,366,144 occupied
+// FLOPs at 989.4 TFLOP/s = 1.14602 ms; efficiency = 8192^3 x 2 / occupied = 0.969697.
+TEST(Roofline, ComputeBoundGemmWithWaveLoss) {
+  RooflineCostModel cost(load_hardware("h100-sxm"), unit_factors());
+  Op op = make_gemm_op("g", 8192, 8192, 8192, DType::bf16, DType::bf16, DType::bf16, DType::bf16);
+  OpCost c = cost.price(op);
+  EXPECT_EQ(c.bound, Bound::compute);
+  EXPECT_NEAR(c.time_s, 1'133'871'366'144.0 / 989.4e12, 1e-12);
+  EXPECT_NEAR(c.efficiency(), 1'099'511'627'776.0 / 1'133'871'366'144.0, 1e-9);
+}
+
+TEST(Roofline, DelayFactorScalesTheRoof) {
+  DelayFactors f = unit_factors();
+  RooflineCostModel plain(load_hardware("h100-sxm"), f);
+  apply_delay_factor_overrides(f, "elementwise=1.5,gemm=2");
+  RooflineCostModel slowed(load_hardware("h100-sxm"), f);
+  Op add = make_add_op("add", 8192, 4096, DType::bf16);
+  EXPECT_NEAR(slowed.price(add).time_s, 1.5 * plain.price(add).time_s, 1e-15);
+  EXPECT_THROW(apply_delay_factor_overrides(f, "gemm"), InputError);
+  EXPECT_THROW(apply_delay_factor_overrides(f, "tensor=2"), InputError);
+  EXPECT_THROW(apply_delay_factor_overrides(f, "gemm=-1"), InputError);
+  EXPECT_THROW(apply_delay_factor_overrides(f, "gemm=abc"), InputError);
+}
+
+TEST(Roofline, TinyKernelIsLatencyBound) {
+  RooflineCostModel cost(load_hardware("h100-sxm"), unit_factors(2e-6));
+  OpCost c = cost.price(make_rmsnorm_op("n", 1, 4096, DType::bf16));
+  EXPECT_EQ(c.bound, Bound::latency);
+  EXPECT_LT(c.efficiency(), 0.01);
+}
+
+TEST(Roofline, SmallMGemmIsGemvClassAndMemoryBound) {
+  RooflineCostModel cost(load_hardware("h100-sxm"), unit_factors());
+  Op op = make_gemm_op("g", 1, 4096, 4096, DType::bf16, DType::bf16, DType::bf16, DType::bf16);
+  OpCost c = cost.price(op);
+  EXPECT_EQ(c.op_class, OpClass::gemv);
+  EXPECT_EQ(c.bound, Bound::memory);
+}
+
+// Ring all-reduce of 1 MB over 2 devices: 2 steps moving 0.5 MB each at 450 GB/s = 2.222 us,
+// plus 2 hops x 1 us.
+TEST(Roofline, AllReduceRing) {
+  RooflineCostModel cost(load_hardware("h100-sxm"), unit_factors());
+  OpCost c = cost.price(make_all_reduce_op("ar", 1e6, 2));
+  EXPECT_EQ(c.bound, Bound::communication);
+  EXPECT_NEAR(c.time_s, 1e6 / 450e9 + 2e-6, 1e-12);
+  EXPECT_DOUBLE_EQ(cost.price(make_all_reduce_op("ar", 1e6, 1)).time_s, 0.0);
+}
+
+TEST(Roofline, MissingMatrixFormatIsAnInputError) {
+  RooflineCostModel cost(load_hardware("a100-80g"), unit_factors());
+  Op op = make_gemm_op("g", 64, 64, 64, DType::fp8, DType::fp8, DType::bf16, DType::fp8);
+  EXPECT_THROW(cost.price(op), InputError);
+}
+
+TEST(DelayFactors, ShippedFileIsAMeasuredFit) {
+  DelayFactors f = load_delay_factors();
+  EXPECT_NE(f.source.find("inferlab fit"), std::string::npos);
+  for (int i = 0; i < kOpClassCount; ++i) {
+    EXPECT_GE(f.factor[i], 1.0) << op_class_name(static_cast<OpClass>(i));
+    EXPECT_LT(f.factor[i], 5.0);
+  }
+}
+
+}  // namespace
+}  // namespace inferlab

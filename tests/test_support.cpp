@@ -1,0 +1,37 @@
+#include "test_support.hpp"
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace inferlab::testing {
+
+namespace {
+std::string slurp(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+}  // namespace
+
+CommandResult run_inferlab(const std::string& args) {
+  static int counter = 0;
+  auto dir = std::filesystem::temp_directory_path() /
+             ("inferlab_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+  std::filesystem::create_directories(dir);
+  std::string cmd = std::string(INFERLAB_BINARY) + " " + args + " >" + (dir / "out").string() +
+                    " 2>" + (dir / "err").string() + " </dev/null";
+  int status = std::system(cmd.c_str());
+  CommandResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(dir / "out");
+  r.err = slurp(dir / "err");
+  std::filesystem::remove_all(dir);
+  return r;
+}
+
+}  // namespace inferlab::testing
