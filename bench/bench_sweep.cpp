@@ -10,7 +10,7 @@ void BM_Sweep10000Points(benchmark::State& state) {
   using namespace inferlab;
   ModelConfig model = load_model("llama-3-8b");
   HardwareSpec hw = load_hardware("h100-sxm");
-  RooflineCostModel cost(hw, load_delay_factors());
+  RooflineCostModel cost(hw, load_delay_factors(hw));
   HostOverhead host = load_host_overhead();
   // 10 batches x 10 inputs x 10 outputs x 2 TP x 5 weight formats = 10,000 points.
   SweepGrid grid;
@@ -32,7 +32,7 @@ void BM_PredictDefault(benchmark::State& state) {
   using namespace inferlab;
   ModelConfig model = load_model("llama-3.2-1b");
   HardwareSpec hw = load_hardware("h100-sxm");
-  RooflineCostModel cost(hw, load_delay_factors());
+  RooflineCostModel cost(hw, load_delay_factors(hw));
   HostOverhead host = load_host_overhead();
   PredictOptions options;
   for (auto _ : state) {

@@ -13,6 +13,7 @@ Measures, in one run:
 
 Writes one JSON file (argv[1], default $OUT/torch_reference.json). Inputs are random, never
 zeros. Usage on the device:  python3 validation/torch_reference.py $OUT/torch_reference.json
+[--only headline,launch,ops,steps,hf_eager]
 """
 import json
 import math
@@ -296,7 +297,15 @@ def hf_eager():
 
 
 def main():
-    path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.environ.get("OUT", "."), "torch_reference.json")
+    import argparse
+    ap = argparse.ArgumentParser()
+    ap.add_argument("path", nargs="?",
+                    default=os.path.join(os.environ.get("OUT", "."), "torch_reference.json"))
+    ap.add_argument("--only", default="headline,launch,ops,steps,hf_eager",
+                    help="comma-separated sections to run")
+    args = ap.parse_args()
+    path = args.path
+    sections = args.only.split(",")
     torch.manual_seed(0)
     p = torch.cuda.get_device_properties(0)
     result = {
@@ -309,19 +318,24 @@ def main():
     }
     for key, fn in (("headline", headline), ("launch", launch_costs), ("ops", op_grid),
                     ("steps", whole_steps), ("hf_eager", hf_eager)):
+        if key not in sections:
+            continue
         t0 = time.time()
         result[key] = fn()
         print(f"{key}: {time.time() - t0:.1f} s", flush=True)
         with open(path, "w") as f:
             json.dump(result, f, indent=1)
-    h = result["headline"]
-    print(f"bf16 matmul 8192^3: {h['bf16_matmul_8192']['flops_per_s'] / 1e12:.1f} TFLOP/s")
-    print(f"copy 1 GiB: {h['copy_1gib']['bytes_per_s'] / 1e12:.3f} TB/s (read+write)")
-    print(json.dumps(result["launch"]))
-    for r in result["steps"]:
+    if "headline" in result:
+        h = result["headline"]
+        print(f"bf16 matmul 8192^3: {h['bf16_matmul_8192']['flops_per_s'] / 1e12:.1f} TFLOP/s")
+        print(f"copy 1 GiB: {h['copy_1gib']['bytes_per_s'] / 1e12:.3f} TB/s (read+write)")
+    if "launch" in result:
+        print(json.dumps(result["launch"]))
+    for r in result.get("steps", []):
         print(r["model"], r["phase"], r["batch"], r.get("tokens", r.get("context")),
               f"graph {r['graph']['median_s'] * 1e3:.3f} ms  eager {r['eager']['median_s'] * 1e3:.3f} ms")
-    print(json.dumps({k: v for k, v in result["hf_eager"].items()}, default=str)[:600])
+    if "hf_eager" in result:
+        print(json.dumps(result["hf_eager"], default=str)[:600])
 
 
 if __name__ == "__main__":

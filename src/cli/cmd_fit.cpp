@@ -15,7 +15,6 @@ namespace {
 struct FitArgs {
   CommonArgs common;
   std::string data, out;
-  double kernel_latency_s = -1.0;
 };
 }  // namespace
 
@@ -25,29 +24,53 @@ void register_fit(CLI::App& app) {
       "fit", "Fit per-class delay factors from measured operators (validation/torch_reference.py)");
   add_hardware_options(cmd, args->common);
   add_format_option(cmd, args->common);
-  cmd->add_option("--data", args->data, "Measured reference JSON")->required();
-  cmd->add_option("--out", args->out, "Write a delay-factor file (data/delay_factors.json form)");
+  cmd->add_option("--data", args->data,
+                  "Operators measured with PyTorch (validation/torch_reference.py output)");
+  cmd->add_option("--out", args->out, "Write a delay-factor file (data/delay_factors/ form)");
   cmd->callback([args] {
     const auto& a = *args;
     OutputFormat format = parse_output_format(a.common.format);
-    auto reference = read_json_file(a.data, "measured reference");
-    auto measured = measured_ops_from_reference(reference, "measured reference '" + a.data + "'");
-    HardwareSpec hw = load_hardware(a.common.hardware);
-    DelayFactors start = load_delay_factors();
-    // The per-kernel latency inside a CUDA graph, measured in the same run.
-    if (reference.contains("launch")) {
-      start.kernel_latency_s =
-          require_number(reference["launch"], "graph_per_kernel_s", "measured reference launch");
+    // Ceilings: the measured profile when one is used (its sweeps are fitted too), else the
+    // spec sheet. The factors are relative to whichever ceilings the model will use.
+    HardwareSpec hw = load_hardware(a.common.hardware, a.common.profile);
+    DelayFactors start = load_spec_delay_factors();
+    std::vector<MeasuredOp> measured;
+    std::vector<std::string> sources;
+    if (!a.data.empty()) {
+      auto reference = read_json_file(a.data, "measured reference");
+      auto ops = measured_ops_from_reference(reference, "measured reference '" + a.data + "'");
+      measured.insert(measured.end(), ops.begin(), ops.end());
+      std::string device = reference.contains("device") && reference["device"].contains("name")
+                               ? reference["device"]["name"].get<std::string>()
+                               : "unknown device";
+      sources.push_back(fmt::format("{} PyTorch operators from {} ({}, {})", ops.size(), a.data,
+                                    device, reference.value("measured_at", std::string("?"))));
+      if (reference.contains("launch")) {
+        start.kernel_latency_s =
+            require_number(reference["launch"], "graph_per_kernel_s", "measured reference launch");
+      }
+    }
+    if (hw.profile) {
+      auto ops = measured_ops_from_profile(hw.profile->document,
+                                           "hardware profile '" + hw.profile->path + "'");
+      measured.insert(measured.end(), ops.begin(), ops.end());
+      sources.push_back(fmt::format("{} probe sweep points from {} ({})", ops.size(),
+                                    hw.profile->path, hw.profile->measured_at));
+      // The fixed cost per kernel: a small real kernel's time inside a graph where the profile
+      // measured it, else the empty-kernel gap (a lower bound).
+      start.kernel_latency_s = hw.profile->graph_small_kernel_s > 0.0
+                                   ? hw.profile->graph_small_kernel_s
+                                   : hw.profile->graph_kernel_gap_s;
+    }
+    if (measured.empty()) {
+      throw InputError("nothing to fit: give --data, or a --hardware with a measured profile");
     }
     DelayFactorFit fit = fit_delay_factors(hw, start, measured);
-    std::string device = reference.contains("device") && reference["device"].contains("name")
-                             ? reference["device"]["name"].get<std::string>()
-                             : "unknown device";
-    std::string when = reference.value("measured_at", std::string("unknown date"));
     fit.factors.source = fmt::format(
-        "inferlab fit --data {} --hardware {} ({} operators measured with PyTorch on {}, {}); "
-        "communication is not measured and stays 1.0",
-        a.data, hw.name, measured.size(), device, when);
+        "inferlab fit --hardware {} --profile {}{} against {} ceilings: {}; classes without "
+        "points keep data/delay_factors/spec.json",
+        hw.name, a.common.profile, a.data.empty() ? "" : " --data " + a.data,
+        hw.profile ? "measured" : "datasheet", join_names(sources, "; "));
     nlohmann::json factors = nlohmann::json::object();
     nlohmann::json classes = nlohmann::json::object();
     Table table({"class", "points", "factor", "mape", "worst_error"});

@@ -35,6 +35,7 @@ void print_op(const OpArgs& a, const char* what, const Op& op) {
   OpCost cost = hw.cost->price(op);
   nlohmann::json out = {{"op", what},
                         {"hardware", hw.spec.name},
+                        {"hardware_source", hw.spec.ceiling_source()},
                         {"ms", cost.time_s * 1e3},
                         {"flops", op.flops},
                         {"bytes", op.bytes()},

@@ -19,7 +19,7 @@ nlohmann::json run_info(const PredictArgs& a, const ModelConfig& model, const Lo
                         const PredictOptions& o, const StepContext& c) {
   return {{"model", model.name},
           {"hardware", hw.spec.name},
-          {"hardware_source", "spec sheet"},
+          {"hardware_source", hw.spec.ceiling_source()},
           {"cost_model", hw.cost->name()},
           {"delay_factors_source", hw.cost->factors().source},
           {"batch", a.batch},
@@ -36,14 +36,15 @@ nlohmann::json run_info(const PredictArgs& a, const ModelConfig& model, const Lo
 
 void print_table(const nlohmann::json& info, const RequestPrediction& r, const HardwareSpec& hw) {
   std::cout << fmt::format(
-      "inferlab predict: {} on {} (spec sheet, {} cost model)\n"
+      "inferlab predict: {} on {} ({} cost model; ceilings from the {})\n"
       "batch {}, input {}, output {}; weights {}, activations {}, KV {}; {} kernels, CUDA "
       "graphs {}, FlashAttention {}, TP {}\n\n",
       info["model"].get<std::string>(), hw.display_name, info["cost_model"].get<std::string>(),
-      info["batch"].get<int64_t>(), info["input_tokens"].get<int64_t>(),
-      info["output_tokens"].get<int64_t>(), info["weights"].get<std::string>(),
-      info["activations"].get<std::string>(), info["kv"].get<std::string>(),
-      info["framework"].get<std::string>(), info["cuda_graphs"].get<bool>() ? "on" : "off",
+      info["hardware_source"].get<std::string>(), info["batch"].get<int64_t>(),
+      info["input_tokens"].get<int64_t>(), info["output_tokens"].get<int64_t>(),
+      info["weights"].get<std::string>(), info["activations"].get<std::string>(),
+      info["kv"].get<std::string>(), info["framework"].get<std::string>(),
+      info["cuda_graphs"].get<bool>() ? "on" : "off",
       info["flash_attention"].get<bool>() ? "on" : "off", info["tp"].get<int>());
   Table summary({"metric", "value"});
   summary.add_row({"prefill (ms)", format_ms(r.prefill_s)});

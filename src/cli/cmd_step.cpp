@@ -56,6 +56,7 @@ void register_step(CLI::App& app) {
       nlohmann::json out = step_to_json(step);
       out["model"] = model.name;
       out["hardware"] = hw.spec.name;
+      out["hardware_source"] = hw.spec.ceiling_source();
       out["phase"] = a.phase;
       out["batch"] = a.batch;
       out[a.phase == "prefill" ? "tokens" : "context"] = shape.context;

@@ -11,5 +11,7 @@ void register_op(CLI::App& app);
 void register_sweep(CLI::App& app);
 void register_catalog(CLI::App& app);  // `models` and `hardware`
 void register_fit(CLI::App& app);
+void register_probe(CLI::App& app);
+void register_roofline(CLI::App& app);
 
 }  // namespace inferlab::cli

@@ -13,6 +13,10 @@ void add_format_option(CLI::App* app, CommonArgs& args) {
 void add_hardware_options(CLI::App* app, CommonArgs& args) {
   app->add_option("--hardware", args.hardware, "GPU name (see `inferlab hardware`) or sheet path")
       ->capture_default_str();
+  app->add_option("--profile", args.profile,
+                  "Ceilings: auto (the shipped measured profile if any), none (spec sheet), or a "
+                  "profile path")
+      ->capture_default_str();
   app->add_option("--delay-factor", args.delay_factor,
                   "Override delay factors, e.g. gemm=1.2,attention=2 (classes: gemm, gemv, "
                   "attention, norm, elementwise, softmax, communication)");
@@ -64,8 +68,8 @@ PredictOptions to_predict_options(const CommonArgs& a) {
 
 LoadedHardware load_cost_model(const CommonArgs& args) {
   LoadedHardware loaded;
-  loaded.spec = load_hardware(args.hardware);
-  DelayFactors factors = load_delay_factors();
+  loaded.spec = load_hardware(args.hardware, args.profile);
+  DelayFactors factors = load_delay_factors(loaded.spec);
   if (!args.delay_factor.empty()) apply_delay_factor_overrides(factors, args.delay_factor);
   loaded.cost = std::make_unique<RooflineCostModel>(loaded.spec, factors);
   return loaded;

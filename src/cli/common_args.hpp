@@ -20,6 +20,7 @@ struct CommonArgs {
   std::string cuda_graphs = "on";
   std::string flash_attention = "on";
   std::string delay_factor;
+  std::string profile = "auto";
   int tp = 1;
   double gpu_memory_utilization = 0.9;
 };

@@ -17,8 +17,22 @@ void DelayFactors::set(OpClass cls, double value) {
   factor[static_cast<int>(cls)] = value;
 }
 
-DelayFactors load_delay_factors(const std::string& path) {
-  auto file = path.empty() ? data_dir() / "delay_factors.json" : std::filesystem::path(path);
+DelayFactors load_spec_delay_factors() {
+  return load_delay_factors_file((data_dir() / "delay_factors" / "spec.json").string());
+}
+
+DelayFactors load_delay_factors(const HardwareSpec& hardware) {
+  if (hardware.profile) {
+    auto fitted = data_dir() / "delay_factors" / (hardware.name + ".json");
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(fitted, ec))
+      return load_delay_factors_file(fitted.string());
+  }
+  return load_spec_delay_factors();
+}
+
+DelayFactors load_delay_factors_file(const std::string& path) {
+  std::filesystem::path file = path;
   auto json = read_json_file(file, "delay factors");
   const std::string context = "delay factors '" + file.string() + "'";
   DelayFactors f;

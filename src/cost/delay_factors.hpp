@@ -3,6 +3,7 @@
 #include <string>
 
 #include "cost/cost_model.hpp"
+#include "hw/hardware_spec.hpp"
 
 namespace inferlab {
 
@@ -20,8 +21,15 @@ struct DelayFactors {
   void set(OpClass cls, double value);  // throws InputError unless 0.1 <= value <= 100
 };
 
-// Reads data/delay_factors.json (or a given path).
-DelayFactors load_delay_factors(const std::string& path = "");
+// Reads a delay-factor file (data/delay_factors/*.json form).
+DelayFactors load_delay_factors_file(const std::string& path);
+
+// The factors that match where the hardware's ceilings come from: data/delay_factors/<name>.json
+// when the ceilings are a measured profile and that GPU has a fit, data/delay_factors/spec.json
+// (fitted against datasheet ceilings) otherwise.
+DelayFactors load_delay_factors(const HardwareSpec& hardware);
+// data/delay_factors/spec.json.
+DelayFactors load_spec_delay_factors();
 // Applies "class=value[,class=value...]" overrides.
 void apply_delay_factor_overrides(DelayFactors& factors, const std::string& overrides);
 

@@ -1,5 +1,7 @@
 #include "hw/hardware_spec.hpp"
 
+#include <filesystem>
+
 #include "util/data_dir.hpp"
 #include "util/error.hpp"
 #include "util/json_file.hpp"
@@ -38,7 +40,47 @@ double sourced(const nlohmann::json& sheet, const std::string& key, const std::s
 
 }  // namespace
 
-HardwareSpec load_hardware(const std::string& name_or_path) {
+std::string HardwareSpec::ceiling_source() const {
+  if (!profile) return "spec sheet";
+  return "measured profile " + profile->path + " (" + profile->measured_at + ")";
+}
+
+void apply_profile(HardwareSpec& spec, MeasuredProfile profile) {
+  spec.datasheet_peak_flops_per_s = spec.peak_flops_per_s;
+  spec.datasheet_memory_bandwidth_bps = spec.memory_bandwidth_bps;
+  for (int i = 0; i < kDTypeCount; ++i) {
+    if (profile.peak_flops_per_s[i]) spec.peak_flops_per_s[i] = profile.peak_flops_per_s[i];
+  }
+  spec.memory_bandwidth_bps = profile.hbm_read_bps;
+  spec.sm_count = profile.sm_count;
+  spec.profile = std::move(profile);
+}
+
+namespace {
+HardwareSpec load_sheet(const std::string& name_or_path);
+}
+
+HardwareSpec load_hardware(const std::string& name_or_path, const std::string& profile) {
+  HardwareSpec spec = load_sheet(name_or_path);
+  spec.datasheet_peak_flops_per_s = spec.peak_flops_per_s;
+  spec.datasheet_memory_bandwidth_bps = spec.memory_bandwidth_bps;
+  if (profile == kProfileNone) return spec;
+  if (profile == kProfileAuto) {
+    auto shipped = data_dir() / "profiles" / (spec.name + ".json");
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(shipped, ec)) {
+      MeasuredProfile measured = load_profile(shipped.string());
+      measured.path = "data/profiles/" + spec.name + ".json";  // shown to users: the shipped file
+      apply_profile(spec, std::move(measured));
+    }
+    return spec;
+  }
+  apply_profile(spec, load_profile(profile));
+  return spec;
+}
+
+namespace {
+HardwareSpec load_sheet(const std::string& name_or_path) {
   auto path = resolve_data_file(name_or_path, "hardware", "hardware");
   auto sheet = read_json_file(path, "hardware sheet");
   const std::string context = "hardware sheet '" + path.string() + "'";
@@ -79,6 +121,7 @@ HardwareSpec load_hardware(const std::string& name_or_path) {
       sourced(link, "latency_s", context + " interconnect", spec, 1e-7, 1e-3);
   return spec;
 }
+}  // namespace
 
 std::vector<std::string> known_hardware() {
   return data_names("hardware");

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "hw/profile.hpp"
 #include "util/dtype.hpp"
 
 namespace inferlab {
@@ -32,6 +33,13 @@ struct HardwareSpec {
   std::array<std::optional<double>, kDTypeCount> peak_flops_per_s{};
   InterconnectSpec interconnect;
   std::vector<std::pair<std::string, std::string>> sources;  // field -> source
+  // Set when measured ceilings replaced the datasheet's (see apply_profile).
+  std::optional<MeasuredProfile> profile;
+  std::array<std::optional<double>, kDTypeCount> datasheet_peak_flops_per_s{};
+  double datasheet_memory_bandwidth_bps = 0.0;
+
+  // "spec sheet" or "measured profile <path> (<date>)".
+  std::string ceiling_source() const;
 
   std::optional<double> peak_flops(DType dtype) const {
     return peak_flops_per_s[static_cast<int>(dtype)];
@@ -40,8 +48,19 @@ struct HardwareSpec {
   std::vector<std::string> supported_dtype_names() const;
 };
 
-// Loads a shipped sheet by name (data/hardware/<name>.json) or a path to a sheet.
-HardwareSpec load_hardware(const std::string& name_or_path);
+// Where ceilings come from: "auto" uses data/profiles/<name>.json when one is shipped, "none"
+// the spec sheet alone; anything else is a path to a profile.
+inline constexpr const char* kProfileAuto = "auto";
+inline constexpr const char* kProfileNone = "none";
+
+// Loads a shipped sheet by name (data/hardware/<name>.json) or a path to a sheet, then applies
+// the measured profile chosen by `profile`.
+HardwareSpec load_hardware(const std::string& name_or_path,
+                           const std::string& profile = kProfileAuto);
+
+// Replaces the datasheet ceilings with measured ones: matrix peaks per dtype, HBM bandwidth
+// (the read stream, what weight and KV streaming do). Datasheet values stay in datasheet_*.
+void apply_profile(HardwareSpec& spec, MeasuredProfile profile);
 std::vector<std::string> known_hardware();
 
 }  // namespace inferlab

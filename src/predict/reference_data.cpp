@@ -60,4 +60,46 @@ std::vector<MeasuredOp> measured_ops_from_reference(const nlohmann::json& refere
   return out;
 }
 
+std::vector<MeasuredOp> measured_ops_from_profile(const nlohmann::json& profile,
+                                                  const std::string& context) {
+  std::vector<MeasuredOp> out;
+  if (!profile.contains("sweeps") || !profile["sweeps"].is_object()) {
+    throw InputError(context + ": missing object 'sweeps'");
+  }
+  const auto& sweeps = profile["sweeps"];
+  const DType bf16 = DType::bf16;
+  for (const auto& row : sweeps.value("gemm", nlohmann::json::array())) {
+    int64_t m = require_count(row, "m", context), n = require_count(row, "n", context),
+            k = require_count(row, "k", context);
+    out.push_back({make_gemm_op("gemm", m, n, k, bf16, bf16, bf16, bf16),
+                   fmt::format("probe gemm m={} n={} k={}", m, n, k),
+                   require_number(row, "median_s", context)});
+  }
+  for (const auto& row : sweeps.value("llm_kernels", nlohmann::json::array())) {
+    const std::string kernel = require_string(row, "kernel", context);
+    const auto& shape = row.at("shape");
+    auto n = [&](const char* key) { return require_count(shape, key, context + " " + kernel); };
+    MeasuredOp m;
+    m.measured_s = require_number(row, "median_s", context);
+    m.label = "probe " + kernel;
+    if (kernel == "rmsnorm") {
+      m.op = make_rmsnorm_op("rmsnorm", n("tokens"), n("hidden"), bf16);
+    } else if (kernel == "add") {
+      m.op = make_add_op("add", n("tokens"), n("hidden"), bf16);
+    } else if (kernel == "silu_mul") {
+      m.op = make_silu_mul_op("silu_mul", n("tokens"), n("intermediate"), bf16);
+    } else if (kernel == "softmax" || kernel == "rope") {
+      // The probe's softmax (three passes over a row) and RoPE (angles computed per element)
+      // are plain kernels, slower than the tuned ones frameworks run: they describe the GPU's
+      // behaviour in the profile but would bias the framework's efficiency, so they are not
+      // fitted.
+      continue;
+    } else {
+      throw InputError(context + ": unknown kernel '" + kernel + "' in sweeps.llm_kernels");
+    }
+    out.push_back(m);
+  }
+  return out;
+}
+
 }  // namespace inferlab

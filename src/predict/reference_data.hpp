@@ -19,4 +19,9 @@ struct MeasuredOp {
 std::vector<MeasuredOp> measured_ops_from_reference(const nlohmann::json& reference,
                                                     const std::string& context);
 
+// The probe's own sweeps in a hardware profile: bf16 GEMMs (sweeps.gemm) and its RMSNorm, add and
+// SiLU x mul kernels (sweeps.llm_kernels; its softmax and RoPE are left out, see the .cpp).
+std::vector<MeasuredOp> measured_ops_from_profile(const nlohmann::json& profile,
+                                                  const std::string& context);
+
 }  // namespace inferlab

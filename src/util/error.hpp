@@ -12,8 +12,9 @@ class InputError : public std::runtime_error {
   explicit InputError(const std::string& message) : std::runtime_error(message) {}
 };
 
-// Joins names for "known: a, b, c" messages.
-std::string join_names(const auto& names, const char* separator = ", ") {
+// Joins names for "known: a, b, c" messages. (C++17, so CUDA sources can include it.)
+template <typename Names>
+std::string join_names(const Names& names, const char* separator = ", ") {
   std::string out;
   for (const auto& name : names) {
     if (!out.empty()) out += separator;

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "probe/probe.hpp"
 #include "test_support.hpp"
 
 namespace inferlab {
@@ -151,7 +152,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"op attention --heads 32 --kv-heads 5 --seq 10", "multiple"},
         BadInput{"op gemm --m 8 --n 8 --k 8 --dtype int4 --hardware h100-sxm", "int4"},
         BadInput{"sweep --batch 1,0", "--batch"},
-        BadInput{"fit --data /nonexistent.json", "does not exist"}),
+        BadInput{"fit --data /nonexistent.json", "does not exist"},
+        BadInput{"fit --hardware a100-80g", "nothing to fit"},
+        BadInput{"predict --profile /nonexistent/profile.json", "does not exist"},
+        BadInput{"roofline --out /nonexistent-dir/r.svg", "cannot write"},
+        BadInput{"roofline", "--out"}, BadInput{"probe", "--out"}),
     [](const ::testing::TestParamInfo<BadInput>& info) {
       return "case" + std::to_string(info.index);
     });
@@ -201,6 +206,54 @@ TEST_F(CliBadFiles, ACustomConfigPathWorks) {
   auto j = run_json("predict --model " + path + " --input 16 --output 4");
   EXPECT_EQ(j["model"], "tiny");
   EXPECT_GT(j["e2e_ms"].get<double>(), 0.0);
+}
+
+TEST(Cli, RooflineWritesAnSvgWithTheModelsOperators) {
+  auto path = (std::filesystem::temp_directory_path() /
+               ("inferlab_roofline_" + std::to_string(::getpid()) + ".svg"))
+                  .string();
+  auto j = run_json("roofline --hardware h100-sxm --out " + path +
+                    " --model llama-3-8b --batch 1 --input 512");
+  EXPECT_EQ(j["hardware"], "h100-sxm");
+  EXPECT_NE(j["hardware_source"].get<std::string>().find("measured profile"), std::string::npos);
+  EXPECT_GE(j["ceilings"].size(), 6u);
+  EXPECT_GE(j["points"].size(), 10u);
+  std::ifstream in(path);
+  std::string svg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(svg.find("hbm read"), std::string::npos);
+  EXPECT_NE(svg.find("prefill"), std::string::npos);
+  std::filesystem::remove(path);
+}
+
+TEST(Cli, ProfileChoiceIsReported) {
+  auto measured = run_json("predict --hardware h100-sxm");
+  auto sheet = run_json("predict --hardware h100-sxm --profile none");
+  EXPECT_NE(measured["hardware_source"].get<std::string>().find("data/profiles/h100-sxm.json"),
+            std::string::npos);
+  EXPECT_EQ(sheet["hardware_source"], "spec sheet");
+  EXPECT_EQ(run_json("predict --hardware a100-80g")["hardware_source"], "spec sheet");
+}
+
+TEST(Cli, FitFromTheShippedProfileReproducesTheShippedFactors) {
+  auto j = run_json("fit --hardware h100-sxm --data " + std::string(INFERLAB_TEST_DATA_DIR) +
+                    "/../validation/data/torch_reference_h100_2026-11-22.json");
+  std::ifstream in(std::string(INFERLAB_TEST_DATA_DIR) + "/delay_factors/h100-sxm.json");
+  nlohmann::json shipped = nlohmann::json::parse(in);
+  for (const char* cls : {"gemm", "gemv", "attention", "norm", "elementwise", "softmax"}) {
+    EXPECT_NEAR(j["factors"][cls].get<double>(), shipped["factors"][cls].get<double>(), 1e-9)
+        << cls;
+  }
+  EXPECT_GT(j["fit"]["gemm"]["points"].get<int>(), 300);  // the probe's GEMM sweep is in it
+}
+
+TEST(Cli, ProbeWithoutAGpuSaysSo) {
+  if (visible_gpu_count() > 0) GTEST_SKIP() << "a GPU is visible: the probe would run";
+  auto r = run_inferlab("probe --out " +
+                        (std::filesystem::temp_directory_path() / "inferlab_probe.json").string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(r.out.empty());
+  EXPECT_EQ(r.err.rfind("inferlab: error: ", 0), 0u);
+  EXPECT_NE(r.err.find("GPU"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -35,7 +35,7 @@ TEST(GemmTiling, SkinnyGemmPadsAndSplitsK) {
 // Add of 32768 x 4096 bf16: 3 x 268,435,456 bytes = 805,306,368 bytes at 3.35 TB/s
 // = 240.390 us, plus one 2 us kernel latency.
 TEST(Roofline, MemoryBoundElementwise) {
-  RooflineCostModel cost(load_hardware("h100-sxm"), unit_factors(2e-6));
+  RooflineCostModel cost(load_hardware("h100-sxm", kProfileNone), unit_factors(2e-6));
   OpCost c = cost.price(make_add_op("add", 32768, 4096, DType::bf16));
   EXPECT_EQ(c.bound, Bound::memory);
   EXPECT_NEAR(c.time_s, 805'306'368.0 / 3.35e12 + 2e-6, 1e-12);
@@ -45,7 +45,7 @@ TEST(Roofline, MemoryBoundElementwise) {
 // 8192^3 bf16: 2048 tiles of 128x256 -> 16 waves (2112 slots) -> 1,133,871,366,144 occupied
 // FLOPs at 989.4 TFLOP/s = 1.14602 ms; efficiency = 8192^3 x 2 / occupied = 0.969697.
 TEST(Roofline, ComputeBoundGemmWithWaveLoss) {
-  RooflineCostModel cost(load_hardware("h100-sxm"), unit_factors());
+  RooflineCostModel cost(load_hardware("h100-sxm", kProfileNone), unit_factors());
   Op op = make_gemm_op("g", 8192, 8192, 8192, DType::bf16, DType::bf16, DType::bf16, DType::bf16);
   OpCost c = cost.price(op);
   EXPECT_EQ(c.bound, Bound::compute);
@@ -55,9 +55,9 @@ TEST(Roofline, ComputeBoundGemmWithWaveLoss) {
 
 TEST(Roofline, DelayFactorScalesTheRoof) {
   DelayFactors f = unit_factors();
-  RooflineCostModel plain(load_hardware("h100-sxm"), f);
+  RooflineCostModel plain(load_hardware("h100-sxm", kProfileNone), f);
   apply_delay_factor_overrides(f, "elementwise=1.5,gemm=2");
-  RooflineCostModel slowed(load_hardware("h100-sxm"), f);
+  RooflineCostModel slowed(load_hardware("h100-sxm", kProfileNone), f);
   Op add = make_add_op("add", 8192, 4096, DType::bf16);
   EXPECT_NEAR(slowed.price(add).time_s, 1.5 * plain.price(add).time_s, 1e-15);
   EXPECT_THROW(apply_delay_factor_overrides(f, "gemm"), InputError);
@@ -67,14 +67,14 @@ TEST(Roofline, DelayFactorScalesTheRoof) {
 }
 
 TEST(Roofline, TinyKernelIsLatencyBound) {
-  RooflineCostModel cost(load_hardware("h100-sxm"), unit_factors(2e-6));
+  RooflineCostModel cost(load_hardware("h100-sxm", kProfileNone), unit_factors(2e-6));
   OpCost c = cost.price(make_rmsnorm_op("n", 1, 4096, DType::bf16));
   EXPECT_EQ(c.bound, Bound::latency);
   EXPECT_LT(c.efficiency(), 0.01);
 }
 
 TEST(Roofline, SmallMGemmIsGemvClassAndMemoryBound) {
-  RooflineCostModel cost(load_hardware("h100-sxm"), unit_factors());
+  RooflineCostModel cost(load_hardware("h100-sxm", kProfileNone), unit_factors());
   Op op = make_gemm_op("g", 1, 4096, 4096, DType::bf16, DType::bf16, DType::bf16, DType::bf16);
   OpCost c = cost.price(op);
   EXPECT_EQ(c.op_class, OpClass::gemv);
@@ -84,7 +84,7 @@ TEST(Roofline, SmallMGemmIsGemvClassAndMemoryBound) {
 // Ring all-reduce of 1 MB over 2 devices: 2 steps moving 0.5 MB each at 450 GB/s = 2.222 us,
 // plus 2 hops x 1 us.
 TEST(Roofline, AllReduceRing) {
-  RooflineCostModel cost(load_hardware("h100-sxm"), unit_factors());
+  RooflineCostModel cost(load_hardware("h100-sxm", kProfileNone), unit_factors());
   OpCost c = cost.price(make_all_reduce_op("ar", 1e6, 2));
   EXPECT_EQ(c.bound, Bound::communication);
   EXPECT_NEAR(c.time_s, 1e6 / 450e9 + 2e-6, 1e-12);
@@ -98,7 +98,7 @@ TEST(Roofline, MissingMatrixFormatIsAnInputError) {
 }
 
 TEST(DelayFactors, ShippedFileIsAMeasuredFit) {
-  DelayFactors f = load_delay_factors();
+  DelayFactors f = load_spec_delay_factors();
   EXPECT_NE(f.source.find("inferlab fit"), std::string::npos);
   for (int i = 0; i < kOpClassCount; ++i) {
     EXPECT_GE(f.factor[i], 1.0) << op_class_name(static_cast<OpClass>(i));

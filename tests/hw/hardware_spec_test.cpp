@@ -27,7 +27,7 @@ TEST(HardwareSpec, AllThirteenSheetsLoadWithSources) {
 }
 
 TEST(HardwareSpec, H100SxmDatasheetFigures) {
-  HardwareSpec h = load_hardware("h100-sxm");
+  HardwareSpec h = load_hardware("h100-sxm", kProfileNone);
   EXPECT_EQ(h.sm_count, 132);
   EXPECT_DOUBLE_EQ(*h.peak_flops(DType::bf16), 989.4e12);
   EXPECT_DOUBLE_EQ(*h.peak_flops(DType::fp8), 1978.9e12);

@@ -18,7 +18,7 @@ struct Fixture {
   Fixture(const std::string& m, const std::string& h)
       : model(load_model(m)),
         hw(load_hardware(h)),
-        cost(hw, load_delay_factors()),
+        cost(hw, load_delay_factors(hw)),
         host(load_host_overhead()) {}
   RequestPrediction run(const PredictOptions& o) {
     return predict_request(model, hw, cost, o, host);
@@ -159,7 +159,7 @@ TEST(Predict, FlashAttentionOffCostsMoreAtLongPrompts) {
 
 // The fit recovers a factor planted in synthetic measurements.
 TEST(FitDelayFactors, RecoversPlantedFactor) {
-  HardwareSpec hw = load_hardware("h100-sxm");
+  HardwareSpec hw = load_hardware("h100-sxm", kProfileNone);
   RooflineCostModel unit(hw, testing::unit_factors());
   std::vector<MeasuredOp> measured;
   measured.push_back({make_add_op("tiny", 1, 1, DType::bf16), "floor", 4e-6});

@@ -1,0 +1,86 @@
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "cli/common_args.hpp"
+#include "probe/probe.hpp"
+#include "util/error.hpp"
+
+namespace inferlab::cli {
+
+namespace {
+struct ProbeArgs {
+  CommonArgs common;
+  std::string out;
+  bool quick = false;
+  int device = 0;
+};
+
+double at(const nlohmann::json& j, std::initializer_list<const char*> path) {
+  const nlohmann::json* node = &j;
+  for (const char* key : path) {
+    if (!node->contains(key)) return 0.0;
+    node = &(*node)[key];
+  }
+  return node->is_number() ? node->get<double>() : 0.0;
+}
+}  // namespace
+
+void register_probe(CLI::App& app) {
+  auto args = std::make_shared<ProbeArgs>();
+  CLI::App* cmd =
+      app.add_subcommand("probe", "Measure this machine's GPU and write a hardware profile (JSON)");
+  cmd->add_option("--out", args->out, "Profile file to write")->required();
+  cmd->add_flag("--quick", args->quick, "Fewer shapes and repeats (under a minute on an H100)");
+  cmd->add_option("--device", args->device, "CUDA device index")->capture_default_str();
+  add_format_option(cmd, args->common);
+  cmd->callback([args] {
+    OutputFormat format = parse_output_format(args->common.format);
+    std::ofstream probe_check(args->out, std::ios::app);
+    if (!probe_check) throw InputError("cannot write '" + args->out + "'");
+    probe_check.close();
+    nlohmann::json profile = run_probe({args->quick, args->device}, std::cerr);
+    std::ofstream(args->out) << profile.dump(1) << '\n';
+    if (format == OutputFormat::json) {
+      print_json(profile);
+      return;
+    }
+    Table t({"figure", "measured"});
+    auto tflops = [&](const char* key) {
+      return fmt::format("{:.1f} TFLOP/s", at(profile, {"compute", key, "flops_per_s"}) / 1e12);
+    };
+    auto tbps = [&](const char* level, const char* kind) {
+      return fmt::format("{:.2f} TB/s", at(profile, {"memory", level, kind}) / 1e12);
+    };
+    t.add_row({"device", profile["device"]["name"].get<std::string>()});
+    for (const char* key : {"fp64_simt", "fp32_simt", "fp16_simt", "bf16_simt", "tf32_tensor",
+                            "fp16_tensor", "bf16_tensor", "fp8_tensor", "int8_tensor"}) {
+      t.add_row({key, tflops(key)});
+    }
+    for (const char* level : {"hbm", "l2", "shared"}) {
+      t.add_row({std::string(level) + " read / write / copy", tbps(level, "read_bps") + " / " +
+                                                                  tbps(level, "write_bps") + " / " +
+                                                                  tbps(level, "copy_bps")});
+      t.add_row({std::string(level) + " latency",
+                 fmt::format("{:.0f} ns", at(profile, {"memory", level, "latency_ns"}))});
+    }
+    t.add_row(
+        {"kernel launch (host)", fmt::format("{:.2f} us", at(profile, {"launch_overhead_us"}))});
+    t.add_row(
+        {"back-to-back kernel gap", fmt::format("{:.2f} us", at(profile, {"kernel_gap_us"}))});
+    t.add_row({"kernel gap in a CUDA graph",
+               fmt::format("{:.2f} us", at(profile, {"graph_kernel_gap_us"}))});
+    t.add_row({"small kernel in a CUDA graph",
+               fmt::format("{:.2f} us", at(profile, {"graph_small_kernel_us"}))});
+    t.add_row({"graph launch (host)",
+               fmt::format("{:.2f} us", at(profile, {"graph_launch_overhead_us"}))});
+    t.add_row({"GEMM sweep points", std::to_string(profile["sweeps"]["gemm"].size())});
+    t.add_row({"LLM kernel sweep points", std::to_string(profile["sweeps"]["llm_kernels"].size())});
+    std::cout << (format == OutputFormat::csv ? t.to_csv() : t.to_text());
+    std::cout << "profile written to " << args->out << '\n';
+  });
+}
+
+}  // namespace inferlab::cli

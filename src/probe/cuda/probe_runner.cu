@@ -1,0 +1,143 @@
+// Runs every measurement in order and assembles the hardware profile.
+#include <cuda_runtime.h>
+
+#include <ctime>
+#include <ostream>
+
+#include "model/model_config.hpp"
+#include "probe/cuda/collectives.cuh"
+#include "probe/cuda/compute_simt.cuh"
+#include "probe/cuda/cuda_util.cuh"
+#include "probe/cuda/gemm_sweep.cuh"
+#include "probe/cuda/launch.cuh"
+#include "probe/cuda/llm_kernels.cuh"
+#include "probe/cuda/memory.cuh"
+#include "probe/probe.hpp"
+#include "util/error.hpp"
+
+#ifndef INFERLAB_VERSION
+#define INFERLAB_VERSION "unknown"
+#endif
+
+namespace inferlab {
+
+bool probe_available() {
+  return true;
+}
+
+int visible_gpu_count() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
+}
+
+namespace {
+
+std::string utc_now() {
+  std::time_t now = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return buf;
+}
+
+// Projections of the shipped dense models at TP 1: fused QKV, O, fused gate/up, down.
+std::vector<probe::ProjectionShape> shipped_projections(bool quick) {
+  std::vector<std::string> names = {"llama-3.2-1b", "llama-3-8b", "llama-3-70b"};
+  if (!quick) {
+    names.insert(names.begin() + 1, "llama-3.2-3b");
+    names.push_back("qwen2.5-7b");
+  }
+  std::vector<probe::ProjectionShape> shapes;
+  for (const auto& name : names) {
+    ModelConfig m = load_model(name);
+    long long h = m.hidden_size, q = m.q_dim(), kv = m.kv_dim(), i = m.intermediate_size;
+    shapes.push_back({name, "qkv_proj", q + 2 * kv, h});
+    shapes.push_back({name, "o_proj", h, q});
+    shapes.push_back({name, "gate_up_proj", 2 * i, h});
+    shapes.push_back({name, "down_proj", h, i});
+  }
+  return shapes;
+}
+
+}  // namespace
+
+nlohmann::json run_probe(const ProbeOptions& options, std::ostream& progress) {
+  int count = 0;
+  cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess || count == 0) {
+    throw InputError(std::string("no CUDA GPU is visible (") +
+                     (err != cudaSuccess ? cudaGetErrorString(err) : "0 devices") +
+                     "); run inferlab probe on a machine with an NVIDIA GPU");
+  }
+  if (options.device < 0 || options.device >= count) {
+    throw InputError("--device " + std::to_string(options.device) + " is not one of the " +
+                     std::to_string(count) + " visible GPUs");
+  }
+  PROBE_CHECK(cudaSetDevice(options.device));
+  cudaDeviceProp prop{};
+  PROBE_CHECK(cudaGetDeviceProperties(&prop, options.device));
+  int clock_khz = 0, mem_clock_khz = 0, driver = 0, runtime = 0;
+  cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, options.device);
+  cudaDeviceGetAttribute(&mem_clock_khz, cudaDevAttrMemoryClockRate, options.device);
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  const int sms = prop.multiProcessorCount;
+  const size_t l2 = static_cast<size_t>(prop.l2CacheSize);
+  const int steps = 8;
+  int step = 0;
+  auto say = [&](const std::string& what) {
+    progress << "[probe " << ++step << "/" << steps << "] " << what << std::endl;
+  };
+
+  nlohmann::json profile;
+  profile["measured_at"] = utc_now();
+  profile["inferlab_version"] = INFERLAB_VERSION;
+  profile["quick"] = options.quick;
+  profile["device"] = {
+      {"name", prop.name},
+      {"sm_count", sms},
+      {"l2_bytes", l2},
+      {"memory_bytes", prop.totalGlobalMem},
+      {"compute_capability", std::to_string(prop.major) + "." + std::to_string(prop.minor)},
+      {"shared_memory_per_sm_bytes", prop.sharedMemPerMultiprocessor},
+      {"clocks", {{"sm_max_hz", clock_khz * 1e3}, {"memory_hz", mem_clock_khz * 1e3}}},
+      {"driver", std::to_string(driver / 1000) + "." + std::to_string(driver % 1000 / 10)},
+      {"cuda", std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10)},
+      {"visible_devices", count}};
+
+  say("CUDA-core FMA peaks (fp64, fp32, fp16x2, bf16x2)");
+  nlohmann::json compute = probe::measure_simt_peaks(sms, options.quick);
+  say("tensor-core GEMM peaks through cuBLASLt (tf32, fp16, bf16, fp8, int8)");
+  compute.update(probe::measure_tensor_peaks(options.quick));
+  profile["compute"] = compute;
+  profile["device"]["clocks"]["sm_measured_after_gemm_hz"] = probe::measure_sm_clock_hz();
+
+  probe::MemoryPlan plan{sms, l2, std::min<size_t>(size_t(2) << 30, prop.totalGlobalMem / 8),
+                         options.quick};
+  say("memory levels: HBM, L2 and shared-memory bandwidth, latency, read:write mixes, patterns");
+  profile["memory"] = probe::measure_memory_levels(plan);
+  say("working-set sweep (bandwidth and latency staircase)");
+  profile["memory"]["working_set_sweep"] = probe::measure_working_set_sweep(plan);
+
+  say("launch and synchronization overheads");
+  nlohmann::json launch = probe::measure_launch_overheads(options.quick);
+  profile["launch"] = launch;
+  profile["launch_overhead_us"] = launch["launch"]["median_us"];
+  profile["kernel_gap_us"] = launch["kernel_gap"]["median_us"];
+  profile["graph_launch_overhead_us"] = launch["graph_launch"]["median_us"];
+  profile["graph_kernel_gap_us"] = launch["graph_kernel_gap"]["median_us"];
+
+  say("bf16 GEMM sweep over the shipped models' projections, N and K staircases");
+  profile["sweeps"]["gemm"] =
+      probe::sweep_gemms(shipped_projections(options.quick), l2, sms, options.quick);
+  say("memory-bound LLM kernels over token counts, and small kernels in a CUDA graph");
+  profile["sweeps"]["llm_kernels"] = probe::sweep_llm_kernels(l2, options.quick);
+  profile["launch"]["graph_small_kernel"] = probe::measure_small_kernels_in_graph(options.quick);
+  profile["graph_small_kernel_us"] = profile["launch"]["graph_small_kernel"]["median_us"];
+  say(count > 1 ? "NCCL all-reduce and all-gather" : "collectives skipped: one GPU visible");
+  nlohmann::json collectives = probe::measure_collectives(options.quick);
+  profile["interconnect"] = collectives.is_null() ? nlohmann::json::object() : collectives;
+  PROBE_CHECK(cudaDeviceSynchronize());
+  return profile;
+}
+
+}  // namespace inferlab

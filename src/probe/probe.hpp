@@ -1,0 +1,22 @@
+#pragma once
+#include <iosfwd>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace inferlab {
+
+struct ProbeOptions {
+  bool quick = false;
+  int device = 0;
+};
+
+// Measures the GPU and returns the hardware profile (format: docs/PROFILE.md). Progress lines go
+// to `progress`. Throws InputError when there is no CUDA GPU or this build has no CUDA.
+nlohmann::json run_probe(const ProbeOptions& options, std::ostream& progress);
+
+// True when this build contains the CUDA probe.
+bool probe_available();
+// CUDA GPUs this process can use (0 without a driver, a GPU, or a CUDA build).
+int visible_gpu_count();
+
+}  // namespace inferlab
