@@ -13,5 +13,6 @@ void register_catalog(CLI::App& app);  // `models` and `hardware`
 void register_fit(CLI::App& app);
 void register_probe(CLI::App& app);
 void register_roofline(CLI::App& app);
+void register_validate(CLI::App& app);
 
 }  // namespace inferlab::cli

@@ -246,6 +246,20 @@ TEST(Cli, FitFromTheShippedProfileReproducesTheShippedFactors) {
   EXPECT_GT(j["fit"]["gemm"]["points"].get<int>(), 300);  // the probe's GEMM sweep is in it
 }
 
+TEST(Cli, ValidateFailsWithExitOneBelowItsBounds) {
+  std::string data = std::string(INFERLAB_TEST_DATA_DIR) +
+                     "/../validation/data/torch_reference_h100_2026-11-22.json";
+  auto ok = run_inferlab("validate --data " + data + " --max-mape decode_graph=0.5");
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  auto tight = run_inferlab("validate --data " + data + " --max-mape decode_graph=0.001");
+  EXPECT_EQ(tight.exit_code, 1);
+  EXPECT_NE(tight.err.find("decode_graph"), std::string::npos);
+  auto j = run_json("validate --data " + data);
+  EXPECT_EQ(j["cases"].size(), 244u + 30u);  // every operator, every step in both modes
+  auto unknown = run_inferlab("validate --data " + data + " --max-mape warp=0.1");
+  EXPECT_EQ(unknown.exit_code, 2);
+}
+
 TEST(Cli, ProbeWithoutAGpuSaysSo) {
   if (visible_gpu_count() > 0) GTEST_SKIP() << "a GPU is visible: the probe would run";
   auto r = run_inferlab("probe --out " +

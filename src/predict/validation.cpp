@@ -1,0 +1,128 @@
+#include "predict/validation.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "model/model_config.hpp"
+#include "predict/reference_data.hpp"
+#include "predict/step_predictor.hpp"
+#include "util/error.hpp"
+#include "util/json_file.hpp"
+
+namespace inferlab {
+
+namespace {
+
+void summarize_groups(ValidationReport& report) {
+  for (const auto& c : report.cases) {
+    GroupAccuracy& g = report.groups[c.group];
+    ++g.cases;
+    g.mape += std::fabs(c.error());
+    if (std::fabs(c.error()) > std::fabs(g.worst_error)) g.worst_error = c.error();
+  }
+  for (auto& [name, g] : report.groups) g.mape /= g.cases;
+}
+
+void add_steps(ValidationReport& report, const nlohmann::json& steps, const std::string& ctx,
+               const CostModel& cost, const HostOverhead& host) {
+  std::map<std::string, ModelConfig> models;
+  for (const auto& row : steps) {
+    std::string name = require_string(row, "model", ctx);
+    if (!models.count(name)) models.emplace(name, load_model(name));
+    const ModelConfig& model = models.at(name);
+    std::string phase = require_string(row, "phase", ctx);
+    int64_t batch = require_count(row, "batch", ctx);
+    StepShape shape;
+    if (phase == "prefill") {
+      int64_t tokens = require_count(row, "tokens", ctx);
+      shape = {Phase::prefill, batch, tokens, tokens};
+    } else if (phase == "decode") {
+      shape = {Phase::decode, batch, 1, require_count(row, "context", ctx)};
+    } else {
+      throw InputError(ctx + ": step phase must be prefill or decode, got '" + phase + "'");
+    }
+    StepContext c;
+    c.model = &model;
+    c.cost = &cost;
+    c.plan = kernel_plan(Framework::pytorch, /*flash_attention=*/true);
+    c.shard = shard_dims(model, 1);
+    c.host = host;
+    for (const char* mode : {"graph", "eager"}) {
+      if (!row.contains(mode)) continue;
+      c.cuda_graphs = std::string(mode) == "graph";
+      double measured = require_number(row[mode], "median_s", ctx + " step " + mode);
+      double predicted = predict_step(c, shape).time_s;
+      report.cases.push_back({phase + "_" + mode,
+                              fmt::format("{} {} batch {} {} {}", name, phase, batch,
+                                          phase == "prefill" ? "tokens" : "context", shape.context),
+                              measured, predicted});
+    }
+  }
+}
+
+}  // namespace
+
+ValidationReport validate_against_reference(const nlohmann::json& reference,
+                                            const std::string& context,
+                                            const HardwareSpec& hardware, const CostModel& cost,
+                                            double kernel_latency_s, const HostOverhead& host) {
+  (void)hardware;
+  ValidationReport report;
+  if (reference.contains("ops")) {
+    auto measured = measured_ops_from_reference(reference, context);
+    if (!measured.empty()) {
+      report.isolated_op_floor_s = measured.front().measured_s;
+      for (const auto& m : measured) {
+        report.isolated_op_floor_s = std::min(report.isolated_op_floor_s, m.measured_s);
+      }
+    }
+    for (const auto& m : measured) {
+      OpCost c = cost.price(m.op);
+      double in_stream_work = c.time_s - m.op.kernels * kernel_latency_s;
+      double predicted =
+          in_stream_work + report.isolated_op_floor_s + (m.op.kernels - 1) * kernel_latency_s;
+      report.cases.push_back(
+          {std::string(op_class_name(c.op_class)), m.label, m.measured_s, predicted});
+    }
+  }
+  if (reference.contains("steps")) add_steps(report, reference["steps"], context, cost, host);
+  if (report.cases.empty()) throw InputError(context + ": no 'ops' or 'steps' to validate");
+  summarize_groups(report);
+  return report;
+}
+
+std::vector<std::string> groups_over_bounds(const ValidationReport& report,
+                                            const std::string& bounds) {
+  std::vector<std::string> over;
+  std::stringstream list(bounds);
+  std::string item;
+  while (std::getline(list, item, ',')) {
+    auto eq = item.find('=');
+    if (eq == std::string::npos) {
+      throw InputError("--max-mape expects group=fraction (e.g. gemm=0.05), got '" + item + "'");
+    }
+    std::string group = item.substr(0, eq);
+    char* end = nullptr;
+    double bound = std::strtod(item.c_str() + eq + 1, &end);
+    if (end == item.c_str() + eq + 1 || *end != '\0' || !(bound > 0.0)) {
+      throw InputError("--max-mape bound for '" + group + "' must be a positive fraction");
+    }
+    auto it = report.groups.find(group);
+    if (it == report.groups.end()) {
+      std::vector<std::string> known;
+      for (const auto& [name, g] : report.groups) known.push_back(name);
+      throw InputError("--max-mape names group '" + group +
+                       "'; this data has: " + join_names(known));
+    }
+    if (it->second.mape > bound) {
+      over.push_back(
+          fmt::format("{} MAPE {:.1f}% > {:.1f}%", group, 100 * it->second.mape, 100 * bound));
+    }
+  }
+  return over;
+}
+
+}  // namespace inferlab

@@ -1,0 +1,49 @@
+#pragma once
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cost/cost_model.hpp"
+#include "hw/hardware_spec.hpp"
+#include "predict/framework.hpp"
+
+namespace inferlab {
+
+// One measured case and its prediction.
+struct ValidationCase {
+  std::string group;  // op class ("gemm", ...) or step group ("decode_graph", ...)
+  std::string label;
+  double measured_s = 0.0, predicted_s = 0.0;
+  double error() const { return (predicted_s - measured_s) / measured_s; }
+};
+
+struct GroupAccuracy {
+  int cases = 0;
+  double mape = 0.0;
+  double worst_error = 0.0;  // signed, the largest in magnitude
+};
+
+struct ValidationReport {
+  std::vector<ValidationCase> cases;
+  std::map<std::string, GroupAccuracy> groups;
+  double isolated_op_floor_s = 0.0;
+};
+
+// Predicts every operator and whole step of a reference file (validation/torch_reference.py
+// output) on `hardware` with `cost`. Steps run the PyTorch kernel plan: CUDA graphs on against
+// the graph replay, off against the eager run. An operator timed alone with events carries a
+// fixed launch-and-event cost instead of the in-stream kernel latency; that cost is the file's
+// fastest measurement and is added to each operator's predicted in-stream time minus its
+// kernel latency.
+ValidationReport validate_against_reference(const nlohmann::json& reference,
+                                            const std::string& context,
+                                            const HardwareSpec& hardware, const CostModel& cost,
+                                            double kernel_latency_s, const HostOverhead& host);
+
+// Parses "group=fraction[,group=fraction...]" bounds and lists the groups that exceed theirs.
+// A bound naming a group the report does not have is an InputError.
+std::vector<std::string> groups_over_bounds(const ValidationReport& report,
+                                            const std::string& bounds);
+
+}  // namespace inferlab
