@@ -35,9 +35,9 @@ void register_validate(CLI::App& app) {
     OutputFormat format = parse_output_format(a.common.format);
     auto reference = read_json_file(a.data, "measured reference");
     LoadedHardware hw = load_cost_model(a.common);
-    ValidationReport report = validate_against_reference(
-        reference, "measured reference '" + a.data + "'", hw.spec, *hw.cost,
-        hw.cost->factors().kernel_latency_s, load_host_overhead());
+    ValidationReport report =
+        validate_against_reference(reference, "measured reference '" + a.data + "'", *hw.cost,
+                                   hw.cost->factors().kernel_latency_s, load_host_overhead());
     std::vector<std::string> over;
     if (!a.max_mape.empty()) over = groups_over_bounds(report, a.max_mape);
     if (format == OutputFormat::json) {

@@ -66,10 +66,8 @@ void add_steps(ValidationReport& report, const nlohmann::json& steps, const std:
 }  // namespace
 
 ValidationReport validate_against_reference(const nlohmann::json& reference,
-                                            const std::string& context,
-                                            const HardwareSpec& hardware, const CostModel& cost,
+                                            const std::string& context, const CostModel& cost,
                                             double kernel_latency_s, const HostOverhead& host) {
-  (void)hardware;
   ValidationReport report;
   if (reference.contains("ops")) {
     auto measured = measured_ops_from_reference(reference, context);

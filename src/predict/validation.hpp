@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "cost/cost_model.hpp"
-#include "hw/hardware_spec.hpp"
 #include "predict/framework.hpp"
 
 namespace inferlab {
@@ -37,8 +36,7 @@ struct ValidationReport {
 // fastest measurement and is added to each operator's predicted in-stream time minus its
 // kernel latency.
 ValidationReport validate_against_reference(const nlohmann::json& reference,
-                                            const std::string& context,
-                                            const HardwareSpec& hardware, const CostModel& cost,
+                                            const std::string& context, const CostModel& cost,
                                             double kernel_latency_s, const HostOverhead& host);
 
 // Parses "group=fraction[,group=fraction...]" bounds and lists the groups that exceed theirs.

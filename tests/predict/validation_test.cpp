@@ -22,7 +22,7 @@ TEST(Validation, OperatorErrorsAgainstTheIsolatedFloor) {
   // 805,306,368 bytes at 3.35 TB/s = 240.39 us in-stream work; isolated: + 4 us floor.
   double work_s = 805'306'368.0 / 3.35e12;
   ValidationReport r =
-      validate_against_reference(two_ops(work_s + 4e-6), "t", hw, cost, 1e-6, load_host_overhead());
+      validate_against_reference(two_ops(work_s + 4e-6), "t", cost, 1e-6, load_host_overhead());
   EXPECT_DOUBLE_EQ(r.isolated_op_floor_s, 4e-6);
   ASSERT_EQ(r.cases.size(), 2u);
   EXPECT_NEAR(r.cases[1].predicted_s, work_s + 4e-6, 1e-12);
@@ -35,8 +35,8 @@ TEST(Validation, BoundsPassFailAndRejectUnknownGroups) {
   RooflineCostModel cost(hw, testing::unit_factors(1e-6));
   double work_s = 805'306'368.0 / 3.35e12;
   // Measured 10% above the prediction: error -1/11 on that case, 0 on the floor case.
-  ValidationReport r = validate_against_reference(two_ops(1.1 * (work_s + 4e-6)), "t", hw, cost,
-                                                  1e-6, load_host_overhead());
+  ValidationReport r = validate_against_reference(two_ops(1.1 * (work_s + 4e-6)), "t", cost, 1e-6,
+                                                  load_host_overhead());
   // The floor case's own 48 bytes (14 ps over its 4 us) add an error of ~4e-6 / 2.
   EXPECT_NEAR(r.groups.at("elementwise").mape, (1.0 / 11.0) / 2.0, 1e-5);
   EXPECT_TRUE(groups_over_bounds(r, "elementwise=0.05").empty());
@@ -56,14 +56,14 @@ TEST(Validation, StepsUseThePytorchPlanInBothModes) {
                            {"context", 512},
                            {"graph", {{"median_s", 2e-3}}},
                            {"eager", {{"median_s", 8e-3}}}}}}};
-  ValidationReport r = validate_against_reference(ref, "t", hw, cost, 1.5e-6, load_host_overhead());
+  ValidationReport r = validate_against_reference(ref, "t", cost, 1.5e-6, load_host_overhead());
   ASSERT_EQ(r.cases.size(), 2u);
   EXPECT_EQ(r.cases[0].group, "decode_graph");
   EXPECT_EQ(r.cases[1].group, "decode_eager");
   EXPECT_GT(r.cases[1].predicted_s, r.cases[0].predicted_s);  // host launch cost when eager
-  EXPECT_THROW(validate_against_reference(nlohmann::json::object(), "t", hw, cost, 1e-6,
-                                          load_host_overhead()),
-               InputError);
+  EXPECT_THROW(
+      validate_against_reference(nlohmann::json::object(), "t", cost, 1e-6, load_host_overhead()),
+      InputError);
 }
 
 }  // namespace
