@@ -30,7 +30,7 @@ struct ValidationReport {
 };
 
 // Predicts every operator and whole step of a reference file (validation/torch_reference.py
-// output) on `hardware` with `cost`. Steps run the PyTorch kernel plan: CUDA graphs on against
+// output) with `cost` (one GPU). Steps run the PyTorch kernel plan: CUDA graphs on against
 // the graph replay, off against the eager run. An operator timed alone with events carries a
 // fixed launch-and-event cost instead of the in-stream kernel latency; that cost is the file's
 // fastest measurement and is added to each operator's predicted in-stream time minus its
