@@ -25,9 +25,7 @@ DelayFactorFit fit_delay_factors(const HardwareSpec& hardware, const DelayFactor
 
   DelayFactorFit fit;
   fit.factors = start;
-  fit.single_op_floor_s = measured.front().measured_s;
-  for (const auto& m : measured)
-    fit.single_op_floor_s = std::min(fit.single_op_floor_s, m.measured_s);
+  fit.single_op_floor_s = fastest_measured_s(measured);
 
   std::array<std::vector<double>, kOpClassCount> ratios;
   std::array<std::vector<std::pair<double, double>>, kOpClassCount> points;  // roofline, measured

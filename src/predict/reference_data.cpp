@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "model/op_builders.hpp"
 #include "util/error.hpp"
 #include "util/json_file.hpp"
@@ -58,6 +60,13 @@ std::vector<MeasuredOp> measured_ops_from_reference(const nlohmann::json& refere
     out.push_back(m);
   }
   return out;
+}
+
+double fastest_measured_s(const std::vector<MeasuredOp>& measured) {
+  if (measured.empty()) return 0.0;
+  double fastest = measured.front().measured_s;
+  for (const auto& m : measured) fastest = std::min(fastest, m.measured_s);
+  return fastest;
 }
 
 std::vector<MeasuredOp> measured_ops_from_profile(const nlohmann::json& profile,

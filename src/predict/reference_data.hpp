@@ -19,6 +19,10 @@ struct MeasuredOp {
 std::vector<MeasuredOp> measured_ops_from_reference(const nlohmann::json& reference,
                                                     const std::string& context);
 
+// The fastest measurement: what an isolated, event-timed launch costs with (almost) no work.
+// Fit and validation both use it as the fixed cost of a single timed op. 0 for an empty list.
+double fastest_measured_s(const std::vector<MeasuredOp>& measured);
+
 // The probe's own sweeps in a hardware profile: bf16 GEMMs (sweeps.gemm) and its RMSNorm, add and
 // SiLU x mul kernels (sweeps.llm_kernels; its softmax and RoPE are left out, see the .cpp).
 std::vector<MeasuredOp> measured_ops_from_profile(const nlohmann::json& profile,

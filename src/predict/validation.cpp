@@ -71,12 +71,7 @@ ValidationReport validate_against_reference(const nlohmann::json& reference,
   ValidationReport report;
   if (reference.contains("ops")) {
     auto measured = measured_ops_from_reference(reference, context);
-    if (!measured.empty()) {
-      report.isolated_op_floor_s = measured.front().measured_s;
-      for (const auto& m : measured) {
-        report.isolated_op_floor_s = std::min(report.isolated_op_floor_s, m.measured_s);
-      }
-    }
+    report.isolated_op_floor_s = fastest_measured_s(measured);
     for (const auto& m : measured) {
       OpCost c = cost.price(m.op);
       double in_stream_work = c.time_s - m.op.kernels * kernel_latency_s;
