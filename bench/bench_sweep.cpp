@@ -1,4 +1,5 @@
 // Speed of the predictor itself: `inferlab sweep` must price 10,000 points in under 1 s.
+#include "cost/cost_loader.hpp"
 #include <benchmark/benchmark.h>
 
 #include "cost/roofline.hpp"
@@ -41,6 +42,20 @@ void BM_PredictDefault(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_PredictDefault)->Unit(benchmark::kMicrosecond);
+
+// The same request with the calibrated model (GEMM tilings searched for every GEMM).
+void BM_PredictDefaultCalibrated(benchmark::State& state) {
+  using namespace inferlab;
+  ModelConfig model = load_model("llama-3.2-1b");
+  LoadedCost loaded = load_cost("h100-sxm", kProfileAuto, "calibrated");
+  HostOverhead host = load_host_overhead();
+  PredictOptions options;
+  for (auto _ : state) {
+    auto r = predict_request(model, loaded.spec, *loaded.cost, options, host);
+    benchmark::DoNotOptimize(r.e2e_s);
+  }
+}
+BENCHMARK(BM_PredictDefaultCalibrated)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

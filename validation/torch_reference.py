@@ -15,6 +15,7 @@ Writes one JSON file (argv[1], default $OUT/torch_reference.json). Inputs are ra
 zeros. Usage on the device:  python3 validation/torch_reference.py $OUT/torch_reference.json
 [--only headline,launch,ops,steps,hf_eager]
 """
+import gc
 import json
 import math
 import os
@@ -97,9 +98,29 @@ def launch_costs():
         for _ in range(2000):
             x.add_(1e-3)
     st_e = time_op(eager, repeats=7, flush=False)
+    # Host time of one eager layer of the plain Llama: the same Python and the same ops on a
+    # tiny configuration (GPU work negligible), with 8 and 24 layers; the difference over 16
+    # layers is the per-layer cost, the rest is the per-step base (embedding, final norm, head).
+    def tiny_step_s(layers):
+        # Llama 3.2 1B's heads (so SDPA picks the same backend), tiny hidden and MLP widths.
+        cfg = dict(hidden_size=256, num_attention_heads=32, num_key_value_heads=8, head_dim=64,
+                   intermediate_size=256, vocab_size=256, num_hidden_layers=layers,
+                   rms_norm_eps=1e-5, rope_theta=10000.0, tie_word_embeddings=True)
+        m = PlainLlama(cfg, max_batch=1, max_seq=64)
+        toks, pos = torch.randint(0, 256, (1, 1), device=DEV), torch.tensor([31], device=DEV)
+        gc.collect()
+        gc.disable()
+        with torch.no_grad():
+            st = time_op(lambda: m(toks, pos, 32), repeats=40, warmup=5, flush=False)
+        gc.enable()
+        return st["median_s"]
+    t8, t24 = tiny_step_s(8), tiny_step_s(24)
+    per_layer = (t24 - t8) / 16
     return {
         "graph_per_kernel_s": per_kernel_graph_s,
         "eager_per_op_s": st_e["median_s"] / 2000,
+        "eager_plain_llama_layer_s": per_layer,
+        "eager_plain_llama_step_base_s": t8 - 8 * per_layer,
     }
 
 
@@ -109,8 +130,26 @@ LINEAR_SHAPES = {  # (name, N, K) per model: the projections and the LM head
                      ("down", 2048, 8192), ("lm_head", 128256, 2048)],
     "llama-3-8b": [("q", 4096, 4096), ("kv", 1024, 4096), ("gate", 14336, 4096),
                    ("down", 4096, 14336), ("lm_head", 128256, 4096)],
+    # Held out: never used to fit (see split_of).
+    "llama-3.2-3b": [("q", 3072, 3072), ("kv", 1024, 3072), ("gate", 8192, 3072),
+                     ("down", 3072, 8192), ("lm_head", 128256, 3072)],
+    "odd": [("odd", 5000, 3000), ("odd", 1536, 7000), ("odd", 11008, 4096)],
 }
 TOKENS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192]
+ODD_TOKENS = [3, 24, 100, 333, 777, 1500, 3000, 6000]
+
+
+def split_of(row):
+    """The held-out split, fixed here before any fitting: Llama 3.2 3B shapes, odd shapes,
+    and grid points between the fitted ones (batch 2 and 16, context 2048, hidden 3072,
+    4096 tokens). Everything else is 'fit'."""
+    hold = (row.get("model") in ("llama-3.2-3b", "odd")
+            or row.get("heads") == 24
+            or row.get("batch") in (2, 16)
+            or row.get("context") == 2048
+            or row.get("hidden") == 3072
+            or row.get("tokens") == 4096)
+    return "holdout" if hold else "fit"
 
 
 def op_grid():
@@ -118,29 +157,29 @@ def op_grid():
     for model, shapes in LINEAR_SHAPES.items():
         for name, n, k in shapes:
             w = rand(n, k)
-            for m in TOKENS:
+            for m in (ODD_TOKENS if model == "odd" else TOKENS):
                 if name == "lm_head" and m > 512:
                     continue
                 x = rand(m, k)
                 st = time_op(lambda: F.linear(x, w))
                 rows.append(dict(op="linear", model=model, proj=name, m=m, n=n, k=k, **st))
-    for d in (64, 128):
-        for b in (1, 4):
+    for heads, d in ((32, 64), (32, 128), (24, 128)):
+        for b in (1, 2, 4):
             for s in (128, 512, 1024, 2048, 4096):
-                q, k_, v = rand(b, 32, s, d), rand(b, 8, s, d), rand(b, 8, s, d)
+                q, k_, v = rand(b, heads, s, d), rand(b, 8, s, d), rand(b, 8, s, d)
                 st = time_op(lambda: F.scaled_dot_product_attention(
                     q, k_, v, is_causal=True, enable_gqa=True))
-                rows.append(dict(op="attention_prefill", batch=b, heads=32, kv_heads=8,
+                rows.append(dict(op="attention_prefill", batch=b, heads=heads, kv_heads=8,
                                  head_dim=d, seq=s, **st))
-        for b in (1, 8, 32, 64):
-            for ctx in (256, 1024, 4096, 8192):
-                q, k_, v = rand(b, 32, 1, d), rand(b, 8, ctx, d), rand(b, 8, ctx, d)
+        for b in (1, 8, 16, 32, 64):
+            for ctx in (256, 1024, 2048, 4096, 8192):
+                q, k_, v = rand(b, heads, 1, d), rand(b, 8, ctx, d), rand(b, 8, ctx, d)
                 st = time_op(lambda: F.scaled_dot_product_attention(
                     q, k_, v, enable_gqa=True))
-                rows.append(dict(op="attention_decode", batch=b, heads=32, kv_heads=8,
+                rows.append(dict(op="attention_decode", batch=b, heads=heads, kv_heads=8,
                                  head_dim=d, context=ctx, **st))
-    for t in (1, 16, 128, 512, 2048, 8192, 32768):
-        for h in (2048, 4096):
+    for t in (1, 16, 128, 512, 2048, 4096, 8192, 32768):
+        for h in (2048, 3072, 4096):
             x, w, r = rand(t, h), rand(h), rand(t, h)
             st = time_op(lambda: F.rms_norm(x, (h,), w, 1e-5))
             rows.append(dict(op="rmsnorm", tokens=t, hidden=h, **st))
@@ -158,6 +197,8 @@ def op_grid():
         x = rand(rows_n, cols)
         st = time_op(lambda: torch.softmax(x, dim=-1))
         rows.append(dict(op="softmax", rows=rows_n, cols=cols, **st))
+    for r in rows:
+        r["split"] = split_of(r)
     return rows
 
 
@@ -224,8 +265,13 @@ class PlainLlama(torch.nn.Module):
         return torch.argmax(F.linear(x, self.lm_head), -1)
 
 
-def time_step(model, tokens, pos, ctx_len, repeats=15):
-    eager = time_op(lambda: model(tokens, pos, ctx_len), repeats=repeats, warmup=2, flush=False)
+def time_step(model, tokens, pos, ctx_len, repeats=15, eager_repeats=30):
+    # The eager run is host bound for small steps: keep the garbage collector out of it.
+    gc.collect()
+    gc.disable()
+    eager = time_op(lambda: model(tokens, pos, ctx_len), repeats=eager_repeats, warmup=3,
+                    flush=False)
+    gc.enable()
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
@@ -239,16 +285,25 @@ def time_step(model, tokens, pos, ctx_len, repeats=15):
     return {"graph": graph, "eager": eager}
 
 
-def whole_steps():
+STEP_PLAN = {  # model: max batch, prefill (batch, tokens), decode (batch, context)
+    "llama-3.2-1b": dict(max_batch=128,
+                         prefill=[(1, 128), (1, 512), (1, 2048), (4, 512), (8, 1024)],
+                         decode=[(1, 512), (1, 2048), (8, 1024), (16, 512), (32, 1024),
+                                 (64, 2048), (128, 1024)]),
+    "llama-3.2-3b": dict(max_batch=64, prefill=[(1, 512), (1, 2048), (4, 1024)],
+                         decode=[(1, 512), (8, 2048), (32, 1024), (64, 4096)]),
+    "llama-3-8b": dict(max_batch=64, prefill=[(1, 512), (1, 2048), (4, 1024)],
+                       decode=[(1, 512), (8, 1024), (32, 2048), (64, 1024)]),
+}
+
+
+def whole_steps(models=None):
     rows = []
-    plan = {
-        "llama-3.2-1b": dict(prefill=[(1, 128), (1, 512), (1, 2048), (4, 512)],
-                              decode=[(1, 512), (1, 576), (1, 640), (8, 1024), (32, 1024), (64, 2048)]),
-        "llama-3-8b": dict(prefill=[(1, 512), (1, 2048)], decode=[(1, 512), (8, 1024), (32, 2048)]),
-    }
-    for name, p in plan.items():
+    for name, p in STEP_PLAN.items():
+        if models and name not in models:
+            continue
         cfg = load_config(name)
-        m = PlainLlama(cfg, max_batch=64, max_seq=4096 + 8)
+        m = PlainLlama(cfg, max_batch=p["max_batch"], max_seq=4096 + 8)
         with torch.no_grad():
             for b, s in p["prefill"]:
                 toks = torch.randint(0, cfg["vocab_size"], (b, s), device=DEV)
@@ -303,6 +358,7 @@ def main():
                     default=os.path.join(os.environ.get("OUT", "."), "torch_reference.json"))
     ap.add_argument("--only", default="headline,launch,ops,steps,hf_eager",
                     help="comma-separated sections to run")
+    ap.add_argument("--models", default="", help="comma-separated models for 'steps'")
     args = ap.parse_args()
     path = args.path
     sections = args.only.split(",")
@@ -317,7 +373,7 @@ def main():
                   "timed operator call (512 MiB write); random bf16 inputs",
     }
     for key, fn in (("headline", headline), ("launch", launch_costs), ("ops", op_grid),
-                    ("steps", whole_steps), ("hf_eager", hf_eager)):
+                    ("steps", lambda: whole_steps(args.models.split(",") if args.models else None)), ("hf_eager", hf_eager)):
         if key not in sections:
             continue
         t0 = time.time()

@@ -5,6 +5,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/common_args.hpp"
+#include "predict/fit_calibrated.hpp"
 #include "predict/fit_delay_factors.hpp"
 #include "util/error.hpp"
 #include "util/json_file.hpp"
@@ -16,12 +17,59 @@ struct FitArgs {
   CommonArgs common;
   std::string data, out;
 };
+
+void write_file(const std::string& path, const nlohmann::json& json) {
+  if (path.empty()) return;
+  std::ofstream out(path);
+  if (!out) throw InputError("cannot write '" + path + "'");
+  out << json.dump(2) << '\n';
+}
+
+// `fit --cost calibrated`: the calibrated model's parameters (data/calibrated/ form).
+void fit_calibrated_command(const FitArgs& a, const HardwareSpec& hw,
+                            const std::vector<MeasuredOp>& measured,
+                            const std::vector<std::string>& sources, double isolated_floor_s,
+                            OutputFormat format) {
+  int held_out = 0;
+  for (const auto& m : measured) held_out += m.held_out;
+  CalibratedFit fit = fit_calibrated(hw, load_delay_factors(hw), measured, isolated_floor_s);
+  fit.params.source = fmt::format(
+      "inferlab fit --cost calibrated --hardware {} --profile {}{} against {} ceilings: {}; "
+      "{} held-out measurements not used",
+      hw.name, a.common.profile, a.data.empty() ? "" : " --data " + a.data,
+      hw.profile ? "measured" : "datasheet", join_names(sources, "; "), held_out);
+  Table table({"group", "points", "mape"});
+  nlohmann::json summary = nlohmann::json::object();
+  for (const auto& g : fit.groups) {
+    std::string name(calib_group_name(g.group));
+    summary[name] = {{"points", g.points}, {"mape", g.mape}, {"evaluations", g.evaluations}};
+    table.add_row(
+        {name, std::to_string(g.points), g.points ? format_fixed(100 * g.mape, 1) + "%" : "-"});
+  }
+  fit.params.fit_summary = summary;
+  nlohmann::json file = calibrated_params_to_json(fit.params);
+  write_file(a.out, file);
+  if (format == OutputFormat::json) {
+    print_json(file);
+  } else if (format == OutputFormat::csv) {
+    std::cout << table.to_csv();
+  } else {
+    std::cout << table.to_text();
+    for (int i = 0; i < kCalibParamCount; ++i) {
+      std::cout << fmt::format("  {:28s} {:.6g}\n",
+                               calib_param_info(static_cast<CalibParam>(i)).name,
+                               fit.params.value[i]);
+    }
+  }
+}
 }  // namespace
 
 void register_fit(CLI::App& app) {
   auto args = std::make_shared<FitArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "fit", "Fit per-class delay factors from measured operators (validation/torch_reference.py)");
+      "fit",
+      "Fit the cost model to measured operators (validation/torch_reference.py): --cost "
+      "roofline fits delay factors, --cost calibrated the calibrated model");
   add_hardware_options(cmd, args->common);
   add_format_option(cmd, args->common);
   cmd->add_option("--data", args->data,
@@ -36,9 +84,11 @@ void register_fit(CLI::App& app) {
     DelayFactors start = load_spec_delay_factors();
     std::vector<MeasuredOp> measured;
     std::vector<std::string> sources;
+    double reference_floor_s = 0.0;
     if (!a.data.empty()) {
       auto reference = read_json_file(a.data, "measured reference");
       auto ops = measured_ops_from_reference(reference, "measured reference '" + a.data + "'");
+      reference_floor_s = fastest_measured_s(ops);
       measured.insert(measured.end(), ops.begin(), ops.end());
       std::string device = reference.contains("device") && reference["device"].contains("name")
                                ? reference["device"]["name"].get<std::string>()
@@ -65,7 +115,19 @@ void register_fit(CLI::App& app) {
     if (measured.empty()) {
       throw InputError("nothing to fit: give --data, or a --hardware with a measured profile");
     }
-    DelayFactorFit fit = fit_delay_factors(hw, start, measured);
+    if (a.common.cost == "calibrated") {
+      fit_calibrated_command(a, hw, measured, sources, reference_floor_s, format);
+      return;
+    }
+    if (a.common.cost != "roofline" && a.common.cost != kCostAuto) {
+      throw InputError("fit --cost takes roofline (delay factors) or calibrated, got '" +
+                       a.common.cost + "'");
+    }
+    std::vector<MeasuredOp> fitted;  // the held-out split is never fitted
+    for (const auto& m : measured) {
+      if (!m.held_out) fitted.push_back(m);
+    }
+    DelayFactorFit fit = fit_delay_factors(hw, start, fitted);
     fit.factors.source = fmt::format(
         "inferlab fit --hardware {} --profile {}{} against {} ceilings: {}; classes without "
         "points keep data/delay_factors/spec.json",
@@ -93,11 +155,7 @@ void register_fit(CLI::App& app) {
                            {"single_op_floor_s", fit.single_op_floor_s},
                            {"factors", factors},
                            {"fit", classes}};
-    if (!a.out.empty()) {
-      std::ofstream out(a.out);
-      if (!out) throw InputError("cannot write '" + a.out + "'");
-      out << file.dump(2) << '\n';
-    }
+    write_file(a.out, file);
     if (format == OutputFormat::json) {
       print_json(file);
     } else {

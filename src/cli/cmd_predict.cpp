@@ -21,7 +21,7 @@ nlohmann::json run_info(const PredictArgs& a, const ModelConfig& model, const Lo
           {"hardware", hw.spec.name},
           {"hardware_source", hw.spec.ceiling_source()},
           {"cost_model", hw.cost->name()},
-          {"delay_factors_source", hw.cost->factors().source},
+          {"cost_source", hw.source},
           {"batch", a.batch},
           {"input_tokens", a.input},
           {"output_tokens", a.output},

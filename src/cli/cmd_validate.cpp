@@ -13,7 +13,7 @@ namespace inferlab::cli {
 namespace {
 struct ValidateArgs {
   CommonArgs common;
-  std::string data, max_mape;
+  std::string data, max_mape, split = "all";
   bool cases = false;
 };
 }  // namespace
@@ -26,6 +26,10 @@ void register_validate(CLI::App& app) {
   add_format_option(cmd, args->common);
   cmd->add_option("--data", args->data, "Reference JSON (validation/torch_reference.py output)")
       ->required();
+  cmd->add_option("--split", args->split,
+                  "Operators to check: all, fit (used to fit the model) or holdout (never "
+                  "used; whole steps count as held out)")
+      ->capture_default_str();
   cmd->add_flag("--cases", args->cases, "Table: list every case, not only the summary");
   cmd->add_option("--max-mape", args->max_mape,
                   "Fail (exit 1) when a group's MAPE exceeds its bound, e.g. "
@@ -33,11 +37,17 @@ void register_validate(CLI::App& app) {
   cmd->callback([args] {
     const auto& a = *args;
     OutputFormat format = parse_output_format(a.common.format);
+    SplitFilter split = parse_split_filter(a.split);
     auto reference = read_json_file(a.data, "measured reference");
     LoadedHardware hw = load_cost_model(a.common);
-    ValidationReport report =
-        validate_against_reference(reference, "measured reference '" + a.data + "'", *hw.cost,
-                                   hw.cost->factors().kernel_latency_s, load_host_overhead());
+    IsolatedOpTime isolated;
+    if (hw.calibrated) {
+      const CalibratedCostModel* model = hw.calibrated;
+      isolated = [model](const Op& op) { return model->isolated_time_s(op); };
+    }
+    ValidationReport report = validate_against_reference(
+        reference, "measured reference '" + a.data + "'", *hw.cost, hw.factors.kernel_latency_s,
+        load_host_overhead(), isolated, split);
     std::vector<std::string> over;
     if (!a.max_mape.empty()) over = groups_over_bounds(report, a.max_mape);
     if (format == OutputFormat::json) {
@@ -53,6 +63,9 @@ void register_validate(CLI::App& app) {
                          {"error", c.error()}});
       }
       print_json({{"data", a.data},
+                  {"split", a.split},
+                  {"cost_model", hw.cost->name()},
+                  {"cost_source", hw.source},
                   {"hardware", hw.spec.name},
                   {"hardware_source", hw.spec.ceiling_source()},
                   {"isolated_op_floor_s", report.isolated_op_floor_s},
@@ -77,7 +90,8 @@ void register_validate(CLI::App& app) {
           t.add_row({name, std::to_string(g.cases), fmt::format("{:.1f}%", 100 * g.mape),
                      fmt::format("{:+.1f}%", 100 * g.worst_error)});
         }
-        std::cout << fmt::format("{} on {} ({})\n", a.data, hw.spec.name, hw.spec.ceiling_source())
+        std::cout << fmt::format("{} on {} ({} cost model; ceilings: {}; {} cases)\n", a.data,
+                                 hw.spec.name, hw.cost->name(), hw.spec.ceiling_source(), a.split)
                   << t.to_text();
       }
     }

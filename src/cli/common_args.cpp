@@ -17,6 +17,13 @@ void add_hardware_options(CLI::App* app, CommonArgs& args) {
                   "Ceilings: auto (the shipped measured profile if any), none (spec sheet), or a "
                   "profile path")
       ->capture_default_str();
+  app->add_option("--cost", args.cost,
+                  "Cost model: auto (calibrated where a calibration applies, else roofline), "
+                  "roofline, calibrated")
+      ->capture_default_str();
+  app->add_option("--calibration", args.calibration,
+                  "Calibration to use: a calibrated GPU's name or a file (default: the GPU's "
+                  "own, else one of the same architecture moved by spec-sheet ratios)");
   app->add_option("--delay-factor", args.delay_factor,
                   "Override delay factors, e.g. gemm=1.2,attention=2 (classes: gemm, gemv, "
                   "attention, norm, elementwise, softmax, communication)");
@@ -67,12 +74,7 @@ PredictOptions to_predict_options(const CommonArgs& a) {
 }
 
 LoadedHardware load_cost_model(const CommonArgs& args) {
-  LoadedHardware loaded;
-  loaded.spec = load_hardware(args.hardware, args.profile);
-  DelayFactors factors = load_delay_factors(loaded.spec);
-  if (!args.delay_factor.empty()) apply_delay_factor_overrides(factors, args.delay_factor);
-  loaded.cost = std::make_unique<RooflineCostModel>(loaded.spec, factors);
-  return loaded;
+  return load_cost(args.hardware, args.profile, args.cost, args.delay_factor, args.calibration);
 }
 
 void print_json(const nlohmann::json& json) {

@@ -3,7 +3,7 @@
 #include <memory>
 #include <string>
 
-#include "cost/roofline.hpp"
+#include "cost/cost_loader.hpp"
 #include "predict/options.hpp"
 #include "report/table.hpp"
 
@@ -21,12 +21,15 @@ struct CommonArgs {
   std::string flash_attention = "on";
   std::string delay_factor;
   std::string profile = "auto";
+  std::string cost = "auto";
+  std::string calibration;
   int tp = 1;
   double gpu_memory_utilization = 0.9;
 };
 
 void add_format_option(CLI::App* app, CommonArgs& args);
-void add_hardware_options(CLI::App* app, CommonArgs& args);  // --hardware, --delay-factor
+// --hardware, --profile, --cost, --calibration, --delay-factor, --framework
+void add_hardware_options(CLI::App* app, CommonArgs& args);
 // --model and the run options; `swept_elsewhere` leaves out --weights and --tp, which
 // `sweep` takes as lists.
 void add_model_options(CLI::App* app, CommonArgs& args, bool swept_elsewhere = false);
@@ -34,10 +37,7 @@ void add_model_options(CLI::App* app, CommonArgs& args, bool swept_elsewhere = f
 bool parse_on_off(const std::string& flag, const std::string& value);
 PredictOptions to_predict_options(const CommonArgs& args);
 
-struct LoadedHardware {
-  HardwareSpec spec;
-  std::unique_ptr<RooflineCostModel> cost;
-};
+using LoadedHardware = LoadedCost;
 LoadedHardware load_cost_model(const CommonArgs& args);
 
 // Prints a JSON object, a table or CSV on stdout.

@@ -16,12 +16,15 @@ class RooflineCostModel : public CostModel {
   std::string name() const override { return "roofline"; }
 
   OpClass classify(const Op& op) const;
+  // Peak FLOP/s of the matrix units for dtype (16-bit formats stand in for each other);
+  // InputError when the GPU has none.
+  double matrix_peak_of(DType dtype) const { return matrix_peak(dtype); }
+  OpCost price_collective(const Op& op) const;
   const HardwareSpec& hardware() const { return hardware_; }
   const DelayFactors& factors() const { return factors_; }
 
  private:
   double matrix_peak(DType dtype) const;
-  OpCost price_collective(const Op& op) const;
 
   HardwareSpec hardware_;
   DelayFactors factors_;

@@ -66,6 +66,9 @@ struct Op {
   double kv_bytes = 0.0;          // KV cache read and written
   double comm_bytes = 0.0;        // payload of a collective
   int comm_devices = 1;
+  // Row-wise reductions (RMSNorm, softmax, sampling): rows reduced independently, each of
+  // `cols` elements. Cost models use them to price one CTA per row when rows are few.
+  int64_t rows = 0, cols = 0;
   bool context_dependent = false;  // its cost changes with the decode context length
 
   double bytes() const { return weight_bytes + activation_bytes + kv_bytes; }

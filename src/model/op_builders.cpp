@@ -50,6 +50,8 @@ Op make_rmsnorm_op(const char* name, int64_t tokens, int64_t hidden, DType dtype
   op.name = name;
   op.kind = OpKind::rmsnorm;
   op.compute_dtype = dtype;
+  op.rows = tokens;
+  op.cols = hidden;
   double elems = static_cast<double>(tokens) * static_cast<double>(hidden);
   op.flops = 4.0 * elems;  // square, sum, scale, weight
   op.activation_bytes = 2.0 * elems * dtype_bytes(dtype);
@@ -93,6 +95,8 @@ Op make_softmax_op(const char* name, int64_t rows, int64_t cols, DType dtype) {
   op.name = name;
   op.kind = OpKind::attention_softmax;
   op.compute_dtype = dtype;
+  op.rows = rows;
+  op.cols = cols;
   double elems = static_cast<double>(rows) * static_cast<double>(cols);
   op.flops = 5.0 * elems;  // max, subtract, exp, sum, divide
   op.activation_bytes = 2.0 * elems * dtype_bytes(dtype);

@@ -136,6 +136,18 @@ void build_step_graph(const ModelConfig& model, const StepShape& shape, const Pr
   };
 
   ops.push_back(make_embedding_op("embedding", tokens, s.hidden, f));
+  if (plan.rope_table_gathers > 0) {
+    Op gather;
+    gather.name = "rope_table_gather";
+    gather.kind = OpKind::embedding;  // a row gather, like the embedding
+    gather.scope = Scope::pre_layers;
+    gather.compute_dtype = f;
+    gather.kernels = plan.rope_table_gathers;
+    // cos and sin rows (head_dim each) for every position of the step, read and written.
+    gather.activation_bytes =
+        plan.rope_table_gathers * 2.0 * static_cast<double>(shape.new_tokens * s.head_dim) * fb;
+    ops.push_back(gather);
+  }
   all_reduce("embedding_all_reduce", 1, Scope::pre_layers);  // vocab-parallel embedding
   if (plan.fuse_add_rmsnorm) {
     // The first layer's input norm has no residual to add; every later norm fuses the add.
@@ -264,6 +276,8 @@ void build_step_graph(const ModelConfig& model, const StepShape& shape, const Pr
   sample.kind = OpKind::sampling;
   sample.scope = Scope::post_layers;
   sample.compute_dtype = f;
+  sample.rows = shape.batch;
+  sample.cols = model.vocab_size;
   sample.flops = static_cast<double>(shape.batch * model.vocab_size);
   sample.activation_bytes = static_cast<double>(shape.batch * model.vocab_size) * fb;
   ops.push_back(sample);

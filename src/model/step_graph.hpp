@@ -39,6 +39,7 @@ struct KernelPlan {
   bool flash_attention = true;
   int rope_kernels_per_tensor = 1;  // eager rotate-half RoPE: mul, slice-neg, cat, mul, add
   int kv_write_kernels = 1;         // eager static caches write K and V separately
+  int rope_table_gathers = 0;       // eager RoPE gathers cos and sin rows for the positions
 };
 
 // Dimensions of one tensor-parallel shard. Throws InputError when tp does not divide the heads,

@@ -27,6 +27,7 @@ KernelPlan kernel_plan(Framework framework, bool flash_attention) {
     plan.fuse_rope_kv_write = false;
     plan.rope_kernels_per_tensor = 5;  // x*cos, neg of half, cat, rot*sin, add
     plan.kv_write_kernels = 2;         // K and V index_copy_
+    plan.rope_table_gathers = 2;       // cos[pos], sin[pos]
   }
   return plan;
 }
@@ -39,8 +40,14 @@ HostOverhead load_host_overhead(const std::string& path) {
   h.eager_per_kernel_s = require_number(json, "eager_per_kernel_s", context);
   h.graph_launch_s = require_number(json, "graph_launch_s", context);
   h.source = require_string(json, "source", context);
+  h.pytorch_layer_s =
+      json.contains("pytorch_layer_s") ? require_number(json, "pytorch_layer_s", context) : 0.0;
+  h.pytorch_step_base_s = json.contains("pytorch_step_base_s")
+                              ? require_number(json, "pytorch_step_base_s", context)
+                              : 0.0;
   if (h.eager_per_kernel_s < 0 || h.eager_per_kernel_s > 1e-3 || h.graph_launch_s < 0 ||
-      h.graph_launch_s > 1e-2) {
+      h.graph_launch_s > 1e-2 || h.pytorch_layer_s < 0 || h.pytorch_layer_s > 1e-1 ||
+      h.pytorch_step_base_s < 0 || h.pytorch_step_base_s > 1e-1) {
     throw InputError(context + ": overheads out of range");
   }
   return h;

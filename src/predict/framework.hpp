@@ -21,6 +21,11 @@ KernelPlan kernel_plan(Framework framework, bool flash_attention);
 struct HostOverhead {
   double eager_per_kernel_s = 0.0;  // Python + dispatcher + launch, per kernel, no CUDA graph
   double graph_launch_s = 0.0;      // one cudaGraphLaunch per step
+  // PyTorch eager, measured on a plain Llama with negligible GPU work: host time to issue one
+  // decoder layer (Python, views, dispatch and its launches) and the rest of a step
+  // (embedding, final norm, LM head, argmax). 0: not measured, eager_per_kernel_s is used.
+  double pytorch_layer_s = 0.0;
+  double pytorch_step_base_s = 0.0;
   std::string source;
 };
 HostOverhead load_host_overhead(const std::string& path = "");

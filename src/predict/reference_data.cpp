@@ -57,6 +57,7 @@ std::vector<MeasuredOp> measured_ops_from_reference(const nlohmann::json& refere
     } else {
       throw InputError(context + ": unknown measured op '" + kind + "'");
     }
+    m.held_out = row.value("split", std::string("fit")) == "holdout";
     out.push_back(m);
   }
   return out;
@@ -82,7 +83,8 @@ std::vector<MeasuredOp> measured_ops_from_profile(const nlohmann::json& profile,
             k = require_count(row, "k", context);
     out.push_back({make_gemm_op("gemm", m, n, k, bf16, bf16, bf16, bf16),
                    fmt::format("probe gemm m={} n={} k={}", m, n, k),
-                   require_number(row, "median_s", context)});
+                   require_number(row, "median_s", context),
+                   row.value("model", std::string()) == kHeldOutProbeModel});
   }
   for (const auto& row : sweeps.value("llm_kernels", nlohmann::json::array())) {
     const std::string kernel = require_string(row, "kernel", context);

@@ -15,6 +15,7 @@ StepContext make_step_context(const ModelConfig& model, const HardwareSpec& hard
   c.plan = kernel_plan(options.framework, options.flash_attention);
   c.shard = shard_dims(model, options.tp);
   c.cuda_graphs = options.cuda_graphs;
+  c.framework = options.framework;
   c.host = host;
   return c;
 }

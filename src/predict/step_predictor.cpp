@@ -20,18 +20,20 @@ struct LaunchQueue {
 }  // namespace
 
 double replay_launch_queue(const std::vector<PricedOp>& ops, int64_t layers,
-                           double eager_per_kernel_s) {
-  LaunchQueue queue{0.0, 0.0, eager_per_kernel_s};
+                           double host_per_kernel_s, double host_per_layer_kernel_s) {
+  LaunchQueue queue{0.0, 0.0, host_per_kernel_s};
   for (const auto& p : ops) {
     if (p.op.scope == Scope::pre_layers) {
       for (int64_t i = 0; i < p.op.count; ++i) queue.run(p);
     }
   }
+  if (host_per_layer_kernel_s >= 0.0) queue.per_kernel_s = host_per_layer_kernel_s;
   for (int64_t layer = 0; layer < layers; ++layer) {
     for (const auto& p : ops) {
       if (p.op.scope == Scope::per_layer && layer < p.op.count) queue.run(p);
     }
   }
+  queue.per_kernel_s = host_per_kernel_s;
   for (const auto& p : ops) {
     if (p.op.scope == Scope::post_layers) {
       for (int64_t i = 0; i < p.op.count; ++i) queue.run(p);
@@ -54,7 +56,19 @@ StepPrediction predict_step(const StepContext& c, const StepShape& shape) {
   if (c.cuda_graphs) {
     step.time_s = step.gpu_s + c.host.graph_launch_s;
   } else {
-    step.time_s = replay_launch_queue(step.ops, c.model->num_layers, c.host.eager_per_kernel_s);
+    double layer_kernels = 0.0, other_kernels = 0.0;
+    for (const auto& p : step.ops) {
+      double k = static_cast<double>(p.op.count * p.op.kernels);
+      (p.op.scope == Scope::per_layer ? layer_kernels : other_kernels) += k;
+    }
+    if (c.framework == Framework::pytorch && c.host.pytorch_layer_s > 0.0 && layer_kernels > 0) {
+      double layers = static_cast<double>(c.model->num_layers);
+      step.time_s = replay_launch_queue(step.ops, c.model->num_layers,
+                                        c.host.pytorch_step_base_s / std::max(1.0, other_kernels),
+                                        c.host.pytorch_layer_s * layers / layer_kernels);
+    } else {
+      step.time_s = replay_launch_queue(step.ops, c.model->num_layers, c.host.eager_per_kernel_s);
+    }
   }
   return step;
 }

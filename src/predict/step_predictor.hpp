@@ -29,18 +29,22 @@ struct StepContext {
   KernelPlan plan;
   ShardDims shard;
   bool cuda_graphs = true;
+  Framework framework = Framework::vllm;
   HostOverhead host;
 };
 
 // Prices every operator of the step and adds host overhead: with CUDA graphs one graph launch
 // per step; without, a replay of the launch queue in which the host issues kernels
 // eager_per_kernel_s apart and the GPU runs each as soon as it is issued and the previous one
-// is done (so small steps are host bound and large ones GPU bound).
+// is done (so small steps are host bound and large ones GPU bound). For PyTorch with a
+// measured per-layer host cost, a layer's kernels share pytorch_layer_s and the others
+// pytorch_step_base_s.
 StepPrediction predict_step(const StepContext& context, const StepShape& shape);
 
-// Wall time of a queue of kernels with the given GPU durations, launched eager_per_kernel_s
-// apart from the host. Exposed for tests.
+// Wall time of a queue of kernels with the given GPU durations, launched host_per_kernel_s
+// apart from the host (host_per_layer_kernel_s apart inside the layers when given, >= 0).
+// Exposed for tests.
 double replay_launch_queue(const std::vector<PricedOp>& ops, int64_t layers,
-                           double eager_per_kernel_s);
+                           double host_per_kernel_s, double host_per_layer_kernel_s = -1.0);
 
 }  // namespace inferlab

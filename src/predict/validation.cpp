@@ -48,6 +48,7 @@ void add_steps(ValidationReport& report, const nlohmann::json& steps, const std:
     c.model = &model;
     c.cost = &cost;
     c.plan = kernel_plan(Framework::pytorch, /*flash_attention=*/true);
+    c.framework = Framework::pytorch;
     c.shard = shard_dims(model, 1);
     c.host = host;
     for (const char* mode : {"graph", "eager"}) {
@@ -65,23 +66,45 @@ void add_steps(ValidationReport& report, const nlohmann::json& steps, const std:
 
 }  // namespace
 
+IsolatedOpTime roofline_isolated_time(const CostModel& cost, double kernel_latency_s,
+                                      double floor_s) {
+  return [&cost, kernel_latency_s, floor_s](const Op& op) {
+    double in_stream_work = cost.price(op).time_s - op.kernels * kernel_latency_s;
+    return in_stream_work + floor_s + (op.kernels - 1) * kernel_latency_s;
+  };
+}
+
+SplitFilter parse_split_filter(const std::string& name) {
+  if (name == "all") return SplitFilter::all;
+  if (name == "fit") return SplitFilter::fit;
+  if (name == "holdout") return SplitFilter::holdout;
+  throw InputError("--split takes all, fit or holdout, got '" + name + "'");
+}
+
 ValidationReport validate_against_reference(const nlohmann::json& reference,
                                             const std::string& context, const CostModel& cost,
-                                            double kernel_latency_s, const HostOverhead& host) {
+                                            double kernel_latency_s, const HostOverhead& host,
+                                            IsolatedOpTime isolated, SplitFilter split) {
   ValidationReport report;
   if (reference.contains("ops")) {
     auto measured = measured_ops_from_reference(reference, context);
     report.isolated_op_floor_s = fastest_measured_s(measured);
+    if (!isolated) {
+      isolated = roofline_isolated_time(cost, kernel_latency_s, report.isolated_op_floor_s);
+    }
     for (const auto& m : measured) {
+      if ((split == SplitFilter::fit && m.held_out) ||
+          (split == SplitFilter::holdout && !m.held_out)) {
+        continue;
+      }
       OpCost c = cost.price(m.op);
-      double in_stream_work = c.time_s - m.op.kernels * kernel_latency_s;
-      double predicted =
-          in_stream_work + report.isolated_op_floor_s + (m.op.kernels - 1) * kernel_latency_s;
-      report.cases.push_back(
-          {std::string(op_class_name(c.op_class)), m.label, m.measured_s, predicted});
+      report.cases.push_back({std::string(op_class_name(c.op_class)), m.label, m.measured_s,
+                              isolated(m.op), m.held_out});
     }
   }
-  if (reference.contains("steps")) add_steps(report, reference["steps"], context, cost, host);
+  if (reference.contains("steps") && split != SplitFilter::fit) {
+    add_steps(report, reference["steps"], context, cost, host);
+  }
   if (report.cases.empty()) throw InputError(context + ": no 'ops' or 'steps' to validate");
   summarize_groups(report);
   return report;

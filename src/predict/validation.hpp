@@ -1,4 +1,5 @@
 #pragma once
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -14,6 +15,7 @@ struct ValidationCase {
   std::string group;  // op class ("gemm", ...) or step group ("decode_graph", ...)
   std::string label;
   double measured_s = 0.0, predicted_s = 0.0;
+  bool held_out = true;  // whole steps are never fitted: always held out
   double error() const { return (predicted_s - measured_s) / measured_s; }
 };
 
@@ -29,15 +31,27 @@ struct ValidationReport {
   double isolated_op_floor_s = 0.0;
 };
 
+// How an operator timed alone (CUDA events around one call) is predicted from the cost model.
+using IsolatedOpTime = std::function<double(const Op&)>;
+// For the roofline model: an operator timed alone carries a fixed launch-and-event cost
+// instead of the in-stream kernel latency; that cost is the fastest measurement of the file
+// (`floor_s`), added to the predicted in-stream time minus the kernel latency.
+IsolatedOpTime roofline_isolated_time(const CostModel& cost, double kernel_latency_s,
+                                      double floor_s);
+
+enum class SplitFilter { all, fit, holdout };
+SplitFilter parse_split_filter(const std::string& name);  // all | fit | holdout
+
 // Predicts every operator and whole step of a reference file (validation/torch_reference.py
 // output) with `cost` (one GPU). Steps run the PyTorch kernel plan: CUDA graphs on against
-// the graph replay, off against the eager run. An operator timed alone with events carries a
-// fixed launch-and-event cost instead of the in-stream kernel latency; that cost is the file's
-// fastest measurement and is added to each operator's predicted in-stream time minus its
-// kernel latency.
+// the graph replay, off against the eager run. `isolated` prices the operators; when empty,
+// roofline_isolated_time with the model's kernel latency is used. `split` keeps the fitted
+// operators, the held-out ones (and the steps, never fitted), or all.
 ValidationReport validate_against_reference(const nlohmann::json& reference,
                                             const std::string& context, const CostModel& cost,
-                                            double kernel_latency_s, const HostOverhead& host);
+                                            double kernel_latency_s, const HostOverhead& host,
+                                            IsolatedOpTime isolated = {},
+                                            SplitFilter split = SplitFilter::all);
 
 // Parses "group=fraction[,group=fraction...]" bounds and lists the groups that exceed theirs.
 // A bound naming a group the report does not have is an InputError.

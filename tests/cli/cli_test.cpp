@@ -156,7 +156,12 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"fit --hardware a100-80g", "nothing to fit"},
         BadInput{"predict --profile /nonexistent/profile.json", "does not exist"},
         BadInput{"roofline --out /nonexistent-dir/r.svg", "cannot write"},
-        BadInput{"roofline", "--out"}, BadInput{"probe", "--out"}),
+        BadInput{"roofline", "--out"}, BadInput{"probe", "--out"},
+        BadInput{"predict --cost magic", "auto, roofline, calibrated"},
+        BadInput{"predict --hardware mi210 --cost calibrated", "no calibration applies"},
+        BadInput{"predict --cost calibrated --calibration /nonexistent/cal.json", "does not exist"},
+        BadInput{"validate --data /nonexistent.json --split nope", "all, fit or holdout"},
+        BadInput{"fit --cost tilesim --data /nonexistent.json", "does not exist"}),
     [](const ::testing::TestParamInfo<BadInput>& info) {
       return "case" + std::to_string(info.index);
     });
@@ -244,6 +249,23 @@ TEST(Cli, FitFromTheShippedProfileReproducesTheShippedFactors) {
         << cls;
   }
   EXPECT_GT(j["fit"]["gemm"]["points"].get<int>(), 300);  // the probe's GEMM sweep is in it
+}
+
+// The held-out split: only operators marked "holdout" by the measuring script, plus the steps
+// (never fitted); the fit split has the rest and no steps.
+TEST(Cli, ValidateSplitsHeldOutCases) {
+  std::string data = std::string(INFERLAB_TEST_DATA_DIR) +
+                     "/../validation/data/torch_reference_h100_2026-11-22b.json";
+  auto held = run_json("validate --cost calibrated --split holdout --data " + data);
+  auto fitted = run_json("validate --cost calibrated --split fit --data " + data);
+  auto all = run_json("validate --cost calibrated --data " + data);
+  EXPECT_EQ(held["cost_model"], "calibrated");
+  EXPECT_EQ(held["cases"].size() + fitted["cases"].size(), all["cases"].size());
+  EXPECT_TRUE(held["groups"].contains("decode_graph"));
+  EXPECT_FALSE(fitted["groups"].contains("decode_graph"));
+  for (const auto& c : held["cases"]) {
+    EXPECT_EQ(c["case"].get<std::string>().find("llama-3.2-1b q"), std::string::npos);
+  }
 }
 
 TEST(Cli, ValidateFailsWithExitOneBelowItsBounds) {

@@ -1,0 +1,194 @@
+#include "cost/calibrated.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <utility>
+
+namespace inferlab {
+
+namespace {
+using P = CalibParam;
+
+double ceil_div(double a, double b) {
+  return std::ceil(a / b);
+}
+
+// Output tiles (token rows x output columns) of the kinds cuBLAS picks on Hopper: wide and
+// skinny ones for few tokens (its 64x8, 64x16, ... GEMV-like kernels), square-ish ones for
+// many.
+constexpr std::array<std::pair<int64_t, int64_t>, 9> kGemmTiles = {{{8, 64},
+                                                                    {16, 64},
+                                                                    {32, 64},
+                                                                    {64, 64},
+                                                                    {64, 128},
+                                                                    {128, 64},
+                                                                    {128, 128},
+                                                                    {128, 256},
+                                                                    {256, 128}}};
+constexpr std::array<int64_t, 5> kSplits = {1, 2, 4, 8, 16};
+constexpr int64_t kMinSliceK = 256;  // split-K slices shorter than this are not offered
+constexpr double kPrefillQueryTile = 128.0;
+// Query rows per sequence at or below which attention is priced as decode (KV streaming).
+constexpr int64_t kDecodeMaxQueryRows = 16;
+
+void set_bound(OpCost& cost) {
+  double work = std::max(cost.compute_s, cost.memory_s);
+  cost.time_s = work + cost.latency_s;
+  if (cost.latency_s > work) {
+    cost.bound = Bound::latency;
+  } else {
+    cost.bound = cost.compute_s >= cost.memory_s ? Bound::compute : Bound::memory;
+  }
+}
+}  // namespace
+
+CalibratedCostModel::CalibratedCostModel(HardwareSpec hardware, CalibratedParams params,
+                                         DelayFactors comm_factors)
+    : hardware_(hardware),
+      params_(std::move(params)),
+      roofline_(std::move(hardware), std::move(comm_factors)) {}
+
+GemmWavePlan CalibratedCostModel::plan_gemm(const Op& op) const {
+  const auto& g = op.gemm;
+  const double sms = std::max(1, hardware_.sm_count);
+  const double sm_flops = matrix_peak(op.compute_dtype) / sms * params_[P::gemm_compute_efficiency];
+  const double sm_stream = params_[P::gemm_sm_stream_bps];
+  const double bandwidth = hardware_.memory_bandwidth_bps * params_[P::gemm_memory_efficiency];
+  const double element_bytes = dtype_bytes(op.compute_dtype);
+  GemmWavePlan best;
+  for (auto [tm, tn] : kGemmTiles) {
+    const double output_tiles =
+        static_cast<double>(g.groups) * ceil_div(g.m, tm) * ceil_div(g.n, tn);
+    for (int64_t split : kSplits) {
+      if (split > 1 && (g.k / split < kMinSliceK || output_tiles >= sms)) break;
+      const double slice_k = ceil_div(g.k, split);
+      const double ctas = output_tiles * split;
+      const double waves = ceil_div(ctas, sms);
+      const double tile_s = std::max(2.0 * tm * tn * slice_k / sm_flops,
+                                     (tm + tn) * slice_k * element_bytes / sm_stream);
+      GemmWavePlan plan;
+      plan.tile_m = tm, plan.tile_n = tn, plan.split_k = split;
+      plan.ctas = static_cast<int64_t>(ctas), plan.waves = static_cast<int64_t>(std::ceil(waves));
+      plan.compute_s = waves * (tile_s + params_[P::gemm_wave_fixed_s]);
+      // Split-K writes fp32 partial outputs and reads them back in the reduction kernel.
+      double partial_bytes =
+          split > 1 ? 2.0 * 4.0 * static_cast<double>(g.groups * g.m * g.n) * split : 0.0;
+      plan.memory_s = (op.bytes() + partial_bytes) / bandwidth;
+      plan.fixed_s = params_[P::gemm_fixed_s] + (split > 1 ? params_[P::splitk_reduce_s] : 0.0);
+      plan.time_s = std::max(plan.compute_s, plan.memory_s) + plan.fixed_s;
+      if (best.waves == 0 || plan.time_s < best.time_s) best = plan;
+    }
+  }
+  return best;
+}
+
+OpCost CalibratedCostModel::price_attention(const Op& op) const {
+  const auto& a = op.attention;
+  const double sms = std::max(1, hardware_.sm_count);
+  const double peak = matrix_peak(op.compute_dtype);
+  OpCost cost;
+  cost.op_class = OpClass::attention;
+  cost.ideal_s = std::max(op.flops / peak, op.bytes() / hardware_.memory_bandwidth_bps);
+  if (a.q_len > kDecodeMaxQueryRows) {
+    const double sm_flops = peak / sms * params_[P::attn_prefill_efficiency];
+    const double q_tiles = ceil_div(a.q_len, kPrefillQueryTile);
+    const double ctas = static_cast<double>(a.batch * a.q_heads) * q_tiles;
+    const double waves = ceil_div(ctas, sms);
+    // The last query tile of a causal sequence sees every key: it bounds a wave's length.
+    const double rows = std::min<double>(kPrefillQueryTile, a.q_len);
+    const double longest_flops = 4.0 * rows * static_cast<double>(a.kv_len * a.head_dim);
+    const double wave_s = params_[P::attn_prefill_wave_fixed_s];
+    cost.compute_s =
+        std::max(waves * (op.flops / ctas / sm_flops + wave_s), longest_flops / sm_flops + wave_s);
+    cost.memory_s =
+        op.bytes() / (hardware_.memory_bandwidth_bps * params_[P::gemm_memory_efficiency]);
+    cost.latency_s = params_[P::attn_prefill_fixed_s];
+  } else {
+    const double ctas = static_cast<double>(a.batch * a.kv_heads);
+    const double per_cta_bytes = op.kv_bytes / std::max(1.0, ctas);
+    const double stream_s =
+        ceil_div(ctas, sms) * per_cta_bytes / params_[P::attn_decode_cta_stream_bps];
+    cost.memory_s =
+        std::max(op.bytes() / (hardware_.memory_bandwidth_bps * params_[P::attn_decode_efficiency]),
+                 stream_s);
+    cost.compute_s = op.flops / (peak * params_[P::attn_prefill_efficiency]);
+    cost.latency_s = params_[P::attn_decode_fixed_s];
+  }
+  set_bound(cost);
+  return cost;
+}
+
+OpCost CalibratedCostModel::price_row_reduction(const Op& op, double efficiency, double fixed_s,
+                                                double row_stream_bps, double rows_per_sm) const {
+  OpCost cost = price_streaming(op, efficiency, fixed_s);
+  if (op.rows > 0) {
+    // Rows are reduced by CTAs of their own, `rows_per_sm` at a time on each SM: few rows
+    // leave most SMs idle, long rows make each CTA's pass long.
+    const double slots = std::max(1, hardware_.sm_count) * rows_per_sm;
+    const double row_bytes = op.bytes() / static_cast<double>(op.rows);
+    cost.memory_s = std::max(
+        cost.memory_s, ceil_div(static_cast<double>(op.rows), slots) * row_bytes / row_stream_bps);
+    set_bound(cost);
+  }
+  return cost;
+}
+
+OpCost CalibratedCostModel::price_streaming(const Op& op, double efficiency, double fixed_s) const {
+  OpCost cost;
+  cost.op_class = roofline_.classify(op);
+  const double bandwidth = hardware_.memory_bandwidth_bps;
+  cost.ideal_s = op.bytes() / bandwidth;
+  cost.memory_s = op.bytes() / (bandwidth * efficiency);
+  cost.latency_s = std::max(1, op.kernels) * fixed_s;
+  set_bound(cost);
+  return cost;
+}
+
+OpCost CalibratedCostModel::price(const Op& op) const {
+  switch (op.kind) {
+    case OpKind::all_reduce:
+    case OpKind::all_gather:
+      return roofline_.price_collective(op);
+    case OpKind::gemm:
+    case OpKind::moe_gemm:
+    case OpKind::attention_scores:
+    case OpKind::attention_context: {
+      GemmWavePlan plan = plan_gemm(op);
+      OpCost cost;
+      cost.op_class = roofline_.classify(op);
+      cost.compute_s = plan.compute_s;
+      cost.memory_s = plan.memory_s;
+      cost.latency_s = plan.fixed_s;
+      cost.ideal_s = std::max(op.flops / matrix_peak(op.compute_dtype),
+                              op.bytes() / hardware_.memory_bandwidth_bps);
+      set_bound(cost);
+      return cost;
+    }
+    case OpKind::attention:
+      return price_attention(op);
+    case OpKind::rmsnorm:
+    case OpKind::add_rmsnorm:
+      return price_row_reduction(op, params_[P::norm_efficiency], params_[P::norm_fixed_s],
+                                 params_[P::norm_row_stream_bps], params_[P::norm_rows_per_sm]);
+    case OpKind::attention_softmax:
+    case OpKind::sampling:
+      return price_row_reduction(op, params_[P::softmax_efficiency], params_[P::softmax_fixed_s],
+                                 params_[P::softmax_row_stream_bps],
+                                 params_[P::softmax_rows_per_sm]);
+    default:
+      return price_streaming(op, params_[P::elementwise_efficiency],
+                             params_[P::elementwise_fixed_s]);
+  }
+}
+
+double CalibratedCostModel::isolated_time_s(const Op& op) const {
+  double dirty_bytes = std::min(op.bytes(), hardware_.l2_bytes);
+  int kernels = std::max(1, op.kernels);
+  if (op.kind == OpKind::gemm && plan_gemm(op).split_k > 1) ++kernels;  // the reduction
+  return price(op).time_s + params_[P::isolated_event_s] +
+         (kernels - 1) * params_[P::isolated_launch_s] +
+         params_[P::isolated_flush_fraction] * dirty_bytes / hardware_.memory_bandwidth_bps;
+}
+
+}  // namespace inferlab

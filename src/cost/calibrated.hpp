@@ -1,0 +1,57 @@
+#pragma once
+#include "cost/calibrated_params.hpp"
+#include "cost/cost_model.hpp"
+#include "cost/roofline.hpp"
+#include "hw/hardware_spec.hpp"
+
+namespace inferlab {
+
+// The tile/wave structure a calibrated GEMM price came from (for reports and tests).
+struct GemmWavePlan {
+  int64_t tile_m = 0, tile_n = 0, split_k = 1, ctas = 0, waves = 0;
+  double compute_s = 0.0, memory_s = 0.0, fixed_s = 0.0, time_s = 0.0;
+};
+
+// Operator cost fitted to measurements, generalising by the structure of the kernels rather
+// than by looking measurements up (cost/calibrated_params.hpp has the parameters):
+//  * GEMM: the output is cut into tiles (tile shapes of the kind cuBLAS uses, split-K when the
+//    tiles underfill the SMs); tiles run in waves over the SMs, each tile's time being its
+//    FLOPs over a fitted share of the per-SM matrix peak or its operand bytes over a fitted
+//    per-CTA streaming rate, whichever is longer, plus a fixed cost per wave; the whole GEMM
+//    also cannot beat its HBM traffic at a fitted share of the bandwidth. The cheapest tiling
+//    is the one priced, as a library heuristic would pick it.
+//  * FlashAttention prefill: query tiles of 128 rows per (sequence, head) in waves, the longest
+//    causal tile bounding the wave; decode: one CTA per (sequence, KV head) streaming its KV,
+//    bounded by HBM bandwidth.
+//  * RMSNorm and softmax/sampling: HBM bandwidth at a fitted share, or one CTA per row when
+//    rows are few; elementwise kernels: HBM bandwidth at a fitted share plus a fixed cost.
+// Times are in-stream: what each kernel adds to a step run back to back (a CUDA graph), the
+// gap between kernels included. Collectives are priced by the roofline model's ring formula.
+class CalibratedCostModel : public CostModel {
+ public:
+  CalibratedCostModel(HardwareSpec hardware, CalibratedParams params, DelayFactors comm_factors);
+  OpCost price(const Op& op) const override;
+  std::string name() const override { return "calibrated"; }
+
+  // An op timed alone with CUDA events right after an L2 flush, which is how reference
+  // operators are measured: the in-stream time plus the event overhead plus the write-back of
+  // the dirty lines the flush left in L2 that the op's traffic evicts.
+  double isolated_time_s(const Op& op) const;
+  GemmWavePlan plan_gemm(const Op& op) const;
+
+  const HardwareSpec& hardware() const { return hardware_; }
+  const CalibratedParams& params() const { return params_; }
+
+ private:
+  double matrix_peak(DType dtype) const { return roofline_.matrix_peak_of(dtype); }
+  OpCost price_attention(const Op& op) const;
+  OpCost price_row_reduction(const Op& op, double efficiency, double fixed_s, double row_stream_bps,
+                             double rows_per_sm) const;
+  OpCost price_streaming(const Op& op, double efficiency, double fixed_s) const;
+
+  HardwareSpec hardware_;
+  CalibratedParams params_;
+  RooflineCostModel roofline_;  // classification, matrix peaks and collectives
+};
+
+}  // namespace inferlab

@@ -1,0 +1,71 @@
+#pragma once
+#include <array>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace inferlab {
+
+// The parameters of the calibrated cost model (cost/calibrated.hpp), fitted per GPU by
+// `inferlab fit --cost calibrated`. Efficiencies are fractions of the GPU's ceilings; *_s are
+// fixed times per kernel (or per wave); *_bps are per-SM (per-CTA) streaming rates.
+enum class CalibParam : int {
+  gemm_compute_efficiency,     // fraction of the per-SM matrix peak a tile's main loop reaches
+  gemm_sm_stream_bps,          // operand bytes per second one CTA pulls through shared memory
+  gemm_memory_efficiency,      // fraction of HBM bandwidth when a GEMM streams its operands
+  gemm_fixed_s,                // per GEMM kernel: launch in stream, prologue, epilogue
+  gemm_wave_fixed_s,           // per wave of tiles: pipeline fill and drain
+  splitk_reduce_s,             // the separate split-K reduction kernel
+  attn_prefill_efficiency,     // fraction of the matrix peak in FlashAttention's main loop
+  attn_prefill_fixed_s,        // per kernel
+  attn_prefill_wave_fixed_s,   // per wave of query tiles
+  attn_decode_efficiency,      // fraction of HBM bandwidth streaming the KV cache
+  attn_decode_fixed_s,         // per kernel
+  attn_decode_cta_stream_bps,  // KV bytes per second one CTA (one sequence x head) streams
+  norm_efficiency,             // RMSNorm: fraction of HBM bandwidth
+  norm_fixed_s,
+  norm_row_stream_bps,     // one row is reduced by one CTA: its streaming rate
+  norm_rows_per_sm,        // rows reduced at once on one SM
+  elementwise_efficiency,  // elementwise, embedding, RoPE, KV writes: fraction of HBM bandwidth
+  elementwise_fixed_s,     // per kernel (set from the profile's small kernel in a graph)
+  softmax_efficiency,      // softmax and sampling (row reductions)
+  softmax_fixed_s,
+  softmax_row_stream_bps,
+  softmax_rows_per_sm,
+  isolated_event_s,         // an op timed alone with CUDA events: the events and launch
+  isolated_flush_fraction,  // share of an L2 full of dirty lines written back while the op runs
+  isolated_launch_s,        // each further kernel of an op timed alone waits for its launch
+  count
+};
+inline constexpr int kCalibParamCount = static_cast<int>(CalibParam::count);
+
+struct CalibParamInfo {
+  const char* name;
+  double initial;   // a physically reasonable start for the fit
+  double min, max;  // a loaded value outside this range is an input error
+};
+const CalibParamInfo& calib_param_info(CalibParam param);
+
+struct CalibratedParams {
+  std::array<double, kCalibParamCount> value{};
+  std::string hardware;  // the GPU they were fitted on
+  std::string ceilings;  // where that GPU's ceilings came from when fitting
+  std::string source;    // how they were fitted
+  nlohmann::json fit_summary = nlohmann::json::object();
+
+  double operator[](CalibParam p) const { return value[static_cast<int>(p)]; }
+  double& operator[](CalibParam p) { return value[static_cast<int>(p)]; }
+};
+
+CalibratedParams initial_calibrated_params();
+nlohmann::json calibrated_params_to_json(const CalibratedParams& params);
+// Reads the data/calibrated/<gpu>.json form; out-of-range or missing values are InputErrors.
+CalibratedParams calibrated_params_from_json(const nlohmann::json& json,
+                                             const std::string& context);
+CalibratedParams load_calibrated_params_file(const std::string& path);
+// data/calibrated/<name>.json when it exists.
+bool has_shipped_calibration(const std::string& hardware_name);
+std::vector<std::string> calibrated_hardware();
+
+}  // namespace inferlab

@@ -1,0 +1,133 @@
+#include "predict/fit_calibrated.hpp"
+
+#include <cmath>
+
+#include "util/error.hpp"
+#include "util/nelder_mead.hpp"
+
+namespace inferlab {
+
+namespace {
+using P = CalibParam;
+
+std::vector<P> params_of(CalibGroup group) {
+  switch (group) {
+    case CalibGroup::elementwise:
+      return {P::elementwise_efficiency, P::elementwise_fixed_s, P::isolated_launch_s};
+    case CalibGroup::norm:
+      return {P::norm_efficiency, P::norm_fixed_s, P::norm_row_stream_bps, P::norm_rows_per_sm};
+    case CalibGroup::softmax:
+      return {P::softmax_efficiency, P::softmax_fixed_s, P::softmax_row_stream_bps,
+              P::softmax_rows_per_sm};
+    case CalibGroup::attention_prefill:
+      return {P::attn_prefill_efficiency, P::attn_prefill_fixed_s, P::attn_prefill_wave_fixed_s};
+    case CalibGroup::attention_decode:
+      return {P::attn_decode_efficiency, P::attn_decode_fixed_s, P::attn_decode_cta_stream_bps};
+    case CalibGroup::gemm:
+      return {P::gemm_compute_efficiency, P::gemm_sm_stream_bps,
+              P::gemm_memory_efficiency,  P::gemm_fixed_s,
+              P::gemm_wave_fixed_s,       P::splitk_reduce_s,
+              P::isolated_flush_fraction};
+  }
+  return {};
+}
+}  // namespace
+
+std::string_view calib_group_name(CalibGroup group) {
+  switch (group) {
+    case CalibGroup::elementwise:
+      return "elementwise";
+    case CalibGroup::norm:
+      return "norm";
+    case CalibGroup::softmax:
+      return "softmax";
+    case CalibGroup::attention_prefill:
+      return "attention_prefill";
+    case CalibGroup::attention_decode:
+      return "attention_decode";
+    case CalibGroup::gemm:
+      return "gemm";
+  }
+  return "?";
+}
+
+CalibGroup calib_group_of(const Op& op) {
+  switch (op.kind) {
+    case OpKind::gemm:
+    case OpKind::moe_gemm:
+    case OpKind::attention_scores:
+    case OpKind::attention_context:
+      return CalibGroup::gemm;
+    case OpKind::attention:
+      return op.attention.q_len > 16 ? CalibGroup::attention_prefill : CalibGroup::attention_decode;
+    case OpKind::rmsnorm:
+    case OpKind::add_rmsnorm:
+      return CalibGroup::norm;
+    case OpKind::attention_softmax:
+    case OpKind::sampling:
+      return CalibGroup::softmax;
+    default:
+      return CalibGroup::elementwise;
+  }
+}
+
+CalibratedFit fit_calibrated(const HardwareSpec& hardware, const DelayFactors& comm_factors,
+                             const std::vector<MeasuredOp>& measured, double isolated_floor_s) {
+  CalibratedFit fit;
+  fit.params = initial_calibrated_params();
+  fit.params.hardware = hardware.name;
+  fit.params.ceilings = hardware.ceiling_source();
+  // Ops timed alone cannot tell a kernel's fixed in-stream cost from the event overhead around
+  // it, so the overhead is measured instead: the fastest op timed alone (a tiny kernel) minus
+  // what a tiny kernel costs inside a graph (the probe's small kernel in a graph).
+  if (hardware.profile && hardware.profile->graph_small_kernel_s > 0.0 && isolated_floor_s > 0.0) {
+    fit.params[P::isolated_event_s] =
+        std::max(0.0, isolated_floor_s - hardware.profile->graph_small_kernel_s);
+  }
+  for (CalibGroup group :
+       {CalibGroup::elementwise, CalibGroup::norm, CalibGroup::softmax,
+        CalibGroup::attention_prefill, CalibGroup::attention_decode, CalibGroup::gemm}) {
+    std::vector<const MeasuredOp*> points;
+    for (const auto& m : measured) {
+      if (!m.held_out && m.measured_s > 0.0 && calib_group_of(m.op) == group) points.push_back(&m);
+    }
+    CalibGroupFit summary{group};
+    summary.points = static_cast<int>(points.size());
+    if (points.empty()) {
+      fit.groups.push_back(summary);
+      continue;
+    }
+    const std::vector<P> free = params_of(group);
+    auto with = [&](const std::vector<double>& log_values) {
+      CalibratedParams p = fit.params;
+      for (size_t i = 0; i < free.size(); ++i) {
+        const auto& info = calib_param_info(free[i]);
+        p[free[i]] = std::clamp(std::exp(log_values[i]), info.min, info.max);
+      }
+      return p;
+    };
+    auto objective = [&](const std::vector<double>& log_values) {
+      CalibratedCostModel model(hardware, with(log_values), comm_factors);
+      double sum = 0.0;
+      for (const MeasuredOp* m : points) {
+        double r = std::log(model.isolated_time_s(m->op) / m->measured_s);
+        sum += r * r;
+      }
+      return sum / static_cast<double>(points.size());
+    };
+    std::vector<double> start;
+    for (P p : free) start.push_back(std::log(std::max(fit.params[p], 1e-9)));
+    MinimizeResult best = minimize_nelder_mead(objective, start, 0.5, 4000, 3);
+    fit.params = with(best.x);
+    CalibratedCostModel model(hardware, fit.params, comm_factors);
+    for (const MeasuredOp* m : points) {
+      summary.mape += std::fabs(model.isolated_time_s(m->op) / m->measured_s - 1.0);
+    }
+    summary.mape /= static_cast<double>(points.size());
+    summary.evaluations = best.evaluations;
+    fit.groups.push_back(summary);
+  }
+  return fit;
+}
+
+}  // namespace inferlab

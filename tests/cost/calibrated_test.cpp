@@ -1,0 +1,184 @@
+#include "cost/calibrated.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "cost/cost_loader.hpp"
+#include "model/op_builders.hpp"
+#include "predict/fit_calibrated.hpp"
+#include "test_support.hpp"
+#include "util/error.hpp"
+#include "util/nelder_mead.hpp"
+
+namespace inferlab {
+namespace {
+
+using P = CalibParam;
+
+// Parameters that make the arithmetic easy to follow by hand: full efficiency, no fixed costs.
+CalibratedParams plain_params() {
+  CalibratedParams p = initial_calibrated_params();
+  for (P q : {P::gemm_compute_efficiency, P::gemm_memory_efficiency, P::attn_prefill_efficiency,
+              P::attn_decode_efficiency, P::norm_efficiency, P::elementwise_efficiency,
+              P::softmax_efficiency}) {
+    p[q] = 1.0;
+  }
+  for (P q : {P::gemm_fixed_s, P::gemm_wave_fixed_s, P::splitk_reduce_s, P::attn_prefill_fixed_s,
+              P::attn_prefill_wave_fixed_s, P::attn_decode_fixed_s, P::norm_fixed_s,
+              P::elementwise_fixed_s, P::softmax_fixed_s, P::isolated_event_s,
+              P::isolated_flush_fraction, P::isolated_launch_s}) {
+    p[q] = 0.0;
+  }
+  p[P::gemm_sm_stream_bps] = 100e9;
+  p[P::attn_decode_cta_stream_bps] = 1e15;
+  p[P::norm_row_stream_bps] = p[P::softmax_row_stream_bps] = 1e15;
+  return p;
+}
+
+CalibratedCostModel plain_h100() {
+  return CalibratedCostModel(load_hardware("h100-sxm", kProfileNone), plain_params(),
+                             testing::unit_factors());
+}
+
+TEST(NelderMead, FindsTheMinimumOfAQuadratic) {
+  auto f = [](const std::vector<double>& x) {
+    return (x[0] - 3.0) * (x[0] - 3.0) + 2.0 * (x[1] + 1.0) * (x[1] + 1.0) + 0.5;
+  };
+  MinimizeResult r = minimize_nelder_mead(f, {0.0, 0.0}, 1.0, 2000);
+  EXPECT_NEAR(r.x[0], 3.0, 1e-4);
+  EXPECT_NEAR(r.x[1], -1.0, 1e-4);
+  EXPECT_NEAR(r.value, 0.5, 1e-8);
+}
+
+// 4096^3 bf16 on the H100 sheet (132 SMs, 989.4 TFLOP/s): a 128x256 tile over K = 4096 is
+// 2 x 128 x 256 x 4096 = 268,435,456 FLOPs at 989.4e12 / 132 per SM = 35.813 us, its operands
+// (128 + 256) x 4096 x 2 B = 3.1 MB at 100 GB/s = 31.5 us (hidden). 512 tiles = 4 waves of 132:
+// 143.25 us. Skinnier tiles waste less of the last wave but stream far more operand bytes per
+// FLOP, so they lose. HBM: 100.7 MB at 3.35 TB/s = 30 us, hidden.
+TEST(Calibrated, LargeGemmRunsInWavesOfTiles) {
+  CalibratedCostModel model = plain_h100();
+  Op op = make_gemm_op("g", 4096, 4096, 4096, DType::bf16, DType::bf16, DType::bf16, DType::bf16);
+  GemmWavePlan plan = model.plan_gemm(op);
+  EXPECT_EQ(plan.waves, 4);
+  EXPECT_EQ(plan.split_k, 1);
+  const double tile_s = 2.0 * 128 * 256 * 4096 / (989.4e12 / 132);
+  EXPECT_NEAR(plan.time_s, 4 * tile_s, 1e-12);
+  OpCost c = model.price(op);
+  EXPECT_EQ(c.bound, Bound::compute);
+  EXPECT_NEAR(c.time_s, 4 * tile_s, 1e-12);
+}
+
+// One token through a 4096 x 4096 bf16 weight is weight streaming: 33.6 MB at 3.35 TB/s
+// = 10.02 us; a fixed cost adds on top.
+TEST(Calibrated, GemvStreamsTheWeights) {
+  CalibratedParams p = plain_params();
+  p[P::gemm_fixed_s] = 2e-6;
+  p[P::gemm_memory_efficiency] = 0.8;
+  CalibratedCostModel model(load_hardware("h100-sxm", kProfileNone), p, testing::unit_factors());
+  Op op = make_gemm_op("g", 1, 4096, 4096, DType::bf16, DType::bf16, DType::bf16, DType::bf16);
+  OpCost c = model.price(op);
+  EXPECT_EQ(c.bound, Bound::memory);
+  EXPECT_NEAR(c.time_s, op.bytes() / (3.35e12 * 0.8) + 2e-6, 1e-12);
+  EXPECT_NEAR(op.bytes(), 4096.0 * 4096 * 2 + 4096 * 2 + 4096 * 2, 0.5);
+}
+
+// Decode attention of 8 sequences x 8 KV heads x 4096 tokens x 128 dims: K and V are
+// 2 x 8 x 4096 x 8 x 128 x 2 B = 134.2 MB, streamed at 3.35 TB/s x 0.5 = 80.1 us.
+TEST(Calibrated, DecodeAttentionStreamsTheKvCache) {
+  CalibratedParams p = plain_params();
+  p[P::attn_decode_efficiency] = 0.5;
+  CalibratedCostModel model(load_hardware("h100-sxm", kProfileNone), p, testing::unit_factors());
+  Op op = make_attention_op("a", {8, 32, 8, 128, 1, 4096, false}, DType::bf16, DType::bf16);
+  EXPECT_NEAR(op.kv_bytes, 134'217'728.0, 0.5);
+  OpCost c = model.price(op);
+  EXPECT_NEAR(c.time_s, op.bytes() / (3.35e12 * 0.5), 1e-12);
+}
+
+// One row of 4096 is reduced by one CTA: 2 x 4096 x 2 B + 4096 x 2 B (weight) = 24,576 B at
+// 10 GB/s = 2.4576 us, far above the bandwidth term; 264 rows with 2 rows per SM are 1 wave.
+TEST(Calibrated, FewRowsAreBoundByOneCtaPerRow) {
+  CalibratedParams p = plain_params();
+  p[P::norm_row_stream_bps] = 10e9;
+  p[P::norm_rows_per_sm] = 2.0;
+  CalibratedCostModel model(load_hardware("h100-sxm", kProfileNone), p, testing::unit_factors());
+  OpCost one = model.price(make_rmsnorm_op("n", 1, 4096, DType::bf16));
+  EXPECT_NEAR(one.time_s, 24'576.0 / 10e9, 1e-12);
+  OpCost wave = model.price(make_rmsnorm_op("n", 264, 4096, DType::bf16));
+  double row_bytes = make_rmsnorm_op("n", 264, 4096, DType::bf16).bytes() / 264;
+  EXPECT_NEAR(wave.time_s, row_bytes / 10e9, 1e-12);
+}
+
+// Timed alone: + event overhead, + the dirty L2 the op evicts (min(bytes, 50 MB L2)), + the
+// launch wait of each further kernel.
+TEST(Calibrated, IsolatedTimeAddsTheMeasurementOverheads) {
+  CalibratedParams p = plain_params();
+  p[P::isolated_event_s] = 3e-6;
+  p[P::isolated_flush_fraction] = 0.5;
+  p[P::isolated_launch_s] = 1e-6;
+  HardwareSpec hw = load_hardware("h100-sxm", kProfileNone);
+  CalibratedCostModel model(hw, p, testing::unit_factors());
+  Op op = make_silu_mul_op("s", 32768, 14336, DType::bf16);
+  op.kernels = 2;
+  double expected = model.price(op).time_s + 3e-6 + 1e-6 + 0.5 * hw.l2_bytes / 3.35e12;
+  EXPECT_NEAR(model.isolated_time_s(op), expected, 1e-12);
+}
+
+// The H100's measured profile reaches 3.14 of 3.35 TB/s; an H200 without a profile gets its
+// 4.8 TB/s sheet figure times that ratio. Per-CTA rates scale with the clock (1.98 / 1.98).
+TEST(Calibrated, TransferScalesTheSheetByTheSourceRatios) {
+  HardwareSpec h100 = load_hardware("h100-sxm", kProfileAuto);
+  ASSERT_TRUE(h100.profile.has_value());
+  HardwareSpec h200 = load_hardware("h200", kProfileNone);
+  CalibratedParams p = plain_params();
+  p.hardware = "h100-sxm";
+  CalibratedParams moved = transfer_calibration(p, h100, h200);
+  EXPECT_NEAR(h200.memory_bandwidth_bps,
+              4.8e12 * h100.memory_bandwidth_bps / h100.datasheet_memory_bandwidth_bps, 1.0);
+  EXPECT_NEAR(*h200.peak_flops(DType::bf16),
+              989.4e12 * *h100.peak_flops(DType::bf16) /
+                  *h100.datasheet_peak_flops_per_s[static_cast<int>(DType::bf16)],
+              1e3);
+  EXPECT_NEAR(moved[P::gemm_sm_stream_bps],
+              p[P::gemm_sm_stream_bps] * h200.boost_clock_hz / h100.boost_clock_hz, 1.0);
+}
+
+// The fitter recovers parameters from data the model itself generated.
+TEST(Calibrated, FitRecoversKnownElementwiseParameters) {
+  HardwareSpec hw = load_hardware("h100-sxm", kProfileNone);
+  CalibratedParams truth = initial_calibrated_params();
+  truth[P::elementwise_efficiency] = 0.7;
+  truth[P::elementwise_fixed_s] = 2.5e-6;
+  truth[P::isolated_event_s] = 3e-6;
+  CalibratedCostModel model(hw, truth, testing::unit_factors());
+  std::vector<MeasuredOp> measured;
+  for (int64_t tokens : {1, 64, 512, 4096, 32768}) {
+    Op op = make_add_op("add", tokens, 4096, DType::bf16);
+    measured.push_back({op, "add", model.isolated_time_s(op)});
+  }
+  Op held = make_add_op("add", 1000, 1000, DType::bf16);
+  measured.push_back({held, "held", 1.0, /*held_out=*/true});  // absurd, must be ignored
+  // The event overhead is given (floor minus a small kernel in a graph); no profile here, so
+  // it keeps its initial value, which the truth shares.
+  CalibratedFit fit = fit_calibrated(hw, testing::unit_factors(), measured, 0.0);
+  EXPECT_NEAR(fit.params[P::elementwise_efficiency], 0.7, 0.7 * 0.01);
+  EXPECT_NEAR(fit.params[P::elementwise_fixed_s], 2.5e-6, 2.5e-8);
+  ASSERT_FALSE(fit.groups.empty());
+  EXPECT_EQ(fit.groups.front().points, 5);
+  EXPECT_LT(fit.groups.front().mape, 0.005);
+}
+
+TEST(Calibrated, BadCalibrationFilesAreInputErrors) {
+  nlohmann::json j = calibrated_params_to_json(initial_calibrated_params());
+  j["hardware"] = "h100-sxm";
+  EXPECT_NO_THROW(calibrated_params_from_json(j, "test"));
+  j["params"]["gemm_compute_efficiency"] = -1.0;
+  EXPECT_THROW(calibrated_params_from_json(j, "test"), InputError);
+  j["params"].erase("gemm_compute_efficiency");
+  EXPECT_THROW(calibrated_params_from_json(j, "test"), InputError);
+  EXPECT_THROW(load_cost("h100-sxm", kProfileAuto, "magic"), InputError);
+  EXPECT_THROW(load_cost("mi210", kProfileAuto, "calibrated"), InputError);  // no CDNA2 calibration
+}
+
+}  // namespace
+}  // namespace inferlab
