@@ -19,24 +19,12 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_reference import DEV, PlainLlama, load_config, time_op  # noqa: E402
+from torch_reference import DEV, PlainLlama, capture_graph, load_config, time_op  # noqa: E402
 
 STEPS = {  # model: [(phase, batch, tokens or context)]
     "llama-3.2-1b": [("prefill", 1, 512), ("decode", 1, 512), ("decode", 32, 1024)],
     "llama-3-8b": [("prefill", 1, 512), ("decode", 1, 512)],
 }
-
-
-def graph_of(model, tokens, pos, ctx):
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        model(tokens, pos, ctx)
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        model(tokens, pos, ctx)
-    return g
 
 
 def kernels_of_replay(g):
@@ -62,7 +50,7 @@ def main():
             for phase, batch, n in steps:
                 tokens = torch.randint(0, 1000, (batch, n if phase == "prefill" else 1), device=DEV)
                 pos = torch.arange(n, device=DEV) if phase == "prefill" else torch.tensor([n - 1], device=DEV)
-                g = graph_of(model, tokens, pos, n)
+                g = capture_graph(lambda: model(tokens, pos, n))
                 wall = time_op(g.replay, repeats=15, warmup=2, flush=False)["median_s"]
                 kernels = kernels_of_replay(g)
                 busy_us = sum(end - start for _, start, end in kernels)

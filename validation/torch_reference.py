@@ -265,6 +265,19 @@ class PlainLlama(torch.nn.Module):
         return torch.argmax(F.linear(x, self.lm_head), -1)
 
 
+def capture_graph(fn):
+    """fn() captured in a CUDA graph, after one warm-up run on a side stream."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fn()
+    return g
+
+
 def time_step(model, tokens, pos, ctx_len, repeats=15, eager_repeats=30):
     # The eager run is host bound for small steps: keep the garbage collector out of it.
     gc.collect()
@@ -272,14 +285,7 @@ def time_step(model, tokens, pos, ctx_len, repeats=15, eager_repeats=30):
     eager = time_op(lambda: model(tokens, pos, ctx_len), repeats=eager_repeats, warmup=3,
                     flush=False)
     gc.enable()
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        model(tokens, pos, ctx_len)
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        model(tokens, pos, ctx_len)
+    g = capture_graph(lambda: model(tokens, pos, ctx_len))
     graph = time_op(g.replay, repeats=repeats, warmup=2, flush=False)
     del g
     return {"graph": graph, "eager": eager}

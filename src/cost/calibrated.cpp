@@ -29,18 +29,7 @@ constexpr std::array<std::pair<int64_t, int64_t>, 9> kGemmTiles = {{{8, 64},
 constexpr std::array<int64_t, 5> kSplits = {1, 2, 4, 8, 16};
 constexpr int64_t kMinSliceK = 256;  // split-K slices shorter than this are not offered
 constexpr double kPrefillQueryTile = 128.0;
-// Query rows per sequence at or below which attention is priced as decode (KV streaming).
-constexpr int64_t kDecodeMaxQueryRows = 16;
 
-void set_bound(OpCost& cost) {
-  double work = std::max(cost.compute_s, cost.memory_s);
-  cost.time_s = work + cost.latency_s;
-  if (cost.latency_s > work) {
-    cost.bound = Bound::latency;
-  } else {
-    cost.bound = cost.compute_s >= cost.memory_s ? Bound::compute : Bound::memory;
-  }
-}
 }  // namespace
 
 CalibratedCostModel::CalibratedCostModel(HardwareSpec hardware, CalibratedParams params,
@@ -90,7 +79,7 @@ OpCost CalibratedCostModel::price_attention(const Op& op) const {
   OpCost cost;
   cost.op_class = OpClass::attention;
   cost.ideal_s = std::max(op.flops / peak, op.bytes() / hardware_.memory_bandwidth_bps);
-  if (a.q_len > kDecodeMaxQueryRows) {
+  if (a.q_len > kAttentionDecodeMaxQueryRows) {
     const double sm_flops = peak / sms * params_[P::attn_prefill_efficiency];
     const double q_tiles = ceil_div(a.q_len, kPrefillQueryTile);
     const double ctas = static_cast<double>(a.batch * a.q_heads) * q_tiles;
@@ -115,7 +104,7 @@ OpCost CalibratedCostModel::price_attention(const Op& op) const {
     cost.compute_s = op.flops / (peak * params_[P::attn_prefill_efficiency]);
     cost.latency_s = params_[P::attn_decode_fixed_s];
   }
-  set_bound(cost);
+  cost.combine_parts();
   return cost;
 }
 
@@ -129,7 +118,7 @@ OpCost CalibratedCostModel::price_row_reduction(const Op& op, double efficiency,
     const double row_bytes = op.bytes() / static_cast<double>(op.rows);
     cost.memory_s = std::max(
         cost.memory_s, ceil_div(static_cast<double>(op.rows), slots) * row_bytes / row_stream_bps);
-    set_bound(cost);
+    cost.combine_parts();
   }
   return cost;
 }
@@ -141,7 +130,7 @@ OpCost CalibratedCostModel::price_streaming(const Op& op, double efficiency, dou
   cost.ideal_s = op.bytes() / bandwidth;
   cost.memory_s = op.bytes() / (bandwidth * efficiency);
   cost.latency_s = std::max(1, op.kernels) * fixed_s;
-  set_bound(cost);
+  cost.combine_parts();
   return cost;
 }
 
@@ -162,7 +151,7 @@ OpCost CalibratedCostModel::price(const Op& op) const {
       cost.latency_s = plan.fixed_s;
       cost.ideal_s = std::max(op.flops / matrix_peak(op.compute_dtype),
                               op.bytes() / hardware_.memory_bandwidth_bps);
-      set_bound(cost);
+      cost.combine_parts();
       return cost;
     }
     case OpKind::attention:

@@ -1,5 +1,6 @@
 #include "cost/cost_model.hpp"
 
+#include <algorithm>
 #include <array>
 #include <string>
 #include <vector>
@@ -38,6 +39,16 @@ std::string_view bound_name(Bound bound) {
       return "communication";
   }
   return "?";
+}
+
+void OpCost::combine_parts() {
+  double work_s = std::max(compute_s, memory_s);
+  time_s = work_s + latency_s;
+  if (latency_s > work_s) {
+    bound = Bound::latency;
+  } else {
+    bound = compute_s >= memory_s ? Bound::compute : Bound::memory;
+  }
 }
 
 }  // namespace inferlab

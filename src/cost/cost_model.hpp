@@ -25,6 +25,8 @@ struct OpCost {
   Bound bound = Bound::memory;
   OpClass op_class = OpClass::elementwise;
   double efficiency() const { return time_s > 0.0 ? ideal_s / time_s : 0.0; }
+  // time = max(compute, memory) + latency; bound = the largest of the three parts.
+  void combine_parts();
 };
 
 // Prices operators on one device. Implementations: roofline (spec sheet + delay factors);

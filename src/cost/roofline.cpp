@@ -93,13 +93,7 @@ OpCost RooflineCostModel::price(const Op& op) const {
   cost.compute_s = factor * occupied_flops / peak;
   cost.memory_s = factor * bytes / bandwidth;
   cost.latency_s = op.kernels * factors_.kernel_latency_s;
-  double roof_s = std::max(cost.compute_s, cost.memory_s);
-  cost.time_s = roof_s + cost.latency_s;
-  if (cost.latency_s > roof_s) {
-    cost.bound = Bound::latency;
-  } else {
-    cost.bound = cost.compute_s >= cost.memory_s ? Bound::compute : Bound::memory;
-  }
+  cost.combine_parts();
   return cost;
 }
 

@@ -59,7 +59,8 @@ CalibGroup calib_group_of(const Op& op) {
     case OpKind::attention_context:
       return CalibGroup::gemm;
     case OpKind::attention:
-      return op.attention.q_len > 16 ? CalibGroup::attention_prefill : CalibGroup::attention_decode;
+      return op.attention.q_len > kAttentionDecodeMaxQueryRows ? CalibGroup::attention_prefill
+                                                               : CalibGroup::attention_decode;
     case OpKind::rmsnorm:
     case OpKind::add_rmsnorm:
       return CalibGroup::norm;
