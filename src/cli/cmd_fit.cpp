@@ -7,6 +7,7 @@
 #include "cli/common_args.hpp"
 #include "predict/fit_calibrated.hpp"
 #include "predict/fit_delay_factors.hpp"
+#include "predict/sustained_clock.hpp"
 #include "util/error.hpp"
 #include "util/json_file.hpp"
 
@@ -15,7 +16,7 @@ namespace inferlab::cli {
 namespace {
 struct FitArgs {
   CommonArgs common;
-  std::string data, out;
+  std::string data, out, sustained;
 };
 
 void write_file(const std::string& path, const nlohmann::json& json) {
@@ -32,12 +33,28 @@ void fit_calibrated_command(const FitArgs& a, const HardwareSpec& hw,
                             OutputFormat format) {
   int held_out = 0;
   for (const auto& m : measured) held_out += m.held_out;
+  // Read before the (seconds-long) fit so that a bad file fails at once.
+  std::string sustained_note;
+  double slowdown = 1.0;
+  if (!a.sustained.empty()) {
+    auto document = read_json_file(a.sustained, "sustained-clock measurement");
+    SustainedSlowdown s =
+        sustained_slowdown_from(document, "sustained-clock measurement '" + a.sustained + "'");
+    slowdown = s.slowdown;
+    sustained_note = fmt::format(
+        "; sustained-compute slowdown {:.3f} = GEMM {} back to back {:.1f} us / alone {:.1f} us "
+        "(SM clock {:.0f} MHz sustained, {:.0f} idle) from {} ({})",
+        s.slowdown, s.shape, s.back_to_back_s * 1e6, s.alone_s * 1e6, s.sustained_mhz, s.idle_mhz,
+        a.sustained, document.value("measured_at", std::string("?")));
+  }
   CalibratedFit fit = fit_calibrated(hw, load_delay_factors(hw), measured, isolated_floor_s);
+  fit.params[CalibParam::sustained_compute_slowdown] = slowdown;
   fit.params.source = fmt::format(
-      "inferlab fit --cost calibrated --hardware {} --profile {}{} against {} ceilings: {}; "
-      "{} held-out measurements not used",
+      "inferlab fit --cost calibrated --hardware {} --profile {}{}{} against {} ceilings: {}; "
+      "{} held-out measurements not used{}",
       hw.name, a.common.profile, a.data.empty() ? "" : " --data " + a.data,
-      hw.profile ? "measured" : "datasheet", join_names(sources, "; "), held_out);
+      a.sustained.empty() ? "" : " --sustained " + a.sustained,
+      hw.profile ? "measured" : "datasheet", join_names(sources, "; "), held_out, sustained_note);
   Table table({"group", "points", "mape"});
   nlohmann::json summary = nlohmann::json::object();
   for (const auto& g : fit.groups) {
@@ -74,7 +91,11 @@ void register_fit(CLI::App& app) {
   add_format_option(cmd, args->common);
   cmd->add_option("--data", args->data,
                   "Operators measured with PyTorch (validation/torch_reference.py output)");
-  cmd->add_option("--out", args->out, "Write a delay-factor file (data/delay_factors/ form)");
+  cmd->add_option("--out", args->out,
+                  "Write the fitted file (data/delay_factors/ or data/calibrated/ form)");
+  cmd->add_option("--sustained", args->sustained,
+                  "With --cost calibrated: GEMM clock under sustained load "
+                  "(validation/sustained_clock.py output)");
   cmd->callback([args] {
     const auto& a = *args;
     OutputFormat format = parse_output_format(a.common.format);

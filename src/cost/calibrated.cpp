@@ -29,6 +29,7 @@ constexpr std::array<std::pair<int64_t, int64_t>, 9> kGemmTiles = {{{8, 64},
 constexpr std::array<int64_t, 5> kSplits = {1, 2, 4, 8, 16};
 constexpr int64_t kMinSliceK = 256;  // split-K slices shorter than this are not offered
 constexpr double kPrefillQueryTile = 128.0;
+constexpr int64_t kStreamKMinTileArea = 128 * 128;  // stream-K is used for the large tiles
 
 }  // namespace
 
@@ -67,6 +68,23 @@ GemmWavePlan CalibratedCostModel::plan_gemm(const Op& op) const {
       plan.fixed_s = params_[P::gemm_fixed_s] + (split > 1 ? params_[P::splitk_reduce_s] : 0.0);
       plan.time_s = std::max(plan.compute_s, plan.memory_s) + plan.fixed_s;
       if (best.waves == 0 || plan.time_s < best.time_s) best = plan;
+    }
+    // Stream-K (Hopper's persistent kernels): when the last wave would be partly empty, the
+    // k-loop iterations of all tiles are shared out evenly over the SMs, at a fitted loss of
+    // tile rate and a fix-up of the tiles cut in two.
+    if (tm * tn >= kStreamKMinTileArea && output_tiles > sms &&
+        output_tiles / sms < ceil_div(output_tiles, sms)) {
+      const double tile_s =
+          std::max(2.0 * tm * tn * g.k / sm_flops, (tm + tn) * g.k * element_bytes / sm_stream);
+      GemmWavePlan plan;
+      plan.tile_m = tm, plan.tile_n = tn, plan.split_k = 1, plan.stream_k = true;
+      plan.ctas = static_cast<int64_t>(sms), plan.waves = 1;
+      plan.compute_s = output_tiles / sms * tile_s / params_[P::gemm_streamk_efficiency] +
+                       params_[P::gemm_wave_fixed_s];
+      plan.memory_s = op.bytes() / bandwidth;
+      plan.fixed_s = params_[P::gemm_fixed_s] + params_[P::gemm_streamk_fixed_s];
+      plan.time_s = std::max(plan.compute_s, plan.memory_s) + plan.fixed_s;
+      if (plan.time_s < best.time_s) best = plan;
     }
   }
   return best;

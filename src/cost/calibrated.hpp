@@ -12,6 +12,7 @@ inline constexpr int64_t kAttentionDecodeMaxQueryRows = 16;
 // The tile/wave structure a calibrated GEMM price came from (for reports and tests).
 struct GemmWavePlan {
   int64_t tile_m = 0, tile_n = 0, split_k = 1, ctas = 0, waves = 0;
+  bool stream_k = false;
   double compute_s = 0.0, memory_s = 0.0, fixed_s = 0.0, time_s = 0.0;
 };
 
@@ -35,6 +36,9 @@ class CalibratedCostModel : public CostModel {
   CalibratedCostModel(HardwareSpec hardware, CalibratedParams params, DelayFactors comm_factors);
   OpCost price(const Op& op) const override;
   std::string name() const override { return "calibrated"; }
+  double sustained_compute_slowdown() const override {
+    return params_[CalibParam::sustained_compute_slowdown];
+  }
 
   // An op timed alone with CUDA events right after an L2 flush, which is how reference
   // operators are measured: the in-stream time plus the event overhead plus the write-back of

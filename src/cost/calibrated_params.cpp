@@ -17,6 +17,8 @@ constexpr std::array<CalibParamInfo, kCalibParamCount> kInfo = {{
     {"gemm_fixed_s", 3e-6, 0.0, 1e-4},
     {"gemm_wave_fixed_s", 1e-6, 0.0, 1e-4},
     {"splitk_reduce_s", 1.5e-6, 0.0, 1e-4},
+    {"gemm_streamk_efficiency", 0.9, 0.05, 1.5},
+    {"gemm_streamk_fixed_s", 2e-6, 0.0, 1e-4},
     {"attn_prefill_efficiency", 0.5, 0.02, 1.5},
     {"attn_prefill_fixed_s", 3e-6, 0.0, 1e-4},
     {"attn_prefill_wave_fixed_s", 1e-6, 0.0, 1e-4},
@@ -36,6 +38,7 @@ constexpr std::array<CalibParamInfo, kCalibParamCount> kInfo = {{
     {"isolated_event_s", 3e-6, 0.0, 1e-4},
     {"isolated_flush_fraction", 0.5, 0.0, 2.0},
     {"isolated_launch_s", 1e-6, 0.0, 1e-4},
+    {"sustained_compute_slowdown", 1.0, 1.0, 3.0},
 }};
 }  // namespace
 

@@ -17,6 +17,8 @@ enum class CalibParam : int {
   gemm_fixed_s,                // per GEMM kernel: launch in stream, prologue, epilogue
   gemm_wave_fixed_s,           // per wave of tiles: pipeline fill and drain
   splitk_reduce_s,             // the separate split-K reduction kernel
+  gemm_streamk_efficiency,     // stream-K: share of the tile rate kept when work is balanced
+  gemm_streamk_fixed_s,        // stream-K: partial-tile fix-up
   attn_prefill_efficiency,     // fraction of the matrix peak in FlashAttention's main loop
   attn_prefill_fixed_s,        // per kernel
   attn_prefill_wave_fixed_s,   // per wave of query tiles
@@ -33,9 +35,10 @@ enum class CalibParam : int {
   softmax_fixed_s,
   softmax_row_stream_bps,
   softmax_rows_per_sm,
-  isolated_event_s,         // an op timed alone with CUDA events: the events and launch
-  isolated_flush_fraction,  // share of an L2 full of dirty lines written back while the op runs
-  isolated_launch_s,        // each further kernel of an op timed alone waits for its launch
+  isolated_event_s,            // an op timed alone with CUDA events: the events and launch
+  isolated_flush_fraction,     // share of an L2 full of dirty lines written back while the op runs
+  isolated_launch_s,           // each further kernel of an op timed alone waits for its launch
+  sustained_compute_slowdown,  // GEMM back to back over GEMM alone: the power cap's clock drop
   count
 };
 inline constexpr int kCalibParamCount = static_cast<int>(CalibParam::count);

@@ -36,6 +36,10 @@ class CostModel {
   virtual ~CostModel() = default;
   virtual OpCost price(const Op& op) const = 0;
   virtual std::string name() const = 0;
+  // How much slower compute-bound kernels run when the GPU computes without pause than when
+  // each runs alone (a power-capped GPU lowers its clock under sustained tensor-core load).
+  // Steps apply it in proportion to the share of their time that is compute bound.
+  virtual double sustained_compute_slowdown() const { return 1.0; }
 };
 
 }  // namespace inferlab

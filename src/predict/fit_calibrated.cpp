@@ -27,6 +27,7 @@ std::vector<P> params_of(CalibGroup group) {
       return {P::gemm_compute_efficiency, P::gemm_sm_stream_bps,
               P::gemm_memory_efficiency,  P::gemm_fixed_s,
               P::gemm_wave_fixed_s,       P::splitk_reduce_s,
+              P::gemm_streamk_efficiency, P::gemm_streamk_fixed_s,
               P::isolated_flush_fraction};
   }
   return {};

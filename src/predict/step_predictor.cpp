@@ -42,6 +42,25 @@ double replay_launch_queue(const std::vector<PricedOp>& ops, int64_t layers,
   return queue.gpu_end_s;
 }
 
+void apply_sustained_slowdown(double slowdown, StepPrediction& step) {
+  if (slowdown <= 1.0 || step.gpu_s <= 0.0) return;
+  double compute_bound_s = 0.0;
+  for (const auto& p : step.ops) {
+    if (p.cost.bound == Bound::compute) compute_bound_s += p.total_s();
+  }
+  // The clock drops as far as the power cap needs: a step that computes all the time runs at
+  // the fully sustained clock, one that mostly streams memory (decode) keeps its boost clock.
+  const double factor = 1.0 + (slowdown - 1.0) * compute_bound_s / step.gpu_s;
+  step.gpu_s = 0.0;
+  for (auto& p : step.ops) {
+    if (p.cost.bound == Bound::compute) {
+      p.cost.compute_s *= factor;
+      p.cost.combine_parts();
+    }
+    step.gpu_s += p.total_s();
+  }
+}
+
 StepPrediction predict_step(const StepContext& c, const StepShape& shape) {
   std::vector<Op> ops;
   build_step_graph(*c.model, shape, c.precision, c.plan, c.shard, ops);
@@ -53,6 +72,7 @@ StepPrediction predict_step(const StepContext& c, const StepShape& shape) {
     step.kernels += op.count * op.kernels;
     step.ops.push_back(priced);
   }
+  apply_sustained_slowdown(c.cost->sustained_compute_slowdown(), step);
   if (c.cuda_graphs) {
     step.time_s = step.gpu_s + c.host.graph_launch_s;
   } else {

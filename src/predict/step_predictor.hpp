@@ -41,6 +41,10 @@ struct StepContext {
 // pytorch_step_base_s.
 StepPrediction predict_step(const StepContext& context, const StepShape& shape);
 
+// Scales the compute time of compute-bound ops by 1 + (slowdown - 1) x the step's
+// compute-bound share of GPU time (CostModel::sustained_compute_slowdown) and re-sums gpu_s.
+void apply_sustained_slowdown(double slowdown, StepPrediction& step);
+
 // Wall time of a queue of kernels with the given GPU durations, launched host_per_kernel_s
 // apart from the host (host_per_layer_kernel_s apart inside the layers when given, >= 0).
 // Exposed for tests.

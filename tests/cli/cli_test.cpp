@@ -161,7 +161,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"predict --hardware mi210 --cost calibrated", "no calibration applies"},
         BadInput{"predict --cost calibrated --calibration /nonexistent/cal.json", "does not exist"},
         BadInput{"validate --data /nonexistent.json --split nope", "all, fit or holdout"},
-        BadInput{"fit --cost tilesim --data /nonexistent.json", "does not exist"}),
+        BadInput{"fit --cost tilesim --data /nonexistent.json", "does not exist"},
+        BadInput{"fit --cost calibrated --hardware h100-sxm --sustained /nonexistent.json",
+                 "does not exist"}),
     [](const ::testing::TestParamInfo<BadInput>& info) {
       return "case" + std::to_string(info.index);
     });
