@@ -24,7 +24,9 @@ void register_validate(CLI::App& app) {
       "validate", "Predicted vs measured for every operator and step of a reference file");
   add_hardware_options(cmd, args->common);
   add_format_option(cmd, args->common);
-  cmd->add_option("--data", args->data, "Reference JSON (validation/torch_reference.py output)")
+  cmd->add_option("--data", args->data,
+                  "Reference JSON (validation/torch_reference.py output), or a hardware profile "
+                  "(its probe sweeps)")
       ->required();
   cmd->add_option("--split", args->split,
                   "Operators to check: all, fit (used to fit the model) or holdout (never "
@@ -43,6 +45,9 @@ void register_validate(CLI::App& app) {
     IsolatedOpTime isolated;
     if (hw.calibrated) {
       const CalibratedCostModel* model = hw.calibrated;
+      isolated = [model](const Op& op) { return model->isolated_time_s(op); };
+    } else if (hw.tilesim) {
+      const TileSimCostModel* model = hw.tilesim;
       isolated = [model](const Op& op) { return model->isolated_time_s(op); };
     }
     ValidationReport report = validate_against_reference(

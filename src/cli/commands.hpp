@@ -14,5 +14,6 @@ void register_fit(CLI::App& app);
 void register_probe(CLI::App& app);
 void register_roofline(CLI::App& app);
 void register_validate(CLI::App& app);
+void register_simulate(CLI::App& app);
 
 }  // namespace inferlab::cli

@@ -176,6 +176,8 @@ OpCost CalibratedCostModel::price(const Op& op) const {
       return price_attention(op);
     case OpKind::rmsnorm:
     case OpKind::add_rmsnorm:
+    case OpKind::layernorm:
+    case OpKind::add_layernorm:
       return price_row_reduction(op, params_[P::norm_efficiency], params_[P::norm_fixed_s],
                                  params_[P::norm_row_stream_bps], params_[P::norm_rows_per_sm]);
     case OpKind::attention_softmax:

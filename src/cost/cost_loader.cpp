@@ -55,10 +55,21 @@ CalibratedParams transfer_calibration(const CalibratedParams& params, const Hard
 LoadedCost load_cost(const std::string& hardware, const std::string& profile,
                      const std::string& cost, const std::string& delay_overrides,
                      const std::string& calibration) {
-  if (cost != "roofline" && cost != "calibrated" && cost != kCostAuto) {
-    throw InputError("unknown cost model '" + cost + "'; known: auto, roofline, calibrated");
+  if (cost != "roofline" && cost != "calibrated" && cost != "tilesim" && cost != kCostAuto) {
+    throw InputError("unknown cost model '" + cost +
+                     "'; known: auto, roofline, calibrated, tilesim");
   }
   LoadedCost loaded;
+  if (cost == "tilesim") {
+    HardwareTemplate hw = load_hardware_template(hardware);
+    loaded.spec = spec_of_template(hw);
+    loaded.factors = load_spec_delay_factors();
+    loaded.source = "hardware template " + hw.name + " (tile-level simulation, nothing fitted)";
+    auto model = std::make_unique<TileSimCostModel>(std::move(hw));
+    loaded.tilesim = model.get();
+    loaded.cost = std::move(model);
+    return loaded;
+  }
   loaded.spec = load_hardware(hardware, profile);
   loaded.factors = load_delay_factors(loaded.spec);
   if (!delay_overrides.empty()) apply_delay_factor_overrides(loaded.factors, delay_overrides);

@@ -22,6 +22,8 @@ OpClass RooflineCostModel::classify(const Op& op) const {
       return OpClass::attention;
     case OpKind::rmsnorm:
     case OpKind::add_rmsnorm:
+    case OpKind::layernorm:
+    case OpKind::add_layernorm:
       return OpClass::norm;
     case OpKind::attention_softmax:
     case OpKind::sampling:

@@ -16,11 +16,15 @@ double weight_bytes_per_device(const ModelConfig& m, const Precision& p, const S
   const double inter = static_cast<double>(s.intermediate);
   double attention = h * (q_dim + 2.0 * kv_dim) + q_dim * h;
   double experts = m.is_moe() ? static_cast<double>(m.num_experts) : 1.0;
-  double mlp = experts * 3.0 * h * inter;
-  double per_layer = (attention + mlp) * linear_bytes_per_weight + 2.0 * h * fb;
+  // GPT family: two MLP matrices (no gate), biases on every linear layer, LayerNorm biases.
+  double mlp = experts * (m.gpt_style ? 2.0 : 3.0) * h * inter;
+  double per_layer =
+      (attention + mlp) * linear_bytes_per_weight + (m.gpt_style ? 4.0 : 2.0) * h * fb;
   if (m.qkv_bias) per_layer += (q_dim + 2.0 * kv_dim) * fb;
+  if (m.gpt_style) per_layer += (2.0 * h + inter) * fb;  // o_proj, fc_in, fc_out biases
   if (m.is_moe()) per_layer += h * static_cast<double>(m.num_experts) * fb;  // router
   double vocab_rows = static_cast<double>(s.vocab) * h * fb;
+  if (m.gpt_style) vocab_rows += static_cast<double>(m.max_position_embeddings) * h * fb;
   double head = m.tie_word_embeddings ? 0.0 : vocab_rows;
   return vocab_rows + static_cast<double>(m.num_layers) * per_layer + h * fb + head;
 }

@@ -11,10 +11,12 @@ namespace inferlab {
 int64_t ModelConfig::attention_params_per_layer() const {
   int64_t qkv = hidden_size * (q_dim() + 2 * kv_dim());
   int64_t bias = qkv_bias ? q_dim() + 2 * kv_dim() : 0;
+  if (gpt_style) bias += hidden_size;  // the output projection's bias
   return qkv + bias + q_dim() * hidden_size;
 }
 
 int64_t ModelConfig::mlp_params_per_layer() const {
+  if (gpt_style) return 2 * hidden_size * intermediate_size + intermediate_size + hidden_size;
   int64_t one_mlp = 3 * hidden_size * intermediate_size;  // gate, up, down
   if (!is_moe()) return one_mlp;
   return num_experts * one_mlp + hidden_size * num_experts;  // experts + router
@@ -34,9 +36,40 @@ int64_t ModelConfig::active_params_per_token() const {
          vocab_size * hidden_size;
 }
 
+namespace {
+// GPT-2 style config.json (n_embd, n_layer, n_head, n_inner, n_positions).
+ModelConfig parse_gpt_config(const nlohmann::json& config, const std::string& name,
+                             const std::string& context) {
+  constexpr int64_t kMaxDim = int64_t{1} << 24;
+  ModelConfig m;
+  m.name = name;
+  m.model_type = "gpt2";
+  m.gpt_style = true;
+  m.hidden_size = require_count(config, "n_embd", context, 1, kMaxDim);
+  m.num_layers = require_count(config, "n_layer", context, 1, 100000);
+  m.num_heads = require_count(config, "n_head", context, 1, 65536);
+  m.num_kv_heads = m.num_heads;
+  if (m.hidden_size % m.num_heads != 0) {
+    throw InputError(context + ": n_embd is not a multiple of n_head");
+  }
+  m.head_dim = m.hidden_size / m.num_heads;
+  m.intermediate_size = config.contains("n_inner") && !config["n_inner"].is_null()
+                            ? require_count(config, "n_inner", context, 1, kMaxDim)
+                            : 4 * m.hidden_size;
+  m.vocab_size = require_count(config, "vocab_size", context, 1, kMaxDim);
+  m.max_position_embeddings = require_count(config, "n_positions", context, 1, int64_t{1} << 32);
+  m.tie_word_embeddings = optional_bool(config, "tie_word_embeddings", true, context);
+  m.qkv_bias = true;
+  return m;
+}
+}  // namespace
+
 ModelConfig parse_model_config(const nlohmann::json& config, const std::string& name,
                                const std::string& context) {
   if (!config.is_object()) throw InputError(context + ": expected a JSON object");
+  if (config.value("model_type", std::string()) == "gpt2" || config.contains("n_embd")) {
+    return parse_gpt_config(config, name, context);
+  }
   constexpr int64_t kMaxDim = int64_t{1} << 24;
   ModelConfig m;
   m.name = name;

@@ -13,7 +13,9 @@ struct RopeScaling {
 };
 
 // A decoder-only transformer as its Hugging Face config.json describes it. One code path serves
-// Llama, Mistral, Qwen2 (QKV bias) and Mixtral (MoE MLP).
+// Llama, Mistral, Qwen2 (QKV bias) and Mixtral (MoE MLP); the GPT-2/GPT-3 family (model_type
+// "gpt2": LayerNorm, GELU MLP, full multi-head attention, learned positions, biases) sets
+// gpt_style.
 struct ModelConfig {
   std::string name;
   std::string model_type;
@@ -27,6 +29,7 @@ struct ModelConfig {
   int64_t max_position_embeddings = 0;
   bool tie_word_embeddings = false;
   bool qkv_bias = false;
+  bool gpt_style = false;   // LayerNorm + GELU MLP + learned positions + biases everywhere
   int64_t num_experts = 0;  // 0: dense MLP
   int64_t experts_per_token = 0;
   double rope_theta = 10000.0;
@@ -39,8 +42,10 @@ struct ModelConfig {
   // Parameter counts (elements), whole model, no sharding.
   int64_t attention_params_per_layer() const;
   int64_t mlp_params_per_layer() const;  // all experts plus the router
-  int64_t norm_params_per_layer() const { return 2 * hidden_size; }
-  int64_t embedding_params() const { return vocab_size * hidden_size; }
+  int64_t norm_params_per_layer() const { return (gpt_style ? 4 : 2) * hidden_size; }
+  int64_t embedding_params() const {
+    return (vocab_size + (gpt_style ? max_position_embeddings : 0)) * hidden_size;
+  }
   int64_t lm_head_params() const { return tie_word_embeddings ? 0 : vocab_size * hidden_size; }
   int64_t total_params() const;
   // Parameters touched by one token: attention, top-k experts, embedding row excluded.

@@ -10,6 +10,12 @@ std::string_view op_kind_name(OpKind kind) {
       return "rmsnorm";
     case OpKind::add_rmsnorm:
       return "add_rmsnorm";
+    case OpKind::layernorm:
+      return "layernorm";
+    case OpKind::add_layernorm:
+      return "add_layernorm";
+    case OpKind::gelu:
+      return "gelu";
     case OpKind::gemm:
       return "gemm";
     case OpKind::moe_gemm:

@@ -12,9 +12,11 @@ enum class Phase { prefill, decode };
 enum class OpKind {
   embedding,
   rmsnorm,
-  add_rmsnorm,  // residual add fused into the following RMSNorm
-  gemm,         // projections, LM head, MoE router
-  moe_gemm,     // grouped expert GEMMs
+  add_rmsnorm,    // residual add fused into the following RMSNorm
+  layernorm,      // GPT family: mean and variance, scale and bias
+  add_layernorm,  // residual add fused into the following LayerNorm
+  gemm,           // projections, LM head, MoE router
+  moe_gemm,       // grouped expert GEMMs
   rope,
   kv_write,
   rope_kv_write,
@@ -27,6 +29,7 @@ enum class OpKind {
   silu,
   mul,
   silu_mul,
+  gelu,  // GPT family MLP activation (tanh approximation)
   sampling,
   all_reduce,
   all_gather,

@@ -130,4 +130,25 @@ Op make_all_gather_op(const char* name, double bytes, int devices) {
   return op;
 }
 
+Op make_layernorm_op(const char* name, int64_t tokens, int64_t hidden, DType dtype, bool add) {
+  Op op = add ? make_add_rmsnorm_op(name, tokens, hidden, dtype)
+              : make_rmsnorm_op(name, tokens, hidden, dtype);
+  op.kind = add ? OpKind::add_layernorm : OpKind::layernorm;
+  const double elems = static_cast<double>(tokens) * static_cast<double>(hidden);
+  op.flops += 3.0 * elems;  // the mean, centring, and the bias
+  op.weight_bytes *= 2.0;   // scale and bias
+  return op;
+}
+
+Op make_gelu_op(const char* name, int64_t tokens, int64_t intermediate, DType dtype) {
+  Op op;
+  op.name = name;
+  op.kind = OpKind::gelu;
+  op.compute_dtype = dtype;
+  const double elems = static_cast<double>(tokens) * static_cast<double>(intermediate);
+  op.flops = 5.0 * elems;  // tanh approximation: a cube, FMAs, tanh, the product
+  op.activation_bytes = 2.0 * elems * dtype_bytes(dtype);
+  return op;
+}
+
 }  // namespace inferlab

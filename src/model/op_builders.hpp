@@ -33,4 +33,8 @@ Op make_embedding_op(const char* name, int64_t tokens, int64_t hidden, DType dty
 Op make_all_reduce_op(const char* name, double bytes, int devices);
 Op make_all_gather_op(const char* name, double bytes, int devices);
 
+// GPT family: LayerNorm (scale and bias; `add` fuses the residual add before it) and GELU.
+Op make_layernorm_op(const char* name, int64_t tokens, int64_t hidden, DType dtype, bool add);
+Op make_gelu_op(const char* name, int64_t tokens, int64_t intermediate, DType dtype);
+
 }  // namespace inferlab

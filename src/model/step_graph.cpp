@@ -135,7 +135,23 @@ void build_step_graph(const ModelConfig& model, const StepShape& shape, const Pr
     ops.push_back(op);
   };
 
-  ops.push_back(make_embedding_op("embedding", tokens, s.hidden, f));
+  // RMSNorm for Llama-style models, LayerNorm (with bias) for the GPT family.
+  auto norm = [&](const char* name, int64_t rows) {
+    return model.gpt_style ? make_layernorm_op(name, rows, s.hidden, f, false)
+                           : make_rmsnorm_op(name, rows, s.hidden, f);
+  };
+  auto add_norm = [&](const char* name) {
+    return model.gpt_style ? make_layernorm_op(name, tokens, s.hidden, f, true)
+                           : make_add_rmsnorm_op(name, tokens, s.hidden, f);
+  };
+
+  Op embedding = make_embedding_op("embedding", tokens, s.hidden, f);
+  if (model.gpt_style) {
+    // Learned positions: a second row gather, added to the token rows.
+    embedding.weight_bytes *= 2.0;
+    embedding.activation_bytes += static_cast<double>(tokens * s.hidden) * fb;
+  }
+  ops.push_back(embedding);
   if (plan.rope_table_gathers > 0) {
     Op gather;
     gather.name = "rope_table_gather";
@@ -151,11 +167,11 @@ void build_step_graph(const ModelConfig& model, const StepShape& shape, const Pr
   all_reduce("embedding_all_reduce", 1, Scope::pre_layers);  // vocab-parallel embedding
   if (plan.fuse_add_rmsnorm) {
     // The first layer's input norm has no residual to add; every later norm fuses the add.
-    Op first = make_rmsnorm_op("input_norm", tokens, s.hidden, f);
+    Op first = norm("input_norm", tokens);
     first.scope = Scope::pre_layers;
     ops.push_back(first);
   } else {
-    add_layer(ops, make_rmsnorm_op("input_norm", tokens, s.hidden, f), layers);
+    add_layer(ops, norm("input_norm", tokens), layers);
   }
 
   // Attention block.
@@ -169,7 +185,17 @@ void build_step_graph(const ModelConfig& model, const StepShape& shape, const Pr
   const double q_bytes = static_cast<double>(tokens * q_dim) * fb;
   const double k_bytes = static_cast<double>(tokens * kv_dim) * fb;
   const double kv_cache_write = 2.0 * static_cast<double>(tokens * kv_dim) * dtype_bytes(p.kv);
-  if (plan.fuse_rope_kv_write) {
+  if (model.gpt_style) {
+    // Learned positions: no rotary embedding, only the KV-cache write.
+    Op write;
+    write.name = "kv_write";
+    write.kind = OpKind::kv_write;
+    write.compute_dtype = f;
+    write.kernels = plan.fuse_rope_kv_write ? 1 : plan.kv_write_kernels;
+    write.activation_bytes = 2.0 * k_bytes;
+    write.kv_bytes = kv_cache_write;
+    add_layer(ops, write, layers);
+  } else if (plan.fuse_rope_kv_write) {
     Op op;
     op.name = "rope_kv_write";
     op.kind = OpKind::rope_kv_write;
@@ -197,18 +223,22 @@ void build_step_graph(const ModelConfig& model, const StepShape& shape, const Pr
     add_layer(ops, write, layers);
   }
   build_context_ops(model, shape, p, plan, s, ops);
-  add_layer(ops, gemm("o_proj", tokens, s.hidden, q_dim), layers);
+  add_layer(ops, gemm("o_proj", tokens, s.hidden, q_dim, model.gpt_style), layers);
   all_reduce("attn_all_reduce", layers, Scope::per_layer);
   if (plan.fuse_add_rmsnorm) {
-    add_layer(ops, make_add_rmsnorm_op("post_attn_add_norm", tokens, s.hidden, f), layers);
+    add_layer(ops, add_norm("post_attn_add_norm"), layers);
   } else {
     add_layer(ops, make_add_op("attn_residual_add", tokens, s.hidden, f), layers);
-    add_layer(ops, make_rmsnorm_op("post_attn_norm", tokens, s.hidden, f), layers);
+    add_layer(ops, norm("post_attn_norm", tokens), layers);
   }
 
   // MLP block (dense or mixture of experts).
   int64_t mlp_rows = tokens;
-  if (model.is_moe()) {
+  if (model.gpt_style) {
+    add_layer(ops, gemm("fc_in", tokens, s.intermediate, s.hidden, true), layers);
+    add_layer(ops, make_gelu_op("gelu", tokens, s.intermediate, f), layers);
+    add_layer(ops, gemm("fc_out", tokens, s.hidden, s.intermediate, true), layers);
+  } else if (model.is_moe()) {
     add_layer(ops, gemm("router", tokens, model.num_experts, s.hidden), layers);
     double active = expected_active_experts(model.num_experts, model.experts_per_token, tokens);
     mlp_rows = tokens * model.experts_per_token;
@@ -252,10 +282,10 @@ void build_step_graph(const ModelConfig& model, const StepShape& shape, const Pr
   all_reduce("mlp_all_reduce", layers, Scope::per_layer);
   if (plan.fuse_add_rmsnorm) {
     // The next layer's input norm (the final norm after the last layer) with the residual add.
-    add_layer(ops, make_add_rmsnorm_op("mlp_add_next_norm", tokens, s.hidden, f), layers);
+    add_layer(ops, add_norm("mlp_add_next_norm"), layers);
   } else {
     add_layer(ops, make_add_op("mlp_residual_add", tokens, s.hidden, f), layers);
-    Op final_norm = make_rmsnorm_op("final_norm", tokens, s.hidden, f);
+    Op final_norm = norm("final_norm", tokens);
     final_norm.scope = Scope::post_layers;
     ops.push_back(final_norm);
   }

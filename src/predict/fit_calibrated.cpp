@@ -64,6 +64,8 @@ CalibGroup calib_group_of(const Op& op) {
                                                                : CalibGroup::attention_decode;
     case OpKind::rmsnorm:
     case OpKind::add_rmsnorm:
+    case OpKind::layernorm:
+    case OpKind::add_layernorm:
       return CalibGroup::norm;
     case OpKind::attention_softmax:
     case OpKind::sampling:

@@ -20,7 +20,8 @@ MemoryEstimate estimate_memory(const ModelConfig& model, const Precision& p, con
   const double mlp_rows = model.is_moe() ? tokens * model.experts_per_token : tokens;
   const double h = static_cast<double>(s.hidden);
   const double qkv = static_cast<double>((s.q_heads + 2 * s.kv_heads) * s.head_dim);
-  double live = tokens * (2.0 * h + qkv) + mlp_rows * 3.0 * static_cast<double>(s.intermediate);
+  double live = tokens * (2.0 * h + qkv) +
+                mlp_rows * (model.gpt_style ? 2.0 : 3.0) * static_cast<double>(s.intermediate);
   m.activations_bytes = live * fb + static_cast<double>(batch * s.vocab) * 4.0;
   if (!plan.flash_attention) {
     double scores = static_cast<double>(batch * s.q_heads) * static_cast<double>(input_tokens) *

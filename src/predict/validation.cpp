@@ -86,8 +86,11 @@ ValidationReport validate_against_reference(const nlohmann::json& reference,
                                             double kernel_latency_s, const HostOverhead& host,
                                             IsolatedOpTime isolated, SplitFilter split) {
   ValidationReport report;
-  if (reference.contains("ops")) {
-    auto measured = measured_ops_from_reference(reference, context);
+  // A reference file has "ops"; a hardware profile (probe output) has "sweeps" of its own.
+  const bool is_profile = reference.contains("sweeps") && !reference.contains("ops");
+  if (reference.contains("ops") || is_profile) {
+    auto measured = is_profile ? measured_ops_from_profile(reference, context)
+                               : measured_ops_from_reference(reference, context);
     report.isolated_op_floor_s = fastest_measured_s(measured);
     if (!isolated) {
       isolated = roofline_isolated_time(cost, kernel_latency_s, report.isolated_op_floor_s);
@@ -105,7 +108,9 @@ ValidationReport validate_against_reference(const nlohmann::json& reference,
   if (reference.contains("steps") && split != SplitFilter::fit) {
     add_steps(report, reference["steps"], context, cost, host);
   }
-  if (report.cases.empty()) throw InputError(context + ": no 'ops' or 'steps' to validate");
+  if (report.cases.empty()) {
+    throw InputError(context + ": no 'ops', 'steps' or probe 'sweeps' to validate");
+  }
   summarize_groups(report);
   return report;
 }

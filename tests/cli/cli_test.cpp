@@ -89,8 +89,33 @@ TEST(Cli, StepAndOpContracts) {
   EXPECT_GT(run_json("op softmax --rows 4096 --cols 4096")["ms"].get<double>(), 0.0);
 }
 
+TEST(Cli, SimulateJsonContract) {
+  // GPT-3 175B prefill of 2048 tokens on 4 A100s (tensor parallel): every operator mapped.
+  auto j = run_json(
+      "simulate --model gpt3-175b --hardware a100-80g --devices 4 --phase prefill --tokens 2048");
+  EXPECT_EQ(j["tp"], 4);
+  EXPECT_EQ(j["pp"], 1);
+  EXPECT_GT(j["ms"].get<double>(), 0.0);
+  EXPECT_FALSE(j["memory"]["fits"].get<bool>());  // 350 GB of weights over 4 x 80 GB
+  bool gemm_mapped = false;
+  for (const auto& op : j["ops"]) {
+    if (op["kind"] == "gemm") gemm_mapped = op["mapping"].get<std::string>().find("tile") == 0;
+  }
+  EXPECT_TRUE(gemm_mapped);
+  // Two pipeline stages: half the layers per device, plus one hand-off.
+  auto pp = run_json(
+      "simulate --model gpt3-175b --hardware a100-80g --devices 8 --pp 2 --phase decode "
+      "--context 2048 --batch 8");
+  EXPECT_EQ(pp["tp"], 4);
+  EXPECT_EQ(pp["layers_per_stage"], 48);
+  EXPECT_GT(pp["p2p_ms"].get<double>(), 0.0);
+  // The tilesim cost model behind the common commands.
+  auto g = run_json("op gemm --m 4096 --n 4096 --k 4096 --hardware h100-sxm-ddr5 --cost tilesim");
+  EXPECT_GT(g["ms"].get<double>(), 0.0);
+}
+
 TEST(Cli, CatalogsListEverything) {
-  EXPECT_EQ(run_json("models")["models"].size(), 7u);
+  EXPECT_EQ(run_json("models")["models"].size(), 8u);
   auto hw = run_json("hardware")["hardware"];
   EXPECT_EQ(hw.size(), 13u);
   EXPECT_TRUE(hw[0].contains("sources"));
@@ -163,7 +188,15 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"validate --data /nonexistent.json --split nope", "all, fit or holdout"},
         BadInput{"fit --cost tilesim --data /nonexistent.json", "does not exist"},
         BadInput{"fit --cost calibrated --hardware h100-sxm --sustained /nonexistent.json",
-                 "does not exist"}),
+                 "does not exist"},
+        BadInput{"simulate --phase prefill --tokens 8 --devices 3 --pp 2", "must equal"},
+        BadInput{"simulate --hardware no-such-chip --phase decode --context 8", "known: "},
+        BadInput{"simulate --phase decode --context 8 --pp 0", "at least 1"},
+        BadInput{"simulate --phase decode --context 0", "--context"},
+        BadInput{"simulate --model gpt3-175b --hardware a100-80g --devices 16 --phase decode "
+                 "--context 8",
+                 "per node"},
+        BadInput{"op gemm --m 8 --n 8 --k 8 --cost tilesim --hardware h900", "known: "}),
     [](const ::testing::TestParamInfo<BadInput>& info) {
       return "case" + std::to_string(info.index);
     });
