@@ -5,14 +5,12 @@
 #include <cmath>
 #include <utility>
 
+#include "util/numeric.hpp"
+
 namespace inferlab {
 
 namespace {
 using P = CalibParam;
-
-double ceil_div(double a, double b) {
-  return std::ceil(a / b);
-}
 
 // Output tiles (token rows x output columns) of the kinds cuBLAS picks on Hopper: wide and
 // skinny ones for few tokens (its 64x8, 64x16, ... GEMV-like kernels), square-ish ones for
@@ -28,7 +26,6 @@ constexpr std::array<std::pair<int64_t, int64_t>, 9> kGemmTiles = {{{8, 64},
                                                                     {256, 128}}};
 constexpr std::array<int64_t, 5> kSplits = {1, 2, 4, 8, 16};
 constexpr int64_t kMinSliceK = 256;  // split-K slices shorter than this are not offered
-constexpr double kPrefillQueryTile = 128.0;
 constexpr int64_t kStreamKMinTileArea = 128 * 128;  // stream-K is used for the large tiles
 
 }  // namespace
@@ -48,6 +45,10 @@ GemmWavePlan CalibratedCostModel::plan_gemm(const Op& op) const {
   const double element_bytes = dtype_bytes(op.compute_dtype);
   GemmWavePlan best;
   for (auto [tm, tn] : kGemmTiles) {
+    // One tile's main loop over k: its FLOPs at the SM's rate or its operands at its stream rate.
+    auto tile_time_s = [&](double k) {
+      return std::max(2.0 * tm * tn * k / sm_flops, (tm + tn) * k * element_bytes / sm_stream);
+    };
     const double output_tiles =
         static_cast<double>(g.groups) * ceil_div(g.m, tm) * ceil_div(g.n, tn);
     for (int64_t split : kSplits) {
@@ -55,8 +56,7 @@ GemmWavePlan CalibratedCostModel::plan_gemm(const Op& op) const {
       const double slice_k = ceil_div(g.k, split);
       const double ctas = output_tiles * split;
       const double waves = ceil_div(ctas, sms);
-      const double tile_s = std::max(2.0 * tm * tn * slice_k / sm_flops,
-                                     (tm + tn) * slice_k * element_bytes / sm_stream);
+      const double tile_s = tile_time_s(slice_k);
       GemmWavePlan plan;
       plan.tile_m = tm, plan.tile_n = tn, plan.split_k = split;
       plan.ctas = static_cast<int64_t>(ctas), plan.waves = static_cast<int64_t>(std::ceil(waves));
@@ -74,8 +74,7 @@ GemmWavePlan CalibratedCostModel::plan_gemm(const Op& op) const {
     // tile rate and a fix-up of the tiles cut in two.
     if (tm * tn >= kStreamKMinTileArea && output_tiles > sms &&
         output_tiles / sms < ceil_div(output_tiles, sms)) {
-      const double tile_s =
-          std::max(2.0 * tm * tn * g.k / sm_flops, (tm + tn) * g.k * element_bytes / sm_stream);
+      const double tile_s = tile_time_s(static_cast<double>(g.k));
       GemmWavePlan plan;
       plan.tile_m = tm, plan.tile_n = tn, plan.split_k = 1, plan.stream_k = true;
       plan.ctas = static_cast<int64_t>(sms), plan.waves = 1;
@@ -99,11 +98,11 @@ OpCost CalibratedCostModel::price_attention(const Op& op) const {
   cost.ideal_s = std::max(op.flops / peak, op.bytes() / hardware_.memory_bandwidth_bps);
   if (a.q_len > kAttentionDecodeMaxQueryRows) {
     const double sm_flops = peak / sms * params_[P::attn_prefill_efficiency];
-    const double q_tiles = ceil_div(a.q_len, kPrefillQueryTile);
+    const double q_tiles = ceil_div(a.q_len, kFlashPrefillQueryTile);
     const double ctas = static_cast<double>(a.batch * a.q_heads) * q_tiles;
     const double waves = ceil_div(ctas, sms);
     // The last query tile of a causal sequence sees every key: it bounds a wave's length.
-    const double rows = std::min<double>(kPrefillQueryTile, a.q_len);
+    const double rows = std::min<double>(kFlashPrefillQueryTile, a.q_len);
     const double longest_flops = 4.0 * rows * static_cast<double>(a.kv_len * a.head_dim);
     const double wave_s = params_[P::attn_prefill_wave_fixed_s];
     cost.compute_s =

@@ -6,9 +6,6 @@
 
 namespace inferlab {
 
-// Query rows per sequence at or below which attention is priced as decode (KV streaming).
-inline constexpr int64_t kAttentionDecodeMaxQueryRows = 16;
-
 // The tile/wave structure a calibrated GEMM price came from (for reports and tests).
 struct GemmWavePlan {
   int64_t tile_m = 0, tile_n = 0, split_k = 1, ctas = 0, waves = 0;

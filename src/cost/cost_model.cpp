@@ -41,6 +41,31 @@ std::string_view bound_name(Bound bound) {
   return "?";
 }
 
+OpClass classify_op(const Op& op, int64_t gemv_max_rows) {
+  switch (op.kind) {
+    case OpKind::gemm:
+    case OpKind::moe_gemm:
+      return op.gemm.m <= gemv_max_rows ? OpClass::gemv : OpClass::gemm;
+    case OpKind::attention:
+    case OpKind::attention_scores:
+    case OpKind::attention_context:
+      return OpClass::attention;
+    case OpKind::rmsnorm:
+    case OpKind::add_rmsnorm:
+    case OpKind::layernorm:
+    case OpKind::add_layernorm:
+      return OpClass::norm;
+    case OpKind::attention_softmax:
+    case OpKind::sampling:
+      return OpClass::softmax;
+    case OpKind::all_reduce:
+    case OpKind::all_gather:
+      return OpClass::communication;
+    default:
+      return OpClass::elementwise;
+  }
+}
+
 void OpCost::combine_parts() {
   double work_s = std::max(compute_s, memory_s);
   time_s = work_s + latency_s;

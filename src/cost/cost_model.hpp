@@ -6,10 +6,19 @@
 
 namespace inferlab {
 
+// Query rows per sequence at or below which attention is decode (KV streaming), and the
+// query rows a FlashAttention prefill CTA takes: shared by every cost model.
+inline constexpr int64_t kAttentionDecodeMaxQueryRows = 16;
+inline constexpr double kFlashPrefillQueryTile = 128.0;
+// Token rows at or below which a GEMM runs as a matrix-vector (GEMV) kernel.
+inline constexpr int64_t kGemvMaxRows = 16;
+
 // Efficiency classes: each has its own delay factor (measured time over ideal roofline time).
 enum class OpClass { gemm, gemv, attention, norm, elementwise, softmax, communication };
 inline constexpr int kOpClassCount = 7;
 std::string_view op_class_name(OpClass cls);
+// The class of an op; GEMMs of at most `gemv_max_rows` rows are GEMVs.
+OpClass classify_op(const Op& op, int64_t gemv_max_rows = kGemvMaxRows);
 OpClass parse_op_class(std::string_view name);  // throws InputError listing the classes
 
 enum class Bound { compute, memory, latency, communication };

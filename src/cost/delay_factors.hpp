@@ -14,7 +14,7 @@ struct DelayFactors {
   std::array<double, kOpClassCount> factor{};
   double kernel_latency_s = 0.0;
   // Below this many rows (tokens), a projection is priced as a GEMV: weight streaming.
-  int64_t gemv_max_rows = 16;
+  int64_t gemv_max_rows = kGemvMaxRows;
   std::string source;
 
   double of(OpClass cls) const { return factor[static_cast<int>(cls)]; }

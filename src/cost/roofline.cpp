@@ -12,28 +12,7 @@ RooflineCostModel::RooflineCostModel(HardwareSpec hardware, DelayFactors factors
     : hardware_(std::move(hardware)), factors_(std::move(factors)) {}
 
 OpClass RooflineCostModel::classify(const Op& op) const {
-  switch (op.kind) {
-    case OpKind::gemm:
-    case OpKind::moe_gemm:
-      return op.gemm.m <= factors_.gemv_max_rows ? OpClass::gemv : OpClass::gemm;
-    case OpKind::attention:
-    case OpKind::attention_scores:
-    case OpKind::attention_context:
-      return OpClass::attention;
-    case OpKind::rmsnorm:
-    case OpKind::add_rmsnorm:
-    case OpKind::layernorm:
-    case OpKind::add_layernorm:
-      return OpClass::norm;
-    case OpKind::attention_softmax:
-    case OpKind::sampling:
-      return OpClass::softmax;
-    case OpKind::all_reduce:
-    case OpKind::all_gather:
-      return OpClass::communication;
-    default:
-      return OpClass::elementwise;
-  }
+  return classify_op(op, factors_.gemv_max_rows);
 }
 
 double RooflineCostModel::matrix_peak(DType dtype) const {

@@ -1,4 +1,5 @@
 #pragma once
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -94,6 +95,16 @@ struct HardwareTemplate {
     return core_count * core.vector_lanes * core.vector_flops_per_lane_cycle * clock_hz;
   }
   double local_buffer_bandwidth_bps() const { return core.local_buffer_bytes_per_cycle * clock_hz; }
+  // What one core pulls from the global buffer when `active_cores` share it.
+  double global_buffer_rate_per_core_bps(double active_cores) const {
+    return std::min(local_buffer_bandwidth_bps(),
+                    global_buffer_bandwidth_bps * efficiency.global_buffer / active_cores);
+  }
+  // What one core streams from main memory: the bytes it can keep in flight (half its local
+  // buffer) per memory latency.
+  double memory_rate_per_core_bps() const {
+    return std::min(local_buffer_bandwidth_bps(), 0.5 * core.local_buffer_bytes / memory.latency_s);
+  }
 };
 
 // Parses a template document (after its base was merged in); impossible values are

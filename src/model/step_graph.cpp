@@ -185,16 +185,20 @@ void build_step_graph(const ModelConfig& model, const StepShape& shape, const Pr
   const double q_bytes = static_cast<double>(tokens * q_dim) * fb;
   const double k_bytes = static_cast<double>(tokens * kv_dim) * fb;
   const double kv_cache_write = 2.0 * static_cast<double>(tokens * kv_dim) * dtype_bytes(p.kv);
-  if (model.gpt_style) {
-    // Learned positions: no rotary embedding, only the KV-cache write.
+  // K and V into the cache, in `kernels` launches.
+  auto kv_write = [&](int kernels) {
     Op write;
     write.name = "kv_write";
     write.kind = OpKind::kv_write;
     write.compute_dtype = f;
-    write.kernels = plan.fuse_rope_kv_write ? 1 : plan.kv_write_kernels;
+    write.kernels = kernels;
     write.activation_bytes = 2.0 * k_bytes;
     write.kv_bytes = kv_cache_write;
     add_layer(ops, write, layers);
+  };
+  if (model.gpt_style) {
+    // Learned positions: no rotary embedding, only the KV-cache write.
+    kv_write(plan.fuse_rope_kv_write ? 1 : plan.kv_write_kernels);
   } else if (plan.fuse_rope_kv_write) {
     Op op;
     op.name = "rope_kv_write";
@@ -213,14 +217,7 @@ void build_step_graph(const ModelConfig& model, const StepShape& shape, const Pr
     rope.flops = 6.0 * static_cast<double>(tokens * (q_dim + kv_dim));
     rope.activation_bytes = plan.rope_kernels_per_tensor * 2.0 * (q_bytes + k_bytes);
     add_layer(ops, rope, layers);
-    Op write;
-    write.name = "kv_write";
-    write.kind = OpKind::kv_write;
-    write.compute_dtype = f;
-    write.kernels = plan.kv_write_kernels;
-    write.activation_bytes = 2.0 * k_bytes;
-    write.kv_bytes = kv_cache_write;
-    add_layer(ops, write, layers);
+    kv_write(plan.kv_write_kernels);
   }
   build_context_ops(model, shape, p, plan, s, ops);
   add_layer(ops, gemm("o_proj", tokens, s.hidden, q_dim, model.gpt_style), layers);

@@ -9,6 +9,8 @@
 #include <thread>
 #include <vector>
 
+#include "util/numeric.hpp"
+
 namespace inferlab {
 
 namespace {
@@ -21,10 +23,6 @@ constexpr double kAccumulatorBytes = 4.0;  // fp32 accumulators
 // fragments of A and the epilogue).
 constexpr double kAccumulatorRegisterShare = 0.5;
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
-
-double ceil_div(double a, double b) {
-  return std::ceil(a / b);
-}
 
 // Rasters: how many tiles side by side along m (the rest along n) in one wave.
 std::vector<int64_t> raster_options(int cores) {
@@ -87,9 +85,7 @@ GemmMapping GemmMapper::evaluate(const GemmProblem& p, GemmMapping c) const {
   const double tile_operand_bytes =
       static_cast<double>(c.tile_m + c.tile_n) * slice_k * p.input_bytes;
   const double tile_local_s = tile_operand_bytes / hw_.local_buffer_bandwidth_bps();
-  const double global_rate =
-      std::min(hw_.local_buffer_bandwidth_bps(),
-               hw_.global_buffer_bandwidth_bps * hw_.efficiency.global_buffer / active_cores);
+  const double global_rate = hw_.global_buffer_rate_per_core_bps(active_cores);
   const double tile_global_s = tile_operand_bytes / global_rate;
   // Double buffering overlaps the next slice's load with this slice's math; without it they
   // take turns. Either way the first slice's load and the output write are exposed.

@@ -4,21 +4,16 @@
 #include <array>
 #include <cmath>
 
-#include "cost/calibrated.hpp"
+#include "util/numeric.hpp"
 
 namespace inferlab {
 
 namespace {
-constexpr double kPrefillQueryTile = 128.0;          // FlashAttention's query rows per CTA
 constexpr double kDecodeMinSplitTokens = 256.0;      // flash-decoding splits KV no finer than this
 constexpr double kSoftmaxVectorFlopsPerScore = 4.0;  // max, subtract, scale, sum
 // Share of the global buffer an activation may take and still be read from there by the next
 // kernel (the rest holds weights streaming through and other tensors).
 constexpr double kResidentShare = 0.5;
-
-double ceil_div(double a, double b) {
-  return std::ceil(a / b);
-}
 
 const char* largest_part(const TileSimBreakdown& b) {
   const std::array<std::pair<double, const char*>, 7> parts = {
@@ -107,12 +102,10 @@ TileSimBreakdown TileSimCostModel::simulate_attention(const Op& op) const {
   b.memory_s = op.bytes() / memory_bw;
   if (a.q_len > kAttentionDecodeMaxQueryRows) {
     // Prefill: one CTA per 128-row query tile of each (sequence, head), in waves.
-    const double rows = std::min<double>(kPrefillQueryTile, a.q_len);
+    const double rows = std::min<double>(kFlashPrefillQueryTile, a.q_len);
     const double ctas = static_cast<double>(a.batch * a.q_heads) * ceil_div(a.q_len, rows);
     const double active = std::min(ctas, cores);
-    const double global_rate =
-        std::min(hw.local_buffer_bandwidth_bps(),
-                 hw.global_buffer_bandwidth_bps * hw.efficiency.global_buffer / active);
+    const double global_rate = hw.global_buffer_rate_per_core_bps(active);
     const double scores = op.flops / (4.0 * a.head_dim);  // QK^T entries computed
     auto tile_time = [&](double tile_scores, double keys) {
       const double mac_s = 2.0 * tile_scores * a.head_dim / core_macs_s;  // QK^T and PV
@@ -142,9 +135,7 @@ TileSimBreakdown TileSimCostModel::simulate_attention(const Op& op) const {
     const double splits = std::clamp(std::floor(a.kv_len / kDecodeMinSplitTokens), 1.0,
                                      std::max(1.0, std::ceil(cores / ctas)));
     const double workers = ctas * splits;
-    const double in_flight_bytes = 0.5 * hw.core.local_buffer_bytes;
-    const double core_rate =
-        std::min(hw.local_buffer_bandwidth_bps(), in_flight_bytes / hw.memory.latency_s);
+    const double core_rate = hw.memory_rate_per_core_bps();
     const double per_worker_bytes = op.kv_bytes / workers;
     const double stream_s = ceil_div(workers, cores) * per_worker_bytes / core_rate;
     b.local_s = stream_s;
@@ -174,8 +165,7 @@ TileSimBreakdown TileSimCostModel::simulate_vector(const Op& op) const {
                special_ops(op) / (hw.core.sfu_ops_per_cycle * hw.clock_hz * hw.core_count));
   if (op.rows > 0 && op.rows < hw.core_count) {
     // Few rows: one core per row, each limited by what it can keep in flight.
-    const double core_rate = std::min(hw.local_buffer_bandwidth_bps(),
-                                      0.5 * hw.core.local_buffer_bytes / hw.memory.latency_s);
+    const double core_rate = hw.memory_rate_per_core_bps();
     b.local_s = op.bytes() / static_cast<double>(op.rows) / core_rate;
   }
   b.fixed_s = std::max(1, op.kernels) * hw.efficiency.kernel_in_stream_s;
@@ -242,33 +232,7 @@ TileSimBreakdown TileSimCostModel::simulate(const Op& op) const {
 OpCost TileSimCostModel::price(const Op& op) const {
   TileSimBreakdown b = simulate(op);
   OpCost cost;
-  switch (op.kind) {
-    case OpKind::gemm:
-    case OpKind::moe_gemm:
-      cost.op_class = op.gemm.m <= kAttentionDecodeMaxQueryRows ? OpClass::gemv : OpClass::gemm;
-      break;
-    case OpKind::attention:
-    case OpKind::attention_scores:
-    case OpKind::attention_context:
-      cost.op_class = OpClass::attention;
-      break;
-    case OpKind::rmsnorm:
-    case OpKind::add_rmsnorm:
-    case OpKind::layernorm:
-    case OpKind::add_layernorm:
-      cost.op_class = OpClass::norm;
-      break;
-    case OpKind::attention_softmax:
-    case OpKind::sampling:
-      cost.op_class = OpClass::softmax;
-      break;
-    case OpKind::all_reduce:
-    case OpKind::all_gather:
-      cost.op_class = OpClass::communication;
-      break;
-    default:
-      cost.op_class = OpClass::elementwise;
-  }
+  cost.op_class = classify_op(op);
   cost.compute_s = std::max(b.compute_s, b.vector_s);
   cost.memory_s = std::max({b.local_s, b.global_s, b.memory_s});
   cost.latency_s = b.fixed_s + b.communication_s;
