@@ -15,5 +15,7 @@ void register_probe(CLI::App& app);
 void register_roofline(CLI::App& app);
 void register_validate(CLI::App& app);
 void register_simulate(CLI::App& app);
+void register_area(CLI::App& app);
+void register_explore(CLI::App& app);
 
 }  // namespace inferlab::cli

@@ -21,6 +21,8 @@ int main(int argc, char** argv) {
   inferlab::cli::register_roofline(app);
   inferlab::cli::register_validate(app);
   inferlab::cli::register_simulate(app);
+  inferlab::cli::register_area(app);
+  inferlab::cli::register_explore(app);
   if (argc > 1 && argv[1][0] != '-') {
     std::vector<std::string> known;
     for (const CLI::App* sub : app.get_subcommands({})) known.push_back(sub->get_name());

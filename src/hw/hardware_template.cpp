@@ -142,6 +142,12 @@ HardwareTemplate parse_hardware_template(const nlohmann::json& doc, const std::s
     tu.dtype_rate[static_cast<int>(d)] = r;
   }
   t.core.vector_lanes = static_cast<int>(require_count(core, "vector_lanes", core_ctx, 1, 65536));
+  t.core.int32_lanes = static_cast<int>(optional_number(core, "int32_lanes", 0.0, core_ctx));
+  t.core.fp64_lanes = static_cast<int>(optional_number(core, "fp64_lanes", 0.0, core_ctx));
+  if (t.core.int32_lanes < 0 || t.core.int32_lanes > 65536 || t.core.fp64_lanes < 0 ||
+      t.core.fp64_lanes > 65536) {
+    throw InputError(core_ctx + ": int32_lanes and fp64_lanes must be in [0, 65536]");
+  }
   t.core.vector_flops_per_lane_cycle = positive(core, "vector_flops_per_lane_cycle", core_ctx, 64);
   t.core.sfu_ops_per_cycle = positive(core, "sfu_ops_per_cycle", core_ctx, 65536);
   t.core.register_file_bytes = positive(core, "register_file_bytes", core_ctx, 1e9);
@@ -152,6 +158,17 @@ HardwareTemplate parse_hardware_template(const nlohmann::json& doc, const std::s
   const auto& gb = require_object(doc, "global_buffer", context);
   t.global_buffer_bytes = positive(gb, "bytes", context + " global_buffer", 1e12);
   t.global_buffer_bandwidth_bps = positive(gb, "bandwidth_bps", context + " global_buffer", 1e15);
+  t.global_buffer_physical_bytes =
+      optional_number(gb, "physical_bytes", t.global_buffer_bytes, context + " global_buffer");
+  if (t.global_buffer_physical_bytes < t.global_buffer_bytes) {
+    throw InputError(context + ": global_buffer physical_bytes is below bytes");
+  }
+  if (doc.contains("host_bus")) {
+    const auto& host = require_object(doc, "host_bus", context);
+    t.host_bus = require_string(host, "kind", context + " host_bus");
+    t.host_bus_lanes =
+        static_cast<int>(require_count(host, "lanes", context + " host_bus", 1, 256));
+  }
 
   const auto& mem = require_object(doc, "memory", context);
   t.memory.type = parse_memory_type(require_string(mem, "type", context + " memory"));
@@ -228,7 +245,10 @@ HardwareTemplate vary_template(const HardwareTemplate& base, const std::string& 
     } else if (key == "clock_ghz") {
       doc["clock_hz"] = value * 1e9;
     } else if (key == "l2_mb") {
+      // Disabled slices scale with the enabled ones.
+      const double spare = base.global_buffer_physical_bytes / base.global_buffer_bytes;
       doc["global_buffer"]["bytes"] = value * 1024.0 * 1024.0;
+      doc["global_buffer"]["physical_bytes"] = value * 1024.0 * 1024.0 * spare;
     } else if (key == "memory_gb") {
       doc["memory"]["capacity_bytes"] = value * 1e9;
     } else if (key == "memory_tbps") {

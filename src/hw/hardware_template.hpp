@@ -33,6 +33,8 @@ struct TensorUnitTemplate {
 struct CoreTemplate {
   TensorUnitTemplate tensor;
   int vector_lanes = 0;                      // fp32 lanes
+  int int32_lanes = 0;                       // separate integer lanes (area only)
+  int fp64_lanes = 0;                        // fp64 lanes (area only)
   double vector_flops_per_lane_cycle = 2.0;  // an FMA is 2
   double sfu_ops_per_cycle = 0.0;            // exp, rsqrt, ... per core per cycle
   double register_file_bytes = 0.0;
@@ -81,7 +83,10 @@ struct HardwareTemplate {
   CoreTemplate core;
   double global_buffer_bytes = 0.0;
   double global_buffer_bandwidth_bps = 0.0;
+  double global_buffer_physical_bytes = 0.0;  // on the die, disabled slices included
   MemoryTemplate memory;
+  std::string host_bus;  // "pcie4", "pcie5"; empty: none
+  int host_bus_lanes = 0;
   NodeTemplate node;
   EfficiencyTemplate efficiency;
   double published_die_area_mm2 = 0.0;  // 0 when none: what the area model is checked against

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "report/svg_text.hpp"
 #include "util/error.hpp"
 
 namespace inferlab {
@@ -18,23 +19,6 @@ namespace {
 constexpr double kWidth = 900, kHeight = 600, kLeft = 105, kRight = 230, kTop = 50, kBottom = 70;
 const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
                          "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
-
-std::string escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '&')
-      out += "&amp;";
-    else if (c == '<')
-      out += "&lt;";
-    else if (c == '>')
-      out += "&gt;";
-    else if (c == '"')
-      out += "&quot;";
-    else
-      out += c;
-  }
-  return out;
-}
 
 std::string si(double v, const char* unit) {
   const char* prefixes[] = {"", "K", "M", "G", "T", "P", "E"};
@@ -87,7 +71,7 @@ std::string render_roofline_svg(const RooflineChart& chart) {
       "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" "
       "fill=\"white\"/>\n<text x=\"{}\" y=\"20\" font-size=\"14\">{}</text>\n"
       "<text x=\"{}\" y=\"38\" font-size=\"11\" fill=\"#555\">{}</text>\n",
-      kWidth, kHeight, kLeft, escape(chart.title), kLeft, escape(chart.subtitle));
+      kWidth, kHeight, kLeft, svg_escape(chart.title), kLeft, svg_escape(chart.subtitle));
   // Labels nudged down until they clear the ones already placed.
   std::vector<double> used_y;
   auto free_y = [&](double x_px, double y) {
@@ -145,7 +129,7 @@ std::string render_roofline_svg(const RooflineChart& chart) {
     double label_x = x_min * 3;
     svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"#444\">{} {}</text>\n",
                        X(label_x) + 4, free_y(X(label_x), Y(m.value * label_x) - 6),
-                       escape(m.label), si(m.value, "B/s"));
+                       svg_escape(m.label), si(m.value, "B/s"));
   }
   // Compute ceilings: flat lines from their ridge with the fastest memory level.
   for (const auto& c : chart.compute) {
@@ -157,7 +141,7 @@ std::string render_roofline_svg(const RooflineChart& chart) {
     // Outside the plot's clip region, right of the frame.
     outside +=
         fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">{} {}</text>\n", X(x_max) + 6,
-                    free_y(X(x_max), Y(c.value) + 4), escape(c.label), si(c.value, "FLOP/s"));
+                    free_y(X(x_max), Y(c.value) + 4), svg_escape(c.label), si(c.value, "FLOP/s"));
   }
   // Points, one colour per group.
   std::vector<std::string> groups;
@@ -171,7 +155,7 @@ std::string render_roofline_svg(const RooflineChart& chart) {
         "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"{}\" "
         "fill-opacity=\"0.8\"><title>{}: {:.3g} FLOP/B, {}</title></circle>\n",
         X(p.intensity_flops_per_byte), Y(p.attained_flops_per_s), kColors[g % 8],
-        escape(p.group + " " + p.label), p.intensity_flops_per_byte,
+        svg_escape(p.group + " " + p.label), p.intensity_flops_per_byte,
         si(p.attained_flops_per_s, "FLOP/s"));
   }
   svg += "</g>\n" + outside;
@@ -181,7 +165,8 @@ std::string render_roofline_svg(const RooflineChart& chart) {
     svg += fmt::format(
         "<circle cx=\"{}\" cy=\"{}\" r=\"5\" fill=\"{}\"/><text x=\"{}\" "
         "y=\"{}\">{}</text>\n",
-        kWidth - kRight + 20, ly, kColors[g % 8], kWidth - kRight + 30, ly + 4, escape(groups[g]));
+        kWidth - kRight + 20, ly, kColors[g % 8], kWidth - kRight + 30, ly + 4,
+        svg_escape(groups[g]));
   }
   svg += "</svg>\n";
   return svg;

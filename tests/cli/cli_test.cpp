@@ -114,6 +114,28 @@ TEST(Cli, SimulateJsonContract) {
   EXPECT_GT(g["ms"].get<double>(), 0.0);
 }
 
+TEST(Cli, AreaAndExploreContracts) {
+  auto a = run_json("area --hardware a100-80g");
+  EXPECT_NEAR(a["die_area_mm2"].get<double>() / 826.0, 1.0, 0.10);
+  EXPECT_EQ(a["published_die_area_mm2"], 826);
+  double sum = 0.0;
+  for (const auto& [name, part] : a["components"].items()) sum += part["area_mm2"].get<double>();
+  EXPECT_NEAR(sum, a["die_area_mm2"].get<double>(), 1e-6);
+  EXPECT_NEAR(a["total_cost_usd"].get<double>(),
+              a["die_cost_usd"].get<double>() + a["memory_cost_usd"].get<double>() +
+                  a["package_cost_usd"].get<double>(),
+              1e-6);
+  EXPECT_TRUE(run_json("area --hardware h100-sxm-ddr5")["published_die_area_mm2"].is_null());
+  auto e = run_json(
+      "explore --template h100-sxm --vary cores=66,132 --model llama-3.2-1b --workload "
+      "decode:context=512,batch=8");
+  ASSERT_EQ(e["designs"].size(), 2u);
+  EXPECT_EQ(e["designs"][0]["settings"]["cores"], "66");
+  EXPECT_EQ(e["designs"][0]["batch"], 8);
+  EXPECT_GT(e["designs"][1]["tokens_per_s"].get<double>(), 0.0);
+  EXPECT_GE(e["pareto_front"].size(), 1u);
+}
+
 TEST(Cli, CatalogsListEverything) {
   EXPECT_EQ(run_json("models")["models"].size(), 8u);
   auto hw = run_json("hardware")["hardware"];
@@ -196,7 +218,16 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"simulate --model gpt3-175b --hardware a100-80g --devices 16 --phase decode "
                  "--context 8",
                  "per node"},
-        BadInput{"op gemm --m 8 --n 8 --k 8 --cost tilesim --hardware h900", "known: "}),
+        BadInput{"op gemm --m 8 --n 8 --k 8 --cost tilesim --hardware h900", "known: "},
+        BadInput{"area --hardware h900", "known: "},
+        BadInput{"area --hardware /nonexistent/chip.json", "does not exist"},
+        BadInput{"explore --vary cores=", "no values"},
+        BadInput{"explore --vary warp=2", "unknown key"},
+        BadInput{"explore --vary cores=abc", "not a number"},
+        BadInput{"explore --vary memory=SRAM", "unknown memory type"},
+        BadInput{"explore --vary cores=1 --workload train", "prefill or decode"},
+        BadInput{"explore --vary cores=1 --devices 3 --pp 2", "multiple of --pp"},
+        BadInput{"explore --vary cores=1 --svg /nonexistent-dir/p.svg", "cannot write"}),
     [](const ::testing::TestParamInfo<BadInput>& info) {
       return "case" + std::to_string(info.index);
     });
