@@ -17,5 +17,7 @@ void register_validate(CLI::App& app);
 void register_simulate(CLI::App& app);
 void register_area(CLI::App& app);
 void register_explore(CLI::App& app);
+void register_serve(CLI::App& app);
+void register_capacity(CLI::App& app);
 
 }  // namespace inferlab::cli

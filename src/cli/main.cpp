@@ -23,6 +23,8 @@ int main(int argc, char** argv) {
   inferlab::cli::register_simulate(app);
   inferlab::cli::register_area(app);
   inferlab::cli::register_explore(app);
+  inferlab::cli::register_serve(app);
+  inferlab::cli::register_capacity(app);
   if (argc > 1 && argv[1][0] != '-') {
     std::vector<std::string> known;
     for (const CLI::App* sub : app.get_subcommands({})) known.push_back(sub->get_name());

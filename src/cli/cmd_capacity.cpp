@@ -1,0 +1,229 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <map>
+
+#include "cli/commands.hpp"
+#include "cli/common_args.hpp"
+#include "cli/serve_args.hpp"
+#include "predict/framework.hpp"
+#include "serve/capacity.hpp"
+#include "serve/serving_setup.hpp"
+#include "util/error.hpp"
+
+namespace inferlab::cli {
+
+namespace {
+struct CapacityArgs {
+  CommonArgs common;
+  ServeArgs serve;
+  std::string slo, hardware_list = "h100-sxm", tp_list = "1", prices;
+};
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = std::min(text.find(',', start), text.size());
+    if (end > start) out.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+std::map<std::string, double> parse_prices(const std::string& text) {
+  std::map<std::string, double> prices;
+  for (const auto& item : split_list(text)) {
+    const auto eq = item.find('=');
+    if (eq == std::string::npos) throw InputError("--price: '" + item + "' is not hardware=USD");
+    size_t used = 0;
+    double v = 0.0;
+    const std::string value = item.substr(eq + 1);
+    try {
+      v = std::stod(value, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != value.size() || !(v > 0.0) || v > 1e4) {
+      throw InputError("--price " + item + ": needs USD per device-hour in (0, 10000]");
+    }
+    prices[item.substr(0, eq)] = v;
+  }
+  return prices;
+}
+
+struct ConfigOutcome {
+  std::string hardware;
+  int tp = 1;
+  bool fits = false;
+  std::string note;
+  int64_t kv_blocks = 0;
+  RateSearch search;
+  double usd_per_device_hour = std::nan("");
+  double usd_per_million_tokens = std::nan("");
+};
+
+nlohmann::json maybe(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
+}
+}  // namespace
+
+void register_capacity(CLI::App& app) {
+  auto args = std::make_shared<CapacityArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "capacity",
+      "Highest request rate each hardware x tensor-parallel configuration serves within a "
+      "latency SLO, and its cost per million output tokens; cheapest first");
+  add_model_options(cmd, args->common, true);
+  add_format_option(cmd, args->common);
+  cmd->add_option("--cost", args->common.cost, "Cost model: auto, roofline, calibrated, tilesim")
+      ->capture_default_str();
+  cmd->add_option("--framework", args->common.framework, "pytorch or vllm kernel lists")
+      ->capture_default_str();
+  cmd->add_option("--hardware", args->hardware_list, "Comma-separated GPUs")->capture_default_str();
+  cmd->add_option("--tp", args->tp_list, "Comma-separated tensor-parallel degrees")
+      ->capture_default_str();
+  cmd->add_option("--price", args->prices, "USD per device-hour: h100-sxm=2.5,h200=3.5");
+  cmd->add_option("--slo", args->slo, "ttft_p99=MS,tpot_p99=MS (ms, or 's' unit)")->required();
+  cmd->add_option("--workload", args->serve.trace,
+                  "A trace whose arrival pattern is replayed at each rate (same as --trace)");
+  add_serve_options(cmd, args->serve, false);
+  cmd->callback([args] {
+    auto a = *args;
+    OutputFormat format = parse_output_format(a.common.format);
+    const CapacitySlo slo = parse_capacity_slo(a.slo);
+    const auto prices = parse_prices(a.prices);
+    ModelConfig model = load_model(a.common.model);
+    EngineConfig engine = make_engine_config(a.serve);
+    const SpeculativeArgs spec = parse_speculative(a.serve.speculative);
+    std::unique_ptr<ModelConfig> draft;
+    if (!spec.draft_model.empty())
+      draft = std::make_unique<ModelConfig>(load_model(spec.draft_model));
+    // The same requests at every rate: drawn at 1 request/s, or the trace rescaled to a mean
+    // of 1 request/s.
+    std::vector<ServeRequest> unit = make_workload(a.serve, 1.0);
+    if (!a.serve.trace.empty()) {
+      double first = unit.front().arrival_s, last = first;
+      for (const auto& r : unit)
+        first = std::min(first, r.arrival_s), last = std::max(last, r.arrival_s);
+      const double span = last - first;
+      for (auto& r : unit) {
+        r.arrival_s =
+            span > 0.0 ? (r.arrival_s - first) / span * static_cast<double>(unit.size() - 1) : 0.0;
+      }
+    }
+    std::vector<int> tps;
+    for (const auto& t : split_list(a.tp_list)) {
+      size_t used = 0;
+      int v = 0;
+      try {
+        v = std::stoi(t, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != t.size() || v < 1 || v > 1024) {
+        throw InputError("--tp: '" + t + "' is not a degree in [1, 1024]");
+      }
+      tps.push_back(v);
+    }
+    const auto hardware = split_list(a.hardware_list);
+    if (hardware.empty() || tps.empty())
+      throw InputError("--hardware and --tp need at least one value");
+    for (const auto& [name, price] : prices) {
+      if (std::find(hardware.begin(), hardware.end(), name) == hardware.end()) {
+        throw InputError("--price names '" + name + "', which is not in --hardware");
+      }
+    }
+    const HostOverhead host = load_host_overhead();
+    std::vector<ConfigOutcome> outcomes;
+    for (const auto& hw_name : hardware) {
+      CommonArgs common = a.common;
+      common.hardware = hw_name;
+      LoadedHardware hw = load_cost_model(common);
+      for (int tp : tps) {
+        ConfigOutcome c;
+        c.hardware = hw_name;
+        c.tp = tp;
+        if (auto it = prices.find(hw_name); it != prices.end()) c.usd_per_device_hour = it->second;
+        common.tp = tp;
+        PredictOptions o = to_predict_options(common);
+        try {
+          shard_dims(model, tp);
+        } catch (const InputError& e) {
+          c.note = e.what();  // this degree does not shard the model: not a configuration
+          outcomes.push_back(c);
+          continue;
+        }
+        const KvBudget kv =
+            kv_cache_budget(model, hw.spec, o, engine.block_size, engine.max_num_batched_tokens);
+        c.kv_blocks = kv.blocks;
+        c.fits = kv.fits();
+        if (!c.fits) {
+          c.note = "weights and activations do not fit";
+          outcomes.push_back(c);
+          continue;
+        }
+        EngineConfig e = engine;
+        e.kv_blocks = kv.blocks;
+        e.kv_block_bytes = kv.block_bytes;
+        PredictedIterationCost cost(model, hw.spec, *hw.cost, o, host, draft.get());
+        c.search = find_max_rate(unit, e, cost, slo);
+        c.usd_per_million_tokens =
+            cost_per_million_tokens(c.usd_per_device_hour, tp, c.search.at_max.output_tokens_per_s);
+        if (c.search.max_rate_per_s == 0.0) c.note = "misses the SLO at any rate";
+        outcomes.push_back(c);
+      }
+    }
+    // Cheapest first; then configurations without a price by rate; then those that cannot run.
+    std::stable_sort(outcomes.begin(), outcomes.end(), [](const auto& x, const auto& y) {
+      auto rank = [](const ConfigOutcome& c) {
+        return c.search.max_rate_per_s > 0.0 ? (std::isfinite(c.usd_per_million_tokens) ? 0 : 1)
+                                             : 2;
+      };
+      if (rank(x) != rank(y)) return rank(x) < rank(y);
+      if (rank(x) == 0) return x.usd_per_million_tokens < y.usd_per_million_tokens;
+      return x.search.max_rate_per_s > y.search.max_rate_per_s;
+    });
+    if (format == OutputFormat::json) {
+      nlohmann::json configs = nlohmann::json::array();
+      for (const auto& c : outcomes) {
+        const auto& s = c.search.at_max;
+        configs.push_back({{"hardware", c.hardware},
+                           {"tp", c.tp},
+                           {"fits", c.fits},
+                           {"note", c.note},
+                           {"kv_blocks", c.kv_blocks},
+                           {"max_rate_per_s", c.search.max_rate_per_s},
+                           {"output_tokens_per_s", s.output_tokens_per_s},
+                           {"ttft_p99_ms", s.ttft.p99_s * 1e3},
+                           {"tpot_p99_ms", s.tpot.p99_s * 1e3},
+                           {"usd_per_device_hour", maybe(c.usd_per_device_hour)},
+                           {"usd_per_million_output_tokens", maybe(c.usd_per_million_tokens)},
+                           {"simulations", c.search.simulations}});
+      }
+      print_json(
+          {{"model", model.name},
+           {"slo", {{"ttft_p99_ms", slo.ttft_p99_s * 1e3}, {"tpot_p99_ms", slo.tpot_p99_s * 1e3}}},
+           {"policy", schedule_policy_name(engine.policy)},
+           {"requests", unit.size()},
+           {"configurations", configs}});
+      return;
+    }
+    Table t({"hardware", "tp", "max_rate_per_s", "output_tok_s", "ttft_p99_ms", "tpot_p99_ms",
+             "usd_per_m_tokens", "note"});
+    for (const auto& c : outcomes) {
+      const auto& s = c.search.at_max;
+      t.add_row(
+          {c.hardware, std::to_string(c.tp), format_fixed(c.search.max_rate_per_s, 2),
+           format_fixed(s.output_tokens_per_s, 0), format_fixed(s.ttft.p99_s * 1e3, 1),
+           format_fixed(s.tpot.p99_s * 1e3, 2),
+           std::isfinite(c.usd_per_million_tokens) ? format_fixed(c.usd_per_million_tokens, 3) : "",
+           c.note});
+    }
+    std::cout << (format == OutputFormat::csv ? t.to_csv() : t.to_text());
+  });
+}
+
+}  // namespace inferlab::cli

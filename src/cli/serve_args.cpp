@@ -1,0 +1,128 @@
+#include "cli/serve_args.hpp"
+
+#include <cmath>
+
+#include "util/error.hpp"
+
+namespace inferlab::cli {
+
+void add_serve_options(CLI::App* app, ServeArgs& a, bool with_rate) {
+  app->add_option("--trace", a.trace,
+                  "Request trace: JSONL or CSV with arrival_s, prompt_tokens, output_tokens "
+                  "[, prefix_id, prefix_tokens]");
+  if (with_rate) {
+    app->add_option("--rate", a.rate, "Arrival rate, requests/s (0: all at time 0)")
+        ->capture_default_str();
+  }
+  app->add_option("--requests", a.requests, "Requests to draw")->capture_default_str();
+  app->add_option("--input-dist", a.input_dist,
+                  "Prompt tokens: fixed:N, uniform:LO,HI, normal:MEAN,SD, lognormal:MEAN,SIGMA, "
+                  "empirical:V1,V2,... or empirical:@FILE")
+      ->capture_default_str();
+  app->add_option("--output-dist", a.output_dist, "Output tokens, same forms as --input-dist")
+      ->capture_default_str();
+  app->add_option("--arrival", a.arrival, "poisson, gamma:CV or bursty:PERIOD_S,DUTY")
+      ->capture_default_str();
+  app->add_option("--shared-prefix", a.shared_prefix,
+                  "Shared system prompt: tokens=N,groups=G[,share=F]");
+  app->add_option("--seed", a.seed, "Seed of the workload and of speculative acceptance draws")
+      ->capture_default_str();
+  app->add_option("--policy", a.policy, "vllm, chunked, orca or static")->capture_default_str();
+  app->add_option("--preemption", a.preemption, "recompute or swap")->capture_default_str();
+  app->add_option("--max-num-seqs", a.max_num_seqs, "Sequences per iteration at most")
+      ->capture_default_str();
+  app->add_option("--max-num-batched-tokens", a.max_num_batched_tokens,
+                  "Token budget per iteration (default: 2048 for chunked, 8192 otherwise)");
+  app->add_option("--block-size", a.block_size, "KV block size, tokens")->capture_default_str();
+  app->add_flag("--prefix-caching", a.prefix_caching, "Share full KV blocks of common prefixes");
+  app->add_option("--speculative", a.speculative, "Speculative decoding: draft=MODEL,k=K,accept=P");
+}
+
+std::vector<ServeRequest> make_workload(const ServeArgs& a, double rate) {
+  if (!a.trace.empty()) return load_trace(a.trace);
+  WorkloadSpec spec;
+  spec.requests = a.requests;
+  spec.rate_per_s = rate;
+  spec.arrival = parse_arrival_process(a.arrival);
+  spec.input = parse_length_distribution(a.input_dist, "--input-dist");
+  spec.output = parse_length_distribution(a.output_dist, "--output-dist");
+  if (!a.shared_prefix.empty()) spec.prefix = parse_shared_prefix(a.shared_prefix);
+  spec.seed = a.seed;
+  return generate_workload(spec);
+}
+
+EngineConfig make_engine_config(const ServeArgs& a) {
+  EngineConfig c;
+  c.policy = parse_schedule_policy(a.policy);
+  if (a.preemption == "recompute") {
+    c.preemption = PreemptionMode::recompute;
+  } else if (a.preemption == "swap") {
+    c.preemption = PreemptionMode::swap;
+  } else {
+    throw InputError("--preemption takes recompute or swap, got '" + a.preemption + "'");
+  }
+  if (a.max_num_seqs < 1 || a.max_num_seqs > 65536) {
+    throw InputError("--max-num-seqs must be in [1, 65536]");
+  }
+  if (a.block_size < 1 || a.block_size > 4096)
+    throw InputError("--block-size must be in [1, 4096]");
+  if (a.max_num_batched_tokens < 0 || a.max_num_batched_tokens > (int64_t{1} << 20)) {
+    throw InputError("--max-num-batched-tokens must be in [1, 2^20]");
+  }
+  c.max_num_seqs = a.max_num_seqs;
+  c.block_size = a.block_size;
+  c.max_num_batched_tokens = a.max_num_batched_tokens > 0          ? a.max_num_batched_tokens
+                             : c.policy == SchedulePolicy::chunked ? 2048
+                                                                   : 8192;
+  c.prefix_caching = a.prefix_caching;
+  const SpeculativeArgs spec = parse_speculative(a.speculative);
+  c.speculative.k = spec.k;
+  c.speculative.acceptance = spec.acceptance;
+  c.seed = a.seed;
+  return c;
+}
+
+SpeculativeArgs parse_speculative(const std::string& text) {
+  SpeculativeArgs s;
+  if (text.empty()) return s;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, end - start);
+    const auto eq = item.find('=');
+    if (eq == std::string::npos) throw InputError("--speculative: '" + item + "' is not key=value");
+    const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    if (key == "draft") {
+      s.draft_model = value;
+    } else if (key == "k" || key == "accept") {
+      size_t used = 0;
+      double v = 0.0;
+      try {
+        v = std::stod(value, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != value.size()) {
+        throw InputError("--speculative " + key + ": '" + value + "' is not a number");
+      }
+      if (key == "k") {
+        if (!(v >= 1 && v <= 16) || v != std::floor(v)) {
+          throw InputError("--speculative k must be a whole number in [1, 16]");
+        }
+        s.k = static_cast<int>(v);
+      } else {
+        if (!(v >= 0.0 && v <= 1.0)) throw InputError("--speculative accept must be in [0, 1]");
+        s.acceptance = v;
+      }
+    } else {
+      throw InputError("--speculative: unknown key '" + key + "'; known: draft, k, accept");
+    }
+    start = end + 1;
+  }
+  if (s.draft_model.empty() || s.k == 0) {
+    throw InputError("--speculative needs draft=MODEL and k=K (and accept=P)");
+  }
+  return s;
+}
+
+}  // namespace inferlab::cli

@@ -1,0 +1,42 @@
+#pragma once
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "serve/engine.hpp"
+#include "serve/workload.hpp"
+
+namespace inferlab::cli {
+
+// Flags shared by `serve` and `capacity`: the workload and the engine's limits and features.
+struct ServeArgs {
+  std::string trace;
+  double rate = 1.0;
+  int64_t requests = 1000;
+  std::string input_dist = "lognormal:1024,0.6", output_dist = "lognormal:256,0.6";
+  std::string arrival = "poisson", shared_prefix;
+  uint64_t seed = 1;
+  std::string policy = "chunked", preemption = "recompute";
+  int64_t max_num_seqs = 256, max_num_batched_tokens = 0, block_size = 16;
+  bool prefix_caching = false;
+  std::string speculative;  // draft=MODEL,k=4,accept=0.7
+};
+
+// `with_rate`: serve takes --rate; capacity searches it.
+void add_serve_options(CLI::App* app, ServeArgs& args, bool with_rate);
+
+// The workload: the trace, or requests drawn from the distributions at `rate`.
+std::vector<ServeRequest> make_workload(const ServeArgs& args, double rate);
+
+// Engine limits and features; the KV cache size is filled in by the caller.
+EngineConfig make_engine_config(const ServeArgs& args);
+
+struct SpeculativeArgs {
+  std::string draft_model;
+  int k = 0;
+  double acceptance = 0.0;
+};
+// "draft=MODEL,k=4,accept=0.7"; empty text: off.
+SpeculativeArgs parse_speculative(const std::string& text);
+
+}  // namespace inferlab::cli

@@ -1,0 +1,109 @@
+#include "serve/block_manager.hpp"
+
+#include <algorithm>
+
+namespace inferlab {
+
+BlockManager::BlockManager(int64_t total_blocks, int64_t block_size, bool prefix_caching)
+    : total_(total_blocks), block_size_(block_size), prefix_caching_(prefix_caching) {
+  blocks_.resize(static_cast<size_t>(total_));
+  never_used_.reserve(static_cast<size_t>(total_));
+  for (int64_t b = total_ - 1; b >= 0; --b) never_used_.push_back(b);
+}
+
+int64_t BlockManager::free_blocks() const {
+  return static_cast<int64_t>(never_used_.size() + evictable_.size());
+}
+
+int64_t BlockManager::cached_prefix_blocks(int64_t prefix_id, int64_t prefix_blocks) const {
+  if (!prefix_caching_ || prefix_id < 0) return 0;
+  int64_t hits = 0;
+  while (hits < prefix_blocks && cache_.count(key_of(prefix_id, hits))) ++hits;
+  return hits;
+}
+
+int64_t BlockManager::acquire_prefix(int64_t seq, int64_t prefix_id, int64_t prefix_blocks) {
+  const int64_t hits = cached_prefix_blocks(prefix_id, prefix_blocks);
+  auto& held = seq_blocks_[seq];
+  for (int64_t i = 0; i < hits; ++i) {
+    const int64_t b = cache_.at(key_of(prefix_id, i));
+    if (blocks_[b].refs == 0) {
+      evictable_.erase(evictable_pos_.at(b));
+      evictable_pos_.erase(b);
+    }
+    ++blocks_[b].refs;
+    held.push_back(b);
+  }
+  seq_computed_[seq] = hits * block_size_;
+  return hits;
+}
+
+int64_t BlockManager::take_block() {
+  if (!never_used_.empty()) {
+    const int64_t b = never_used_.back();
+    never_used_.pop_back();
+    return b;
+  }
+  if (evictable_.empty()) return -1;
+  const int64_t b = evictable_.front();
+  evictable_.pop_front();
+  evictable_pos_.erase(b);
+  cache_.erase(blocks_[b].key);
+  blocks_[b].key = -1;
+  ++evictions_;
+  return b;
+}
+
+bool BlockManager::grow(int64_t seq, int64_t tokens) {
+  auto& held = seq_blocks_[seq];
+  const int64_t needed = blocks_for(tokens) - static_cast<int64_t>(held.size());
+  if (needed > free_blocks()) return false;
+  for (int64_t i = 0; i < needed; ++i) {
+    const int64_t b = take_block();
+    blocks_[b].refs = 1;
+    held.push_back(b);
+  }
+  return true;
+}
+
+void BlockManager::mark_computed(int64_t seq, int64_t computed_tokens, int64_t prefix_id,
+                                 int64_t prefix_blocks) {
+  int64_t& done = seq_computed_[seq];
+  if (prefix_caching_ && prefix_id >= 0) {
+    const auto& held = seq_blocks_[seq];
+    const int64_t full =
+        std::min({prefix_blocks, computed_tokens / block_size_, static_cast<int64_t>(held.size())});
+    for (int64_t i = done / block_size_; i < full; ++i) {
+      const int64_t key = key_of(prefix_id, i);
+      const int64_t b = held[static_cast<size_t>(i)];
+      if (!cache_.count(key) && blocks_[b].key < 0) {
+        cache_[key] = b;
+        blocks_[b].key = key;
+      }
+    }
+  }
+  done = std::max(done, computed_tokens);
+}
+
+int64_t BlockManager::held_blocks(int64_t seq) const {
+  auto it = seq_blocks_.find(seq);
+  return it == seq_blocks_.end() ? 0 : static_cast<int64_t>(it->second.size());
+}
+
+void BlockManager::release(int64_t seq) {
+  auto it = seq_blocks_.find(seq);
+  if (it == seq_blocks_.end()) return;
+  for (int64_t b : it->second) {
+    if (--blocks_[b].refs > 0) continue;
+    if (blocks_[b].key >= 0) {
+      evictable_.push_back(b);
+      evictable_pos_[b] = std::prev(evictable_.end());
+    } else {
+      never_used_.push_back(b);
+    }
+  }
+  seq_blocks_.erase(it);
+  seq_computed_.erase(seq);
+}
+
+}  // namespace inferlab

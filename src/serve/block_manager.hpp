@@ -1,0 +1,61 @@
+#pragma once
+#include <cstdint>
+#include <list>
+#include <unordered_map>
+#include <vector>
+
+namespace inferlab {
+
+// A paged KV cache (vLLM's block manager): `total_blocks` blocks of `block_size` tokens. A
+// sequence holds a list of blocks. With prefix caching, a full block of a shared prefix is
+// identified by (prefix id, block index): a second sequence with the same prefix shares it
+// (reference counted), and a block nobody holds stays cached, evictable least recently freed
+// first, until its space is needed.
+class BlockManager {
+ public:
+  BlockManager(int64_t total_blocks, int64_t block_size, bool prefix_caching);
+
+  int64_t block_size() const { return block_size_; }
+  int64_t total_blocks() const { return total_; }
+  int64_t free_blocks() const;  // never-used plus evictable cached blocks
+  int64_t used_blocks() const { return total_ - free_blocks(); }
+  int64_t blocks_for(int64_t tokens) const { return (tokens + block_size_ - 1) / block_size_; }
+
+  // Leading blocks of a prefix already cached (0 without prefix caching).
+  int64_t cached_prefix_blocks(int64_t prefix_id, int64_t prefix_blocks) const;
+  // Takes the cached prefix blocks for a new sequence (refcount + 1). Returns how many.
+  int64_t acquire_prefix(int64_t seq, int64_t prefix_id, int64_t prefix_blocks);
+  // Grows a sequence to hold `tokens` tokens. False (and no change) when blocks run out.
+  bool grow(int64_t seq, int64_t tokens);
+  // After a step: the sequence's first `computed_tokens` tokens are in the cache, so its full
+  // shared-prefix blocks among them become hits for later sequences.
+  void mark_computed(int64_t seq, int64_t computed_tokens, int64_t prefix_id,
+                     int64_t prefix_blocks);
+  int64_t held_blocks(int64_t seq) const;
+  // Gives a sequence's blocks back: shared-prefix blocks stay cached while free.
+  void release(int64_t seq);
+
+  int64_t evictions() const { return evictions_; }
+
+ private:
+  struct Block {
+    int64_t refs = 0;
+    int64_t key = -1;  // prefix cache key, -1: none
+  };
+  int64_t take_block();  // a never-used block, else the oldest evictable cached one; -1: none
+  // Prefix ids below 2^38 and block indices below 2^24 (16 M blocks) map to distinct keys.
+  static int64_t key_of(int64_t prefix_id, int64_t index) { return (prefix_id << 24) | index; }
+
+  int64_t total_, block_size_;
+  bool prefix_caching_;
+  std::vector<Block> blocks_;
+  std::vector<int64_t> never_used_;
+  std::list<int64_t> evictable_;  // cached blocks with no holder, oldest first
+  std::unordered_map<int64_t, std::list<int64_t>::iterator> evictable_pos_;
+  std::unordered_map<int64_t, int64_t> cache_;  // key -> block
+  std::unordered_map<int64_t, std::vector<int64_t>> seq_blocks_;
+  std::unordered_map<int64_t, int64_t> seq_computed_;  // tokens registered so far
+  int64_t evictions_ = 0;
+};
+
+}  // namespace inferlab

@@ -1,0 +1,72 @@
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "serve/iteration_cost.hpp"
+#include "serve/request.hpp"
+
+namespace inferlab {
+
+// How the engine forms each iteration's batch.
+//  vllm:    vLLM's default (v0): an iteration runs waiting prompts whole (prefill only) when any
+//           can be admitted, otherwise one decode token for every running sequence.
+//  chunked: chunked prefill (Sarathi-Serve, vLLM v1): every running decode first, then prompt
+//           chunks fill the rest of the token budget; prefill and decode share iterations.
+//  orca:    iteration-level scheduling with whole prompts joining running decodes, and each
+//           request's KV reserved up front for prompt + output (no paging, no preemption).
+//  static:  the baseline: a batch is formed when the engine is idle, runs its prefill, then
+//           decodes until its last member finishes; arrivals wait for the next batch.
+enum class SchedulePolicy { vllm, chunked, orca, static_batch };
+SchedulePolicy parse_schedule_policy(const std::string& name);  // InputError lists the known
+std::string schedule_policy_name(SchedulePolicy policy);
+
+// What happens to a sequence evicted when KV blocks run out: its KV is dropped and recomputed
+// as a prefill later, or copied to host memory and back.
+enum class PreemptionMode { recompute, swap };
+
+struct SpeculativeConfig {
+  int k = 0;                // draft tokens per step; 0: off
+  double acceptance = 0.0;  // probability each draft token is accepted
+};
+
+struct EngineConfig {
+  SchedulePolicy policy = SchedulePolicy::vllm;
+  int64_t max_num_seqs = 256;
+  int64_t max_num_batched_tokens = 8192;
+  int64_t block_size = 16;
+  int64_t kv_blocks = 0;      // KV cache size in blocks (from memory, see kv_cache_blocks)
+  double kv_block_bytes = 0;  // bytes of one block on one device (swap traffic)
+  bool prefix_caching = false;
+  PreemptionMode preemption = PreemptionMode::recompute;
+  SpeculativeConfig speculative;
+  uint64_t seed = 1;  // draws of accepted draft tokens
+};
+
+// One engine iteration, for timelines.
+struct IterationRecord {
+  double start_s = 0.0, duration_s = 0.0;
+  int64_t prefill_tokens = 0;  // prompt tokens computed
+  int64_t decode_seqs = 0;     // sequences decoding
+  int64_t batch_seqs = 0;      // sequences in the batch, prefilling or decoding
+  int64_t running = 0, waiting = 0;
+  int64_t kv_blocks_used = 0;
+  int64_t preemptions = 0;  // sequences preempted while scheduling it
+};
+
+struct ServeResult {
+  std::vector<RequestOutcome> requests;  // in the order given
+  std::vector<IterationRecord> iterations;
+  int64_t kv_blocks = 0;
+  int64_t preemptions = 0;
+  int64_t prefix_hit_tokens = 0, prompt_tokens = 0;
+  int64_t draft_tokens_proposed = 0, draft_tokens_accepted = 0;
+  double makespan_s = 0.0;  // first arrival to last finish
+};
+
+// Runs the requests (any order; arrival times decide) through the engine to completion.
+// Requests whose prompt cannot fit in the whole KV cache are rejected, not run.
+ServeResult run_engine(const std::vector<ServeRequest>& requests, const EngineConfig& config,
+                       const IterationCost& cost);
+
+}  // namespace inferlab

@@ -1,0 +1,124 @@
+#include "serve/iteration_cost.hpp"
+
+#include <string_view>
+
+#include "predict/request_predictor.hpp"
+
+namespace inferlab {
+
+namespace {
+// The operators that run once per sampled sequence rather than once per token.
+bool is_sampling_op(const Op& op) {
+  const std::string_view name = op.name;
+  return op.scope == Scope::post_layers &&
+         (name == "lm_head" || name == "logits_all_gather" || name == "sampling");
+}
+
+double priced_s(const CostModel& cost, const std::vector<Op>& ops) {
+  double total = 0.0;
+  for (const auto& op : ops) total += cost.price(op).time_s * static_cast<double>(op.count);
+  return total;
+}
+
+// Decode contexts are grouped to 16 tokens: attention cost is linear in context, and the
+// coarser key lets long simulations reuse prices.
+constexpr int64_t kContextGrain = 16;
+int64_t grained(int64_t context) {
+  return std::max<int64_t>(kContextGrain,
+                           (context + kContextGrain / 2) / kContextGrain * kContextGrain);
+}
+}  // namespace
+
+PredictedIterationCost::PredictedIterationCost(const ModelConfig& model,
+                                               const HardwareSpec& hardware, const CostModel& cost,
+                                               const PredictOptions& options,
+                                               const HostOverhead& host,
+                                               const ModelConfig* draft_model, double host_link_bps)
+    : model_(model), host_link_bps_(host_link_bps) {
+  context_ = make_step_context(model_, hardware, cost, options, host);
+  if (draft_model) {
+    draft_model_ = std::make_unique<ModelConfig>(*draft_model);
+    PredictOptions draft_options = options;
+    draft_options.tp = 1;  // a small draft runs unsharded on each device
+    draft_context_ = make_step_context(*draft_model_, hardware, cost, draft_options, host);
+  }
+}
+
+double PredictedIterationCost::flat_s(int64_t tokens) const {
+  auto it = flat_cache_.find(tokens);
+  if (it != flat_cache_.end()) return it->second;
+  const StepShape shape{Phase::prefill, 1, tokens, tokens};
+  const StepPrediction step = predict_step(context_, shape);
+  double t = step.time_s;
+  for (const auto& p : step.ops) {
+    if (is_sampling_op(p.op)) t -= p.total_s();
+  }
+  scratch_.clear();  // build_context_ops appends
+  build_context_ops(model_, shape, context_.precision, context_.plan, context_.shard, scratch_);
+  t -= priced_s(*context_.cost, scratch_);
+  return flat_cache_[tokens] = t;
+}
+
+double PredictedIterationCost::sampled_s(int64_t seqs) const {
+  if (seqs <= 0) return 0.0;
+  auto it = sampled_cache_.find(seqs);
+  if (it != sampled_cache_.end()) return it->second;
+  build_step_graph(model_, {Phase::decode, seqs, 1, 1}, context_.precision, context_.plan,
+                   context_.shard, scratch_);
+  double t = 0.0;
+  for (const auto& op : scratch_) {
+    if (is_sampling_op(op)) t += context_.cost->price(op).time_s * static_cast<double>(op.count);
+  }
+  return sampled_cache_[seqs] = t;
+}
+
+double PredictedIterationCost::attention_s(int64_t seqs, int64_t new_tokens,
+                                           int64_t context) const {
+  const uint64_t key = (static_cast<uint64_t>(seqs) << 44) ^
+                       (static_cast<uint64_t>(new_tokens) << 24) ^ static_cast<uint64_t>(context);
+  auto it = attention_cache_.find(key);
+  if (it != attention_cache_.end()) return it->second;
+  const StepShape shape = new_tokens == 1 && context > 1
+                              ? StepShape{Phase::decode, seqs, 1, context}
+                              : StepShape{Phase::prefill, seqs, new_tokens, context};
+  scratch_.clear();  // build_context_ops appends
+  build_context_ops(model_, shape, context_.precision, context_.plan, context_.shard, scratch_);
+  return attention_cache_[key] = priced_s(*context_.cost, scratch_);
+}
+
+double PredictedIterationCost::draft_step_s(int64_t seqs, int64_t context) const {
+  const int64_t key = (seqs << 32) | grained(context);
+  auto it = draft_cache_.find(key);
+  if (it != draft_cache_.end()) return it->second;
+  return draft_cache_[key] =
+             predict_step(draft_context_, {Phase::decode, seqs, 1, grained(context)}).time_s;
+}
+
+double PredictedIterationCost::time_s(const IterationBatch& batch) const {
+  if (batch.seqs.empty()) return batch.swap_bytes / host_link_bps_;
+  int64_t samples = 0;
+  // Decoding sequences are one attention call per distinct token count, at their mean context.
+  std::unordered_map<int64_t, std::pair<int64_t, int64_t>> decode_groups;  // tokens -> seqs, sum
+  double t = flat_s(batch.total_tokens());
+  for (const auto& s : batch.seqs) {
+    if (s.samples) ++samples;
+    if (s.decode) {
+      auto& g = decode_groups[s.new_tokens];
+      ++g.first;
+      g.second += s.context;
+    } else {
+      t += attention_s(1, s.new_tokens, s.context);
+    }
+  }
+  for (const auto& [tokens, group] : decode_groups) {
+    const int64_t mean_context = std::max<int64_t>(tokens, group.second / group.first);
+    t += attention_s(group.first, tokens, tokens == 1 ? grained(mean_context) : mean_context);
+  }
+  t += sampled_s(samples);
+  if (batch.speculative_k > 0 && batch.drafting_seqs > 0 && draft_model_) {
+    t += batch.speculative_k * draft_step_s(batch.drafting_seqs, batch.draft_context);
+  }
+  return t + batch.swap_bytes / host_link_bps_;
+}
+
+}  // namespace inferlab

@@ -1,0 +1,80 @@
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "cost/cost_model.hpp"
+#include "hw/hardware_spec.hpp"
+#include "model/model_config.hpp"
+#include "predict/framework.hpp"
+#include "predict/options.hpp"
+#include "predict/step_predictor.hpp"
+
+namespace inferlab {
+
+// One sequence's share of an iteration: `new_tokens` tokens computed (a prefill chunk, one
+// decode token, or k + 1 tokens verified under speculation) attending `context` tokens (the
+// new ones included); `samples` when the iteration ends with a token sampled for it.
+struct ScheduledSeq {
+  int64_t new_tokens = 1;
+  int64_t context = 1;
+  bool samples = true;
+  bool decode = false;  // a decoding sequence (one token, or k + 1 under speculation)
+};
+
+// Everything one engine iteration runs.
+struct IterationBatch {
+  std::vector<ScheduledSeq> seqs;
+  int speculative_k = 0;      // draft tokens proposed per decoding sequence (0: none)
+  int64_t drafting_seqs = 0;  // sequences the draft model runs for
+  int64_t draft_context = 0;  // their mean context
+  double swap_bytes = 0.0;    // KV moved between device and host this iteration
+  int64_t total_tokens() const {
+    int64_t t = 0;
+    for (const auto& s : seqs) t += s.new_tokens;
+    return t;
+  }
+};
+
+// Time of one engine iteration. Tests use hand-worked implementations; the simulator uses
+// PredictedIterationCost.
+class IterationCost {
+ public:
+  virtual ~IterationCost() = default;
+  virtual double time_s(const IterationBatch& batch) const = 0;
+};
+
+// Iterations priced with inferlab's step predictor through any cost model (roofline,
+// calibrated, tilesim): the operators that do not depend on context (projections, norms, MLP,
+// collectives) are priced once per total token count of the iteration (as vLLM flattens the
+// batch into one token dimension), attention per group of sequences at their own context, the
+// LM head and sampling per sampled sequence, and the draft model's k decode steps when
+// speculating. Memoised: a 10,000-request simulation prices a few thousand distinct shapes.
+class PredictedIterationCost : public IterationCost {
+ public:
+  PredictedIterationCost(const ModelConfig& model, const HardwareSpec& hardware,
+                         const CostModel& cost, const PredictOptions& options,
+                         const HostOverhead& host, const ModelConfig* draft_model = nullptr,
+                         double host_link_bps = 25e9);
+  PredictedIterationCost(const PredictedIterationCost&) = delete;
+  PredictedIterationCost& operator=(const PredictedIterationCost&) = delete;
+  double time_s(const IterationBatch& batch) const override;
+
+  // The parts of time_s, exposed for tests.
+  double flat_s(int64_t tokens) const;   // context-free ops and host cost, per token count
+  double sampled_s(int64_t seqs) const;  // LM head, gather and sampling
+  double attention_s(int64_t seqs, int64_t new_tokens, int64_t context) const;
+  double draft_step_s(int64_t seqs, int64_t context) const;
+
+ private:
+  const ModelConfig model_;
+  std::unique_ptr<ModelConfig> draft_model_;
+  StepContext context_, draft_context_;
+  double host_link_bps_;
+  mutable std::unordered_map<int64_t, double> flat_cache_, sampled_cache_, draft_cache_;
+  mutable std::unordered_map<uint64_t, double> attention_cache_;
+  mutable std::vector<Op> scratch_;
+};
+
+}  // namespace inferlab

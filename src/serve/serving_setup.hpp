@@ -1,0 +1,23 @@
+#pragma once
+#include <cstdint>
+
+#include "hw/hardware_spec.hpp"
+#include "model/model_config.hpp"
+#include "predict/options.hpp"
+
+namespace inferlab {
+
+// The KV cache a server gets on one device (vLLM's profile run): GPU memory x utilisation,
+// less the weights and the activations of the largest batch it will run
+// (max_num_batched_tokens tokens), cut into blocks of `block_size` tokens.
+struct KvBudget {
+  int64_t blocks = 0;  // 0: the model does not fit
+  double block_bytes = 0.0;
+  double usable_bytes = 0.0, weights_bytes = 0.0, activations_bytes = 0.0;
+  bool fits() const { return blocks > 0; }
+};
+KvBudget kv_cache_budget(const ModelConfig& model, const HardwareSpec& hardware,
+                         const PredictOptions& options, int64_t block_size,
+                         int64_t max_num_batched_tokens);
+
+}  // namespace inferlab
