@@ -8,9 +8,7 @@
 #include "cli/commands.hpp"
 #include "cli/common_args.hpp"
 #include "cli/serve_args.hpp"
-#include "predict/framework.hpp"
-#include "serve/capacity.hpp"
-#include "serve/serving_setup.hpp"
+#include "serve/capacity_plan.hpp"
 #include "util/error.hpp"
 
 namespace inferlab::cli {
@@ -54,17 +52,6 @@ std::map<std::string, double> parse_prices(const std::string& text) {
   return prices;
 }
 
-struct ConfigOutcome {
-  std::string hardware;
-  int tp = 1;
-  bool fits = false;
-  std::string note;
-  int64_t kv_blocks = 0;
-  RateSearch search;
-  double usd_per_device_hour = std::nan("");
-  double usd_per_million_tokens = std::nan("");
-};
-
 nlohmann::json maybe(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
 }
@@ -101,20 +88,11 @@ void register_capacity(CLI::App& app) {
     std::unique_ptr<ModelConfig> draft;
     if (!spec.draft_model.empty())
       draft = std::make_unique<ModelConfig>(load_model(spec.draft_model));
-    // The same requests at every rate: drawn at 1 request/s, or the trace rescaled to a mean
+    // The same requests at every rate: drawn at 1 request/s, or the trace's pattern at a mean
     // of 1 request/s.
-    std::vector<ServeRequest> unit = make_workload(a.serve, 1.0);
-    if (!a.serve.trace.empty()) {
-      double first = unit.front().arrival_s, last = first;
-      for (const auto& r : unit)
-        first = std::min(first, r.arrival_s), last = std::max(last, r.arrival_s);
-      const double span = last - first;
-      for (auto& r : unit) {
-        r.arrival_s =
-            span > 0.0 ? (r.arrival_s - first) / span * static_cast<double>(unit.size() - 1) : 0.0;
-      }
-    }
-    std::vector<int> tps;
+    CapacityPlanRequest plan;
+    plan.unit_rate_requests = make_workload(a.serve, 1.0);
+    if (!a.serve.trace.empty()) normalise_to_unit_rate(plan.unit_rate_requests);
     for (const auto& t : split_list(a.tp_list)) {
       size_t used = 0;
       int v = 0;
@@ -126,66 +104,20 @@ void register_capacity(CLI::App& app) {
       if (used == 0 || used != t.size() || v < 1 || v > 1024) {
         throw InputError("--tp: '" + t + "' is not a degree in [1, 1024]");
       }
-      tps.push_back(v);
+      plan.tp_degrees.push_back(v);
     }
-    const auto hardware = split_list(a.hardware_list);
-    if (hardware.empty() || tps.empty())
+    plan.hardware = split_list(a.hardware_list);
+    if (plan.hardware.empty() || plan.tp_degrees.empty()) {
       throw InputError("--hardware and --tp need at least one value");
-    for (const auto& [name, price] : prices) {
-      if (std::find(hardware.begin(), hardware.end(), name) == hardware.end()) {
-        throw InputError("--price names '" + name + "', which is not in --hardware");
-      }
     }
-    const HostOverhead host = load_host_overhead();
-    std::vector<ConfigOutcome> outcomes;
-    for (const auto& hw_name : hardware) {
-      CommonArgs common = a.common;
-      common.hardware = hw_name;
-      LoadedHardware hw = load_cost_model(common);
-      for (int tp : tps) {
-        ConfigOutcome c;
-        c.hardware = hw_name;
-        c.tp = tp;
-        if (auto it = prices.find(hw_name); it != prices.end()) c.usd_per_device_hour = it->second;
-        common.tp = tp;
-        PredictOptions o = to_predict_options(common);
-        try {
-          shard_dims(model, tp);
-        } catch (const InputError& e) {
-          c.note = e.what();  // this degree does not shard the model: not a configuration
-          outcomes.push_back(c);
-          continue;
-        }
-        const KvBudget kv =
-            kv_cache_budget(model, hw.spec, o, engine.block_size, engine.max_num_batched_tokens);
-        c.kv_blocks = kv.blocks;
-        c.fits = kv.fits();
-        if (!c.fits) {
-          c.note = "weights and activations do not fit";
-          outcomes.push_back(c);
-          continue;
-        }
-        EngineConfig e = engine;
-        e.kv_blocks = kv.blocks;
-        e.kv_block_bytes = kv.block_bytes;
-        PredictedIterationCost cost(model, hw.spec, *hw.cost, o, host, draft.get());
-        c.search = find_max_rate(unit, e, cost, slo);
-        c.usd_per_million_tokens =
-            cost_per_million_tokens(c.usd_per_device_hour, tp, c.search.at_max.output_tokens_per_s);
-        if (c.search.max_rate_per_s == 0.0) c.note = "misses the SLO at any rate";
-        outcomes.push_back(c);
-      }
-    }
-    // Cheapest first; then configurations without a price by rate; then those that cannot run.
-    std::stable_sort(outcomes.begin(), outcomes.end(), [](const auto& x, const auto& y) {
-      auto rank = [](const ConfigOutcome& c) {
-        return c.search.max_rate_per_s > 0.0 ? (std::isfinite(c.usd_per_million_tokens) ? 0 : 1)
-                                             : 2;
-      };
-      if (rank(x) != rank(y)) return rank(x) < rank(y);
-      if (rank(x) == 0) return x.usd_per_million_tokens < y.usd_per_million_tokens;
-      return x.search.max_rate_per_s > y.search.max_rate_per_s;
-    });
+    plan.model = model;
+    plan.draft_model = draft.get();
+    plan.usd_per_device_hour = prices;
+    plan.cost = a.common.cost;
+    plan.options = to_predict_options(a.common);
+    plan.engine = engine;
+    plan.slo = slo;
+    const std::vector<CapacityOutcome> outcomes = plan_capacity(plan);
     if (format == OutputFormat::json) {
       nlohmann::json configs = nlohmann::json::array();
       for (const auto& c : outcomes) {
@@ -207,7 +139,7 @@ void register_capacity(CLI::App& app) {
           {{"model", model.name},
            {"slo", {{"ttft_p99_ms", slo.ttft_p99_s * 1e3}, {"tpot_p99_ms", slo.tpot_p99_s * 1e3}}},
            {"policy", schedule_policy_name(engine.policy)},
-           {"requests", unit.size()},
+           {"requests", plan.unit_rate_requests.size()},
            {"configurations", configs}});
       return;
     }

@@ -136,6 +136,34 @@ TEST(Cli, AreaAndExploreContracts) {
   EXPECT_GE(e["pareto_front"].size(), 1u);
 }
 
+TEST(Cli, ServeAndCapacityContracts) {
+  auto s = run_json(
+      "serve --model llama-3.2-1b --rate 5 --requests 50 --input-dist fixed:256 "
+      "--output-dist fixed:16 --policy chunked --slo ttft_p99=1000,tpot_p99=100");
+  EXPECT_EQ(s["requests"], 50);
+  EXPECT_EQ(s["completed"], 50);
+  EXPECT_TRUE(s["fits"].get<bool>());
+  EXPECT_EQ(s["policy"], "chunked");
+  EXPECT_GT(s["kv_cache"]["blocks"].get<int64_t>(), 0);
+  EXPECT_LE(s["ttft_ms"]["p50"].get<double>(), s["ttft_ms"]["p99"].get<double>());
+  EXPECT_GT(s["output_tokens_per_s"].get<double>(), 0.0);
+  EXPECT_NEAR(s["slo_attainment"].get<double>(), 1.0, 1e-12);
+  // A model that does not fit is a result.
+  auto big = run_json("serve --model llama-3.1-405b --hardware h100-sxm --requests 5");
+  EXPECT_FALSE(big["fits"].get<bool>());
+  auto c = run_json(
+      "capacity --model llama-3.2-1b --hardware h100-sxm,a100-80g --tp 1,3 --requests 100 "
+      "--input-dist fixed:256 --output-dist fixed:32 --slo ttft_p99=500,tpot_p99=20 "
+      "--price h100-sxm=2.5,a100-80g=1.5");
+  ASSERT_EQ(c["configurations"].size(), 4u);
+  const auto& first = c["configurations"][0];
+  EXPECT_GT(first["max_rate_per_s"].get<double>(), 0.0);
+  EXPECT_LE(first["tpot_p99_ms"].get<double>(), 20.0);
+  // tp 3 does not divide the heads: listed last with the reason.
+  EXPECT_EQ(c["configurations"][3]["max_rate_per_s"], 0.0);
+  EXPECT_NE(c["configurations"][3]["note"].get<std::string>().find("divide"), std::string::npos);
+}
+
 TEST(Cli, CatalogsListEverything) {
   EXPECT_EQ(run_json("models")["models"].size(), 8u);
   auto hw = run_json("hardware")["hardware"];
@@ -227,7 +255,27 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"explore --vary memory=SRAM", "unknown memory type"},
         BadInput{"explore --vary cores=1 --workload train", "prefill or decode"},
         BadInput{"explore --vary cores=1 --devices 3 --pp 2", "multiple of --pp"},
-        BadInput{"explore --vary cores=1 --svg /nonexistent-dir/p.svg", "cannot write"}),
+        BadInput{"explore --vary cores=1 --svg /nonexistent-dir/p.svg", "cannot write"},
+        BadInput{"serve --policy fifo", "vllm, chunked, orca, static"},
+        BadInput{"serve --preemption drop", "recompute or swap"},
+        BadInput{"serve --requests 0", "--requests"}, BadInput{"serve --rate -2", "--rate"},
+        BadInput{"serve --input-dist zipf:3", "unknown distribution"},
+        BadInput{"serve --output-dist fixed:0", "token counts"},
+        BadInput{"serve --arrival weibull", "poisson"},
+        BadInput{"serve --max-num-seqs 0", "--max-num-seqs"},
+        BadInput{"serve --block-size 0", "--block-size"},
+        BadInput{"serve --trace /nonexistent/trace.jsonl", "does not exist"},
+        BadInput{"serve --speculative k=4", "draft=MODEL"},
+        BadInput{"serve --speculative draft=llama-3.2-1b,k=40,accept=0.5", "[1, 16]"},
+        BadInput{"serve --speculative draft=llama-9b,k=2,accept=0.5", "known: "},
+        BadInput{"serve --shared-prefix groups=3", "tokens=N"},
+        BadInput{"serve --slo ttft_p99=-5,tpot_p99=5", "positive time"},
+        BadInput{"serve --requests-csv /nonexistent-dir/r.csv --requests 3", "cannot write"},
+        BadInput{"capacity --tp 1", "--slo"}, BadInput{"capacity --slo ttft_p99=100", "both"},
+        BadInput{"capacity --slo ttft_p99=100,tpot_p99=10 --tp 0", "--tp"},
+        BadInput{"capacity --slo ttft_p99=100,tpot_p99=10 --price h200=3", "not in --hardware"},
+        BadInput{"capacity --slo ttft_p99=100,tpot_p99=10 --price h100-sxm=free", "USD"},
+        BadInput{"capacity --slo ttft_p99=100,tpot_p99=10 --hardware h900", "known: "}),
     [](const ::testing::TestParamInfo<BadInput>& info) {
       return "case" + std::to_string(info.index);
     });

@@ -1,0 +1,150 @@
+// Behaviour that serving papers report, checked on synthetic workloads with Llama 3 8B on the
+// H100 (predicted iteration costs from the shipped calibration).
+#include <gtest/gtest.h>
+
+#include "cost/cost_loader.hpp"
+#include "model/model_config.hpp"
+#include "predict/request_predictor.hpp"
+#include "serve/capacity.hpp"
+#include "serve/iteration_cost.hpp"
+#include "serve/metrics.hpp"
+#include "serve/serving_setup.hpp"
+#include "serve/workload.hpp"
+
+namespace inferlab {
+namespace {
+
+struct Deployment {
+  ModelConfig model = load_model("llama-3-8b");
+  LoadedCost hw = load_cost("h100-sxm", "auto", "auto");
+  PredictOptions options;
+  PredictedIterationCost cost{model, hw.spec, *hw.cost, options, load_host_overhead()};
+  EngineConfig engine(SchedulePolicy policy, double memory_utilization = 0.9) const {
+    EngineConfig c;
+    c.policy = policy;
+    c.max_num_batched_tokens = policy == SchedulePolicy::chunked ? 2048 : 8192;
+    PredictOptions o = options;
+    o.gpu_memory_utilization = memory_utilization;
+    const KvBudget kv = kv_cache_budget(model, hw.spec, o, c.block_size, c.max_num_batched_tokens);
+    c.kv_blocks = kv.blocks;
+    c.kv_block_bytes = kv.block_bytes;
+    return c;
+  }
+};
+
+std::vector<ServeRequest> workload(double rate, int64_t requests, const std::string& input,
+                                   const std::string& output, int64_t prefix_tokens = 0) {
+  WorkloadSpec w;
+  w.requests = requests;
+  w.rate_per_s = rate;
+  w.input = parse_length_distribution(input, "input");
+  w.output = parse_length_distribution(output, "output");
+  if (prefix_tokens > 0) w.prefix = {prefix_tokens, 4, 1.0};
+  return generate_workload(w);
+}
+
+TEST(ServeCost, IterationsAddUpToWholeSteps) {
+  Deployment d;
+  StepContext c =
+      make_step_context(d.model, d.hw.spec, *d.hw.cost, d.options, load_host_overhead());
+  // A decode batch of 64 at context 1024 (a multiple of the 16-token grain) is the decode step,
+  // up to the sustained-clock scaling, which follows each step's compute-bound share.
+  IterationBatch decode;
+  for (int i = 0; i < 64; ++i) decode.seqs.push_back({1, 1024, true, true});
+  const double step_s = predict_step(c, {Phase::decode, 64, 1, 1024}).time_s;
+  EXPECT_NEAR(d.cost.time_s(decode), step_s, 1e-4 * step_s);
+  // A lone 2048-token prompt is the prefill step.
+  IterationBatch prefill;
+  prefill.seqs.push_back({2048, 2048, true, false});
+  EXPECT_NEAR(d.cost.time_s(prefill), predict_step(c, {Phase::prefill, 1, 2048, 2048}).time_s,
+              1e-9);
+}
+
+TEST(ServeBehaviour, ChunkedPrefillLowersTailTpotAtASmallTtftCost) {
+  Deployment d;
+  auto requests = workload(4.0, 400, "fixed:4096", "fixed:256");
+  auto prefill_first = summarize(run_engine(requests, d.engine(SchedulePolicy::vllm), d.cost));
+  auto chunked = summarize(run_engine(requests, d.engine(SchedulePolicy::chunked), d.cost));
+  // Long prompts stall every running decode under prefill-first scheduling; chunks bound the
+  // stall (Sarathi-Serve, OSDI 2024).
+  EXPECT_LT(chunked.tpot.p99_s, 0.95 * prefill_first.tpot.p99_s);
+  EXPECT_LT(chunked.itl.p99_s, 0.5 * prefill_first.itl.p99_s);
+  // The price: a prompt now takes two iterations shared with decodes.
+  EXPECT_GT(chunked.ttft.p50_s, prefill_first.ttft.p50_s);
+  EXPECT_LT(chunked.ttft.p50_s, 2.0 * prefill_first.ttft.p50_s);
+}
+
+TEST(ServeBehaviour, PrefixCachingLowersTtftInProportionToTheSharedFraction) {
+  Deployment d;
+  EngineConfig c = d.engine(SchedulePolicy::chunked);
+  c.prefix_caching = true;
+  std::vector<double> ttft;
+  for (int64_t prefix : {0, 512, 1024, 1536}) {
+    auto requests =
+        workload(2.0, 300, "fixed:" + std::to_string(2048 - prefix), "fixed:64", prefix);
+    auto s = summarize(run_engine(requests, c, d.cost));
+    ttft.push_back(s.ttft.mean_s);
+    // The first request of each of the 4 groups misses: 4 of 300 prompts.
+    EXPECT_NEAR(s.prefix_hit_rate, static_cast<double>(prefix) / 2048 * (296.0 / 300), 0.002);
+  }
+  // Equal steps of shared prefix take off (nearly) equal slices of TTFT.
+  const double step = (ttft[0] - ttft[3]) / 3.0;
+  EXPECT_GT(step, 0.0);
+  for (int i = 1; i < 4; ++i) EXPECT_NEAR(ttft[0] - ttft[i], i * step, 0.15 * step) << i;
+  EXPECT_LT(ttft[3], 0.45 * ttft[0]);
+}
+
+TEST(ServeBehaviour, LatencyRisesSharplyNearCapacity) {
+  Deployment d;
+  EngineConfig c = d.engine(SchedulePolicy::chunked);
+  // Capacity: the offline (all-at-once) throughput in requests per second.
+  auto offline = summarize(run_engine(workload(0.0, 600, "fixed:1024", "fixed:128"), c, d.cost));
+  const double capacity = offline.requests_per_s;
+  auto at = [&](double share) {
+    return summarize(
+        run_engine(workload(share * capacity, 600, "fixed:1024", "fixed:128"), c, d.cost));
+  };
+  const auto half = at(0.5), near = at(0.9), over = at(1.2);
+  EXPECT_LT(half.ttft.p99_s, 0.5);
+  EXPECT_GT(near.ttft.p99_s, 1.5 * half.ttft.p99_s);
+  EXPECT_GT(over.ttft.p99_s, 5.0 * near.ttft.p99_s);            // a queue that only grows
+  EXPECT_NEAR(over.requests_per_s, capacity, 0.15 * capacity);  // throughput cannot pass it
+}
+
+TEST(ServeBehaviour, ThroughputSaturatesAtTheKvCacheBatchLimit) {
+  Deployment d;
+  auto requests = workload(0.0, 1500, "fixed:1024", "fixed:256");
+  std::vector<ServeSummary> by_limit;
+  for (int64_t seqs : {32, 128, 1024, 4096}) {
+    EngineConfig c = d.engine(SchedulePolicy::chunked, 0.5);  // a smaller KV cache
+    c.max_num_seqs = seqs;
+    by_limit.push_back(summarize(run_engine(requests, c, d.cost)));
+  }
+  // Below the KV limit more sequences per batch give more tokens per second; past it the
+  // batch is as large as the cache allows and throughput stays put.
+  EXPECT_GT(by_limit[1].output_tokens_per_s, 1.5 * by_limit[0].output_tokens_per_s);
+  EXPECT_GT(by_limit[2].max_kv_use, 0.95);
+  EXPECT_NEAR(by_limit[3].output_tokens_per_s, by_limit[2].output_tokens_per_s,
+              0.02 * by_limit[2].output_tokens_per_s);
+  EXPECT_NEAR(by_limit[3].mean_batch_seqs, by_limit[2].mean_batch_seqs, 1.0);
+}
+
+TEST(ServeCapacity, RateSearchBracketsTheSlo) {
+  Deployment d;
+  EngineConfig c = d.engine(SchedulePolicy::chunked);
+  auto unit = workload(1.0, 300, "fixed:1024", "fixed:128");
+  CapacitySlo slo{0.5, 0.030};
+  RateSearch r = find_max_rate(unit, c, d.cost, slo, 0.02);
+  ASSERT_GT(r.max_rate_per_s, 0.0);
+  EXPECT_LE(r.at_max.ttft.p99_s, slo.ttft_p99_s);
+  EXPECT_LE(r.at_max.tpot.p99_s, slo.tpot_p99_s);
+  // 5% faster misses the SLO.
+  std::vector<ServeRequest> faster = unit;
+  for (auto& q : faster) q.arrival_s /= 1.05 * r.max_rate_per_s;
+  auto s = summarize(run_engine(faster, c, d.cost));
+  EXPECT_TRUE(s.ttft.p99_s > slo.ttft_p99_s || s.tpot.p99_s > slo.tpot_p99_s);
+  EXPECT_NEAR(cost_per_million_tokens(3.6, 2, 1000.0), 2.0, 1e-12);  // 7.2 USD/h at 1000 tok/s
+}
+
+}  // namespace
+}  // namespace inferlab

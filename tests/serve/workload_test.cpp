@@ -1,0 +1,174 @@
+#include "serve/workload.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "serve/block_manager.hpp"
+#include "util/error.hpp"
+
+namespace inferlab {
+namespace {
+
+TEST(ServeWorkload, GeneratorIsReproducibleAndHasTheAskedMoments) {
+  WorkloadSpec w;
+  w.requests = 20000;
+  w.rate_per_s = 4.0;
+  w.input = parse_length_distribution("uniform:100,300", "in");
+  w.output = parse_length_distribution("lognormal:200,0.5", "out");
+  auto a = generate_workload(w), b = generate_workload(w);
+  ASSERT_EQ(a.size(), b.size());
+  EXPECT_EQ(a[123].prompt_tokens, b[123].prompt_tokens);
+  EXPECT_EQ(a[123].arrival_s, b[123].arrival_s);
+  double in = 0, out = 0;
+  for (const auto& r : a) in += r.prompt_tokens, out += r.output_tokens;
+  EXPECT_NEAR(in / 20000, 200.0, 2.0);
+  EXPECT_NEAR(out / 20000, 200.0, 4.0);                 // lognormal parameterised by its mean
+  EXPECT_NEAR(a.back().arrival_s / 20000, 0.25, 0.01);  // mean gap 1 / rate
+  w.seed = 2;
+  EXPECT_NE(generate_workload(w)[5].prompt_tokens, a[5].prompt_tokens);
+}
+
+TEST(ServeWorkload, GammaAndBurstyArrivalsKeepTheMeanRate) {
+  WorkloadSpec w;
+  w.requests = 20000;
+  w.rate_per_s = 10.0;
+  w.input = parse_length_distribution("fixed:8", "in");
+  w.output = parse_length_distribution("fixed:8", "out");
+  w.arrival = parse_arrival_process("gamma:3");
+  auto g = generate_workload(w);
+  EXPECT_NEAR(g.back().arrival_s / 20000, 0.1, 0.01);
+  // Squared coefficient of variation of the gaps: 9.
+  double sum = 0, sum2 = 0, prev = 0;
+  for (const auto& r : g) {
+    const double gap = r.arrival_s - prev;
+    prev = r.arrival_s;
+    sum += gap, sum2 += gap * gap;
+  }
+  const double mean = sum / 20000;
+  EXPECT_NEAR((sum2 / 20000 - mean * mean) / (mean * mean), 9.0, 1.0);
+  // Bursty: everything lands in the first quarter of each 10 s period.
+  w.arrival = parse_arrival_process("bursty:10,0.25");
+  auto b = generate_workload(w);
+  for (const auto& r : b) EXPECT_LT(std::fmod(r.arrival_s, 10.0), 2.5 + 1e-9);
+  EXPECT_NEAR(b.back().arrival_s / 20000, 0.1, 0.01);
+}
+
+TEST(ServeWorkload, SharedPrefixIsAddedToTheChosenShare) {
+  WorkloadSpec w;
+  w.requests = 10000;
+  w.input = parse_length_distribution("fixed:100", "in");
+  w.output = parse_length_distribution("fixed:10", "out");
+  w.prefix = parse_shared_prefix("tokens=500,groups=3,share=0.4");
+  auto r = generate_workload(w);
+  int with = 0;
+  for (const auto& q : r) {
+    if (q.prefix_id >= 0) {
+      ++with;
+      EXPECT_EQ(q.prompt_tokens, 600);
+      EXPECT_LT(q.prefix_id, 3);
+    } else {
+      EXPECT_EQ(q.prompt_tokens, 100);
+    }
+  }
+  EXPECT_NEAR(with / 10000.0, 0.4, 0.02);
+}
+
+TEST(ServeWorkload, BadSpecsAreInputErrors) {
+  for (const char* bad : {"fixed:0", "fixed:x", "uniform:5", "uniform:9,3", "normal:100,-1",
+                          "pareto:1", "empirical:", "empirical:@/nonexistent", "fixed:1e9"}) {
+    EXPECT_THROW(parse_length_distribution(bad, "--input-dist"), InputError) << bad;
+  }
+  for (const char* bad :
+       {"weibull", "gamma:0", "gamma:x", "bursty:10", "bursty:0,0.5", "bursty:10,2"}) {
+    EXPECT_THROW(parse_arrival_process(bad), InputError) << bad;
+  }
+  EXPECT_THROW(parse_shared_prefix("groups=2"), InputError);
+  EXPECT_THROW(parse_shared_prefix("tokens=10,colour=red"), InputError);
+  WorkloadSpec w;
+  w.input = w.output = parse_length_distribution("fixed:1", "x");
+  w.requests = 0;
+  EXPECT_THROW(generate_workload(w), InputError);
+  w.requests = 1;
+  w.rate_per_s = -1;
+  EXPECT_THROW(generate_workload(w), InputError);
+}
+
+class TraceFiles : public ::testing::Test {
+ protected:
+  std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("inferlab_trace_" + std::to_string(::getpid()));
+  void SetUp() override { std::filesystem::create_directories(dir); }
+  void TearDown() override { std::filesystem::remove_all(dir); }
+  std::string write(const std::string& name, const std::string& text) {
+    std::ofstream(dir / name) << text;
+    return (dir / name).string();
+  }
+};
+
+TEST_F(TraceFiles, JsonlAndCsvTraces) {
+  auto jsonl =
+      load_trace(write("t.jsonl",
+                       "{\"arrival_s\": 0.5, \"prompt_tokens\": 10, \"output_tokens\": 3}\n"
+                       "\n"
+                       "{\"arrival_s\": 1, \"prompt_tokens\": 20, \"output_tokens\": 4, "
+                       "\"prefix_id\": 2, \"prefix_tokens\": 8}\n"));
+  ASSERT_EQ(jsonl.size(), 2u);
+  EXPECT_EQ(jsonl[1].prefix_id, 2);
+  EXPECT_EQ(jsonl[1].prefix_tokens, 8);
+  EXPECT_EQ(jsonl[0].prefix_id, -1);
+  auto csv =
+      load_trace(write("t.csv", "arrival_s,prompt_tokens,output_tokens\n0,5,6\r\n2.5,7,8\n"));
+  ASSERT_EQ(csv.size(), 2u);
+  EXPECT_EQ(csv[1].output_tokens, 8);
+  EXPECT_DOUBLE_EQ(csv[1].arrival_s, 2.5);
+}
+
+TEST_F(TraceFiles, MalformedTracesNameTheLine) {
+  auto expect_error = [&](const std::string& name, const std::string& text, const char* what) {
+    try {
+      load_trace(write(name, text));
+      ADD_FAILURE() << "no error for " << text;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  expect_error("a.jsonl", "{\"arrival_s\": 0, \"prompt_tokens\": 5}\n", "output_tokens");
+  expect_error("b.jsonl", "{\"arrival_s\": 0,\n", "line 1");
+  expect_error("c.jsonl", "{\"arrival_s\": -1, \"prompt_tokens\": 5, \"output_tokens\": 1}\n",
+               "arrival_s");
+  expect_error("d.jsonl", "{\"arrival_s\": 0, \"prompt_tokens\": 2.5, \"output_tokens\": 1}\n",
+               "whole number");
+  expect_error("e.csv", "arrival_s,prompt_tokens,output_tokens\n0,5\n", "line 2");
+  expect_error("f.csv", "arrival_s,prompt_tokens,output_tokens\n0,five,1\n", "not a number");
+  expect_error("g.jsonl", "", "no requests");
+  EXPECT_THROW(load_trace((dir / "missing.jsonl").string()), InputError);
+}
+
+TEST(ServeBlocks, AllocationReleaseAndPrefixSharing) {
+  BlockManager m(10, 4, true);
+  EXPECT_EQ(m.blocks_for(9), 3);
+  ASSERT_TRUE(m.grow(1, 9));  // 3 blocks
+  EXPECT_EQ(m.free_blocks(), 7);
+  m.mark_computed(1, 9, /*prefix_id=*/5, /*prefix_blocks=*/2);
+  EXPECT_EQ(m.cached_prefix_blocks(5, 2), 2);
+  EXPECT_EQ(m.acquire_prefix(2, 5, 2), 2);  // shared, not copied
+  EXPECT_EQ(m.free_blocks(), 7);
+  ASSERT_TRUE(m.grow(2, 12));  // one more of its own
+  EXPECT_EQ(m.free_blocks(), 6);
+  m.release(1);  // the shared blocks are still held by 2; its own third block is free
+  EXPECT_EQ(m.free_blocks(), 7);
+  m.release(2);  // now the prefix blocks are cached but evictable: they count as free
+  EXPECT_EQ(m.free_blocks(), 10);
+  EXPECT_EQ(m.cached_prefix_blocks(5, 2), 2);
+  EXPECT_FALSE(m.grow(3, 41));  // 11 blocks: more than exist, nothing taken
+  EXPECT_EQ(m.free_blocks(), 10);
+  ASSERT_TRUE(m.grow(3, 40));  // takes every block: the cached ones are evicted
+  EXPECT_EQ(m.evictions(), 2);
+  EXPECT_EQ(m.cached_prefix_blocks(5, 2), 0);
+}
+
+}  // namespace
+}  // namespace inferlab
