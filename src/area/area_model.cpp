@@ -77,7 +77,7 @@ AreaEstimate estimate_area(const HardwareTemplate& hw) {
   const double lanes = cores * (c.vector_lanes + c.int32_lanes + c.fp64_lanes);
   b.logic(
       "core_control", lanes * kControlTransistorsPerLane,
-      fmt::format("{:.0f} lanes x {:.2g} transistors (fitted)", lanes, kControlTransistorsPerLane));
+      fmt::format("{:.0f} lanes x {:.3g} transistors (fitted)", lanes, kControlTransistorsPerLane));
   b.sram("register_files", cores * c.register_file_bytes, kRegisterFileCellFactor,
          fmt::format("{:.0f} KiB per core, multi-ported cells", c.register_file_bytes / 1024));
   b.sram("local_buffers", cores * c.local_buffer_bytes, 1.0,

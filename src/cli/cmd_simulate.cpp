@@ -85,6 +85,13 @@ void register_simulate(CLI::App& app) {
     o.input_tokens = shape.context;
     o.output_tokens = 1;
     SimulationResult r = simulate_step(*hw.tilesim, hw.spec, model, shape, o, a.pp);
+    // The same step with attention in the other form: FlashAttention tiles against the
+    // unfused score matrix written to and read back from memory.
+    PredictOptions other = o;
+    other.flash_attention = !o.flash_attention;
+    const double other_s = simulate_step(*hw.tilesim, hw.spec, model, shape, other, a.pp).time_s;
+    const double flash_s = o.flash_attention ? r.time_s : other_s;
+    const double unfused_s = o.flash_attention ? other_s : r.time_s;
     std::map<std::string, double> by_bound;
     for (const auto& op : r.ops) by_bound[op.breakdown.bound] += op.priced.total_s() * 1e3;
     if (format == OutputFormat::json) {
@@ -102,6 +109,7 @@ void register_simulate(CLI::App& app) {
                   {"stage_ms", r.stage_s * 1e3},
                   {"per_layer_ms", r.per_layer_s * 1e3},
                   {"p2p_ms", r.p2p_s * 1e3},
+                  {"attention_forms_ms", {{"flash", flash_s * 1e3}, {"unfused", unfused_s * 1e3}}},
                   {"layers_per_stage", r.layers_per_stage},
                   {"stage_time_by_bound_ms", by_bound},
                   {"memory",
@@ -124,11 +132,13 @@ void register_simulate(CLI::App& app) {
     }
     std::cout << fmt::format(
                      "{} of {} on {} x {} (tp {}, pp {}): {} ms; one stage {} ms, {} layers; "
-                     "memory per device {:.1f} of {:.1f} GB ({})\n\n",
+                     "memory per device {:.1f} of {:.1f} GB ({}); with FlashAttention {} ms, "
+                     "unfused {} ms\n\n",
                      a.phase, model.name, a.devices, hw.spec.display_name, a.common.tp, a.pp,
                      format_ms(r.time_s), format_ms(r.stage_s), r.layers_per_stage,
                      (r.weights_per_device_bytes + r.kv_per_device_bytes) / 1e9,
-                     r.capacity_bytes / 1e9, r.fits ? "fits" : "does not fit")
+                     r.capacity_bytes / 1e9, r.fits ? "fits" : "does not fit", format_ms(flash_s),
+                     format_ms(unfused_s))
               << t.to_text();
   });
 }

@@ -16,6 +16,7 @@ void register_roofline(CLI::App& app);
 void register_validate(CLI::App& app);
 void register_simulate(CLI::App& app);
 void register_area(CLI::App& app);
+void register_templates(CLI::App& app);
 void register_explore(CLI::App& app);
 void register_serve(CLI::App& app);
 void register_capacity(CLI::App& app);

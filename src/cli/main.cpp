@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   inferlab::cli::register_validate(app);
   inferlab::cli::register_simulate(app);
   inferlab::cli::register_area(app);
+  inferlab::cli::register_templates(app);
   inferlab::cli::register_explore(app);
   inferlab::cli::register_serve(app);
   inferlab::cli::register_capacity(app);

@@ -97,6 +97,9 @@ TEST(Cli, SimulateJsonContract) {
   EXPECT_EQ(j["pp"], 1);
   EXPECT_GT(j["ms"].get<double>(), 0.0);
   EXPECT_FALSE(j["memory"]["fits"].get<bool>());  // 350 GB of weights over 4 x 80 GB
+  // The unfused form writes and reads the 2048 x 2048 score matrices: slower at prefill.
+  EXPECT_DOUBLE_EQ(j["attention_forms_ms"]["flash"].get<double>(), j["ms"].get<double>());
+  EXPECT_GT(j["attention_forms_ms"]["unfused"].get<double>(), j["ms"].get<double>());
   bool gemm_mapped = false;
   for (const auto& op : j["ops"]) {
     if (op["kind"] == "gemm") gemm_mapped = op["mapping"].get<std::string>().find("tile") == 0;
@@ -166,6 +169,7 @@ TEST(Cli, ServeAndCapacityContracts) {
 
 TEST(Cli, CatalogsListEverything) {
   EXPECT_EQ(run_json("models")["models"].size(), 8u);
+  EXPECT_EQ(run_json("templates")["templates"].size(), 9u);
   auto hw = run_json("hardware")["hardware"];
   EXPECT_EQ(hw.size(), 13u);
   EXPECT_TRUE(hw[0].contains("sources"));
