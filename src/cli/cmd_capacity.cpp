@@ -10,6 +10,7 @@
 #include "cli/serve_args.hpp"
 #include "serve/capacity_plan.hpp"
 #include "util/error.hpp"
+#include "util/text.hpp"
 
 namespace inferlab::cli {
 
@@ -20,13 +21,11 @@ struct CapacityArgs {
   std::string slo, hardware_list = "h100-sxm", tp_list = "1", prices;
 };
 
+// Comma-separated names or numbers, empty items dropped.
 std::vector<std::string> split_list(const std::string& text) {
   std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t end = std::min(text.find(',', start), text.size());
-    if (end > start) out.push_back(text.substr(start, end - start));
-    start = end + 1;
+  for (auto& item : split_text(text, ',')) {
+    if (!item.empty()) out.push_back(std::move(item));
   }
   return out;
 }
@@ -36,15 +35,8 @@ std::map<std::string, double> parse_prices(const std::string& text) {
   for (const auto& item : split_list(text)) {
     const auto eq = item.find('=');
     if (eq == std::string::npos) throw InputError("--price: '" + item + "' is not hardware=USD");
-    size_t used = 0;
-    double v = 0.0;
-    const std::string value = item.substr(eq + 1);
-    try {
-      v = std::stod(value, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != value.size() || !(v > 0.0) || v > 1e4) {
+    const double v = parse_number(item.substr(eq + 1)).value_or(0.0);
+    if (!(v > 0.0) || v > 1e4) {
       throw InputError("--price " + item + ": needs USD per device-hour in (0, 10000]");
     }
     prices[item.substr(0, eq)] = v;
@@ -94,17 +86,11 @@ void register_capacity(CLI::App& app) {
     plan.unit_rate_requests = make_workload(a.serve, 1.0);
     if (!a.serve.trace.empty()) normalise_to_unit_rate(plan.unit_rate_requests);
     for (const auto& t : split_list(a.tp_list)) {
-      size_t used = 0;
-      int v = 0;
-      try {
-        v = std::stoi(t, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used == 0 || used != t.size() || v < 1 || v > 1024) {
+      const double v = parse_number(t).value_or(0.0);
+      if (v < 1 || v > 1024 || v != std::floor(v)) {
         throw InputError("--tp: '" + t + "' is not a degree in [1, 1024]");
       }
-      plan.tp_degrees.push_back(v);
+      plan.tp_degrees.push_back(static_cast<int>(v));
     }
     plan.hardware = split_list(a.hardware_list);
     if (plan.hardware.empty() || plan.tp_degrees.empty()) {

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "util/error.hpp"
+#include "util/text.hpp"
 
 namespace inferlab::cli {
 
@@ -85,26 +86,16 @@ EngineConfig make_engine_config(const ServeArgs& a) {
 SpeculativeArgs parse_speculative(const std::string& text) {
   SpeculativeArgs s;
   if (text.empty()) return s;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t end = std::min(text.find(',', start), text.size());
-    const std::string item = text.substr(start, end - start);
+  for (const std::string& item : split_text(text, ',')) {
     const auto eq = item.find('=');
     if (eq == std::string::npos) throw InputError("--speculative: '" + item + "' is not key=value");
     const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
     if (key == "draft") {
       s.draft_model = value;
     } else if (key == "k" || key == "accept") {
-      size_t used = 0;
-      double v = 0.0;
-      try {
-        v = std::stod(value, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used == 0 || used != value.size()) {
-        throw InputError("--speculative " + key + ": '" + value + "' is not a number");
-      }
+      const auto parsed = parse_number(value);
+      if (!parsed) throw InputError("--speculative " + key + ": '" + value + "' is not a number");
+      const double v = *parsed;
       if (key == "k") {
         if (!(v >= 1 && v <= 16) || v != std::floor(v)) {
           throw InputError("--speculative k must be a whole number in [1, 16]");
@@ -117,7 +108,6 @@ SpeculativeArgs parse_speculative(const std::string& text) {
     } else {
       throw InputError("--speculative: unknown key '" + key + "'; known: draft, k, accept");
     }
-    start = end + 1;
   }
   if (s.draft_model.empty() || s.k == 0) {
     throw InputError("--speculative needs draft=MODEL and k=K (and accept=P)");

@@ -12,53 +12,25 @@
 #include "hw/hardware_spec.hpp"
 #include "predict/simulation.hpp"
 #include "util/error.hpp"
+#include "util/text.hpp"
 
 namespace inferlab {
 
 namespace {
-std::vector<std::string> split(const std::string& text, char separator) {
-  std::vector<std::string> parts;
-  std::string current;
-  for (char ch : text) {
-    if (ch == separator) {
-      parts.push_back(current);
-      current.clear();
-    } else {
-      current += ch;
-    }
-  }
-  parts.push_back(current);
-  return parts;
-}
-
 int64_t parse_count(const std::string& value, const std::string& what, int64_t max_value) {
-  size_t used = 0;
-  int64_t n = 0;
-  try {
-    n = std::stoll(value, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != value.size() || n < 1 || n > max_value) {
+  const auto n = parse_number(value);
+  if (!n || *n != std::floor(*n) || *n < 1 || *n > static_cast<double>(max_value)) {
     throw InputError(fmt::format("--workload: {} must be a whole number in [1, {}], got '{}'", what,
                                  max_value, value));
   }
-  return n;
+  return static_cast<int64_t>(*n);
 }
 
 double parse_value(const std::string& key, const std::string& value) {
   if (key == "memory") return 0.0;  // a technology name, not a number
-  size_t used = 0;
-  double v = 0.0;
-  try {
-    v = std::stod(value, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != value.size() || !std::isfinite(v)) {
-    throw InputError("--vary " + key + "=" + value + ": not a number");
-  }
-  return v;
+  const auto v = parse_number(value);
+  if (!v) throw InputError("--vary " + key + "=" + value + ": not a number");
+  return *v;
 }
 
 // Runs one design: the step on the template, and its cost.
@@ -110,7 +82,7 @@ DesignPoint evaluate(const HardwareTemplate& hw, const ExploreRequest& request) 
 
 std::vector<DesignAxis> parse_design_axes(const std::string& text) {
   std::vector<DesignAxis> axes;
-  for (const std::string& token : split(text, ',')) {
+  for (const std::string& token : split_text(text, ',')) {
     const auto eq = token.find('=');
     if (eq != std::string::npos) {
       const std::string key = token.substr(0, eq);
@@ -146,7 +118,7 @@ DesignWorkload parse_design_workload(const std::string& text) {
     throw InputError("--workload must start with prefill or decode, got '" + text + "'");
   }
   if (colon == std::string::npos) return w;
-  for (const std::string& item : split(text.substr(colon + 1), ',')) {
+  for (const std::string& item : split_text(text.substr(colon + 1), ',')) {
     const auto eq = item.find('=');
     if (eq == std::string::npos) throw InputError("--workload: '" + item + "' is not key=value");
     const std::string key = item.substr(0, eq), value = item.substr(eq + 1);

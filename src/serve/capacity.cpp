@@ -1,6 +1,7 @@
 #include "serve/capacity.hpp"
 
 #include "util/error.hpp"
+#include "util/text.hpp"
 
 namespace inferlab {
 
@@ -14,14 +15,8 @@ double parse_duration_ms_default(const std::string& text, const std::string& key
     number = text.substr(0, text.size() - 1);
     scale = 1.0;
   }
-  size_t used = 0;
-  double v = 0.0;
-  try {
-    v = std::stod(number, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != number.size() || !(v > 0.0) || !std::isfinite(v)) {
+  const double v = parse_number(number).value_or(0.0);
+  if (!(v > 0.0)) {
     throw InputError("--slo " + key + "=" + text +
                      ": needs a positive time (ms, or 's'/'ms' unit)");
   }
@@ -31,10 +26,7 @@ double parse_duration_ms_default(const std::string& text, const std::string& key
 
 CapacitySlo parse_capacity_slo(const std::string& text) {
   CapacitySlo slo;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t end = std::min(text.find(',', start), text.size());
-    const std::string item = text.substr(start, end - start);
+  for (const std::string& item : split_text(text, ',')) {
     const auto eq = item.find('=');
     if (eq == std::string::npos) throw InputError("--slo: '" + item + "' is not key=value");
     const std::string key = item.substr(0, eq);
@@ -46,7 +38,6 @@ CapacitySlo parse_capacity_slo(const std::string& text) {
     } else {
       throw InputError("--slo: unknown key '" + key + "'; known: ttft_p99, tpot_p99");
     }
-    start = end + 1;
   }
   if (slo.ttft_p99_s <= 0.0 || slo.tpot_p99_s <= 0.0) {
     throw InputError("--slo needs both ttft_p99 and tpot_p99");

@@ -7,9 +7,9 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "util/error.hpp"
+#include "util/text.hpp"
 
 namespace inferlab {
 
@@ -17,27 +17,10 @@ namespace {
 constexpr int64_t kMaxTokens = int64_t{1} << 20;
 constexpr int64_t kMaxRequests = int64_t{1} << 24;
 
-std::vector<std::string> split(const std::string& text, char separator) {
-  std::vector<std::string> parts;
-  std::stringstream in(text);
-  std::string part;
-  while (std::getline(in, part, separator)) parts.push_back(part);
-  if (!text.empty() && text.back() == separator) parts.push_back("");
-  return parts;
-}
-
 double number(const std::string& text, const std::string& what) {
-  size_t used = 0;
-  double v = 0.0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size() || !std::isfinite(v)) {
-    throw InputError(what + ": '" + text + "' is not a number");
-  }
-  return v;
+  const auto v = parse_number(text);
+  if (!v) throw InputError(what + ": '" + text + "' is not a number");
+  return *v;
 }
 
 int64_t clamp_tokens(double v) {
@@ -92,7 +75,7 @@ LengthDistribution parse_length_distribution(const std::string& text, const std:
   const std::string args = colon == std::string::npos ? "" : text.substr(colon + 1);
   const std::string what = flag + " " + text;
   auto params = [&](size_t count) {
-    auto parts = split(args, ',');
+    auto parts = split_text(args, ',');
     if (parts.size() != count) {
       throw InputError(fmt::format("{}: {} takes {} number(s)", what, kind, count));
     }
@@ -137,7 +120,7 @@ LengthDistribution parse_length_distribution(const std::string& text, const std:
         }
       }
     } else {
-      items = split(args, ',');
+      items = split_text(args, ',');
     }
     for (const auto& item : items) {
       const double v = number(item, what);
@@ -166,7 +149,7 @@ ArrivalProcess parse_arrival_process(const std::string& text) {
     if (!(a.cv > 0.0 && a.cv <= 100.0)) throw InputError("--arrival gamma:CV needs CV in (0, 100]");
   } else if (kind == "bursty") {
     a.kind = ArrivalProcess::Kind::bursty;
-    auto parts = split(args, ',');
+    auto parts = split_text(args, ',');
     if (parts.size() != 2) throw InputError("--arrival bursty:PERIOD_S,DUTY takes two numbers");
     a.period_s = number(parts[0], "--arrival " + text);
     a.duty = number(parts[1], "--arrival " + text);
@@ -182,7 +165,7 @@ ArrivalProcess parse_arrival_process(const std::string& text) {
 
 SharedPrefixSpec parse_shared_prefix(const std::string& text) {
   SharedPrefixSpec p;
-  for (const auto& item : split(text, ',')) {
+  for (const auto& item : split_text(text, ',')) {
     const auto eq = item.find('=');
     if (eq == std::string::npos)
       throw InputError("--shared-prefix: '" + item + "' is not key=value");
@@ -300,7 +283,7 @@ std::vector<ServeRequest> load_trace(const std::string& path) {
     const std::string where = fmt::format("trace '{}' line {}", path, line_number);
     std::map<std::string, double> fields;
     if (csv) {
-      auto cells = split(line, ',');
+      auto cells = split_text(line, ',');
       if (header.empty()) {
         header = cells;
         continue;
