@@ -76,10 +76,7 @@ void register_capacity(CLI::App& app) {
     const auto prices = parse_prices(a.prices);
     ModelConfig model = load_model(a.common.model);
     EngineConfig engine = make_engine_config(a.serve);
-    const SpeculativeArgs spec = parse_speculative(a.serve.speculative);
-    std::unique_ptr<ModelConfig> draft;
-    if (!spec.draft_model.empty())
-      draft = std::make_unique<ModelConfig>(load_model(spec.draft_model));
+    const std::unique_ptr<ModelConfig> draft = load_draft_model(a.serve);
     // The same requests at every rate: drawn at 1 request/s, or the trace's pattern at a mean
     // of 1 request/s.
     CapacityPlanRequest plan;

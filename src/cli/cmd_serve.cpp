@@ -130,10 +130,7 @@ void register_serve(CLI::App& app) {
     LoadedHardware hw = load_cost_model(a.common);
     PredictOptions o = to_predict_options(a.common);
     EngineConfig engine = make_engine_config(a.serve);
-    const SpeculativeArgs spec = parse_speculative(a.serve.speculative);
-    std::unique_ptr<ModelConfig> draft;
-    if (!spec.draft_model.empty())
-      draft = std::make_unique<ModelConfig>(load_model(spec.draft_model));
+    const std::unique_ptr<ModelConfig> draft = load_draft_model(a.serve);
     SloTargets slo;
     if (!a.slo.empty()) {
       const CapacitySlo targets = parse_capacity_slo(a.slo);

@@ -115,4 +115,10 @@ SpeculativeArgs parse_speculative(const std::string& text) {
   return s;
 }
 
+std::unique_ptr<ModelConfig> load_draft_model(const ServeArgs& args) {
+  const SpeculativeArgs spec = parse_speculative(args.speculative);
+  if (spec.draft_model.empty()) return nullptr;
+  return std::make_unique<ModelConfig>(load_model(spec.draft_model));
+}
+
 }  // namespace inferlab::cli

@@ -1,8 +1,10 @@
 #pragma once
 #include <CLI/CLI.hpp>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "model/model_config.hpp"
 #include "serve/engine.hpp"
 #include "serve/workload.hpp"
 
@@ -38,5 +40,7 @@ struct SpeculativeArgs {
 };
 // "draft=MODEL,k=4,accept=0.7"; empty text: off.
 SpeculativeArgs parse_speculative(const std::string& text);
+// The draft model --speculative names; null without speculation.
+std::unique_ptr<ModelConfig> load_draft_model(const ServeArgs& args);
 
 }  // namespace inferlab::cli
