@@ -203,6 +203,12 @@ HardwareTemplate parse_hardware_template(const nlohmann::json& doc, const std::s
   t.efficiency.global_buffer = fraction(eff, "global_buffer", eff_ctx);
   t.efficiency.kernel_in_stream_s = positive(eff, "kernel_in_stream_s", eff_ctx, 1e-3);
   t.efficiency.kernel_isolated_s = positive(eff, "kernel_isolated_s", eff_ctx, 1e-3);
+  t.efficiency.sustained_compute_slowdown =
+      optional_number(eff, "sustained_compute_slowdown", 1.0, eff_ctx);
+  if (!(t.efficiency.sustained_compute_slowdown >= 1.0 &&
+        t.efficiency.sustained_compute_slowdown <= 3.0)) {
+    throw InputError(eff_ctx + ": sustained_compute_slowdown must be in [1, 3]");
+  }
 
   t.published_die_area_mm2 = optional_number(doc, "published_die_area_mm2", 0.0, context);
   if (t.published_die_area_mm2 < 0.0)

@@ -69,6 +69,9 @@ struct EfficiencyTemplate {
   double global_buffer = 1.0;       // share of global-buffer bandwidth
   double kernel_in_stream_s = 0.0;  // fixed cost of one kernel back to back (graph)
   double kernel_isolated_s = 0.0;   // fixed cost of one kernel timed alone with events
+  // Tensor-unit work sustained for seconds runs at a lower clock on a power-capped part (time
+  // back to back over time alone); steps scale their compute-bound share by it. 1: none.
+  double sustained_compute_slowdown = 1.0;
 };
 
 // An accelerator described by its parts (LLMCompass-style): what `--cost tilesim`, `simulate`,

@@ -90,6 +90,15 @@ TEST(HardwareTemplate, BadInputIsAnInputError) {
   bad = toy_template();
   bad.erase("node");
   EXPECT_THROW(parse_hardware_template(bad, "t"), InputError);
+  bad = toy_template();
+  bad["efficiency"]["sustained_compute_slowdown"] = 0.5;  // a faster clock under load
+  EXPECT_THROW(parse_hardware_template(bad, "t"), InputError);
+  bad = toy_template();
+  bad["global_buffer"]["physical_bytes"] = 1.0;  // less on the die than enabled
+  EXPECT_THROW(parse_hardware_template(bad, "t"), InputError);
+  bad = toy_template();
+  bad["core"]["fp64_lanes"] = -4;
+  EXPECT_THROW(parse_hardware_template(bad, "t"), InputError);
   auto toy = parse_hardware_template(toy_template(), "t");
   EXPECT_THROW(vary_template(toy, "warp_size", 64, "64"), InputError);
   EXPECT_THROW(vary_template(toy, "cores", -2, "-2"), InputError);
@@ -136,6 +145,15 @@ TEST(TileSim, LargeGemmNearTheMeasuredH100) {
   p.m = p.n = p.k = 8192;
   GemmMapping m = cost.mapper().map(p);
   EXPECT_GE(m.tile_m * m.tile_n, 128 * 128);
+}
+
+TEST(TileSim, SustainedSlowdownComesFromTheTemplate) {
+  // The H100 template carries the measured power-cap slowdown (347.0 / 305.0 us); a template
+  // without one has none.
+  TileSimCostModel h100(load_hardware_template("h100-sxm"), 1);
+  EXPECT_NEAR(h100.sustained_compute_slowdown(), 347.0 / 305.0, 1e-3);
+  TileSimCostModel toy(parse_hardware_template(toy_template(), "t"), 1);
+  EXPECT_DOUBLE_EQ(toy.sustained_compute_slowdown(), 1.0);
 }
 
 TEST(TileSim, RingAllReduceWorkedByHand) {

@@ -36,6 +36,9 @@ class TileSimCostModel : public CostModel {
   explicit TileSimCostModel(HardwareTemplate hardware, int threads = 0);
   OpCost price(const Op& op) const override;
   std::string name() const override { return "tilesim"; }
+  double sustained_compute_slowdown() const override {
+    return hw_->efficiency.sustained_compute_slowdown;
+  }
 
   TileSimBreakdown simulate(const Op& op) const;
   double isolated_time_s(const Op& op) const;
