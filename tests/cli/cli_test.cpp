@@ -321,6 +321,32 @@ TEST_F(CliBadFiles, MalformedTruncatedAndWronglyTypedConfigs) {
   }
 }
 
+TEST_F(CliBadFiles, AreaOfATemplateFileWithBadParts) {
+  // A variant file of the shipped H100 with a process node and a link nobody has tables for.
+  auto node = write("n3.json",
+                    "{\"base\": \"h100-sxm\", \"name\": \"x\", \"display_name\": \"x\", "
+                    "\"process_node\": \"N3\"}");
+  auto r = run_inferlab("area --hardware " + node);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown process node 'N3'; known: N16, N7"), std::string::npos) << r.err;
+  auto link = write("link.json",
+                    "{\"base\": \"h100-sxm\", \"name\": \"y\", \"display_name\": \"y\", "
+                    "\"node\": {\"link_kind\": \"smoke-signals\"}}");
+  r = run_inferlab("area --hardware " + link);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown link kind"), std::string::npos) << r.err;
+  auto truncated = write("cut.json", "{\"base\": \"h100-sxm\", \"name\": ");
+  r = run_inferlab("area --hardware " + truncated);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("inferlab: error: "), std::string::npos) << r.err;
+  // A trace with a bad line is named by line.
+  auto trace = write("t.jsonl", "{\"arrival_s\": 0, \"prompt_tokens\": 8, \"output_tokens\": 2}\n"
+                                "{\"arrival_s\": \"soon\"}\n");
+  r = run_inferlab("serve --model llama-3.2-1b --trace " + trace);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("line 2"), std::string::npos) << r.err;
+}
+
 TEST_F(CliBadFiles, ACustomConfigPathWorks) {
   auto path = write("tiny.json",
                     "{\"hidden_size\": 256, \"intermediate_size\": 1024, "
