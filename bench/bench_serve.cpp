@@ -29,9 +29,7 @@ void BM_Serve10kRequestsLlama3_8bH100(benchmark::State& state) {
   engine.policy = SchedulePolicy::chunked;
   engine.max_num_batched_tokens = 2048;
   PredictOptions options;
-  const KvBudget kv = kv_cache_budget(model, hw.spec, options, engine.block_size, 2048);
-  engine.kv_blocks = kv.blocks;
-  engine.kv_block_bytes = kv.block_bytes;
+  size_kv_cache(engine, model, hw.spec, options);
   int64_t iterations = 0;
   for (auto _ : state) {
     PredictedIterationCost cost(model, hw.spec, *hw.cost, options, load_host_overhead());

@@ -138,8 +138,7 @@ void register_serve(CLI::App& app) {
       slo.tpot_s = targets.tpot_p99_s;
     }
     std::vector<ServeRequest> requests = make_workload(a.serve, a.serve.rate);
-    const KvBudget kv =
-        kv_cache_budget(model, hw.spec, o, engine.block_size, engine.max_num_batched_tokens);
+    const KvBudget kv = size_kv_cache(engine, model, hw.spec, o);
     nlohmann::json info = {{"model", model.name},
                            {"hardware", hw.spec.name},
                            {"cost_model", hw.cost->name()},
@@ -169,8 +168,6 @@ void register_serve(CLI::App& app) {
       }
       return;
     }
-    engine.kv_blocks = kv.blocks;
-    engine.kv_block_bytes = kv.block_bytes;
     PredictedIterationCost cost(model, hw.spec, *hw.cost, o, load_host_overhead(), draft.get());
     const ServeResult result = run_engine(requests, engine, cost);
     const ServeSummary s = summarize(result, slo);

@@ -54,22 +54,7 @@ void register_simulate(CLI::App& app) {
   cmd->callback([args] {
     auto a = *args;
     OutputFormat format = parse_output_format(a.common.format);
-    if (a.batch < 1 || a.batch > (int64_t{1} << 24))
-      throw InputError("--batch must be in [1, 2^24]");
-    StepShape shape;
-    if (a.phase == "prefill") {
-      if (a.tokens < 1 || a.tokens > (int64_t{1} << 24)) {
-        throw InputError("--phase prefill needs --tokens N with N in [1, 2^24]");
-      }
-      shape = {Phase::prefill, a.batch, a.tokens, a.tokens};
-    } else if (a.phase == "decode") {
-      if (a.context < 1 || a.context > (int64_t{1} << 24)) {
-        throw InputError("--phase decode needs --context L with L in [1, 2^24]");
-      }
-      shape = {Phase::decode, a.batch, 1, a.context};
-    } else {
-      throw InputError("--phase takes prefill or decode, got '" + a.phase + "'");
-    }
+    const StepShape shape = parse_step_shape(a.phase, a.batch, a.tokens, a.context);
     if (a.devices < 1 || a.pp < 1) throw InputError("--devices and --pp must be at least 1");
     // --tp defaults to what the devices leave after the pipeline stages.
     if (a.common.tp == 1 && a.devices > a.pp) a.common.tp = a.devices / a.pp;

@@ -33,17 +33,7 @@ void register_step(CLI::App& app) {
   cmd->callback([args] {
     const auto& a = *args;
     OutputFormat format = parse_output_format(a.common.format);
-    StepShape shape;
-    shape.batch = a.batch;
-    if (a.phase == "prefill") {
-      if (a.tokens < 1) throw InputError("--phase prefill needs --tokens N with N >= 1");
-      shape = {Phase::prefill, a.batch, a.tokens, a.tokens};
-    } else if (a.phase == "decode") {
-      if (a.context < 1) throw InputError("--phase decode needs --context L with L >= 1");
-      shape = {Phase::decode, a.batch, 1, a.context};
-    } else {
-      throw InputError("--phase takes prefill or decode, got '" + a.phase + "'");
-    }
+    const StepShape shape = parse_step_shape(a.phase, a.batch, a.tokens, a.context);
     ModelConfig model = load_model(a.common.model);
     LoadedHardware hw = load_cost_model(a.common);
     PredictOptions o = to_predict_options(a.common);

@@ -60,6 +60,25 @@ bool parse_on_off(const std::string& flag, const std::string& value) {
   throw InputError(flag + " takes on or off, got '" + value + "'");
 }
 
+StepShape parse_step_shape(const std::string& phase, int64_t batch, int64_t tokens,
+                           int64_t context) {
+  constexpr int64_t kMax = int64_t{1} << 24;
+  if (batch < 1 || batch > kMax) throw InputError("--batch must be in [1, 2^24]");
+  if (phase == "prefill") {
+    if (tokens < 1 || tokens > kMax) {
+      throw InputError("--phase prefill needs --tokens N with N in [1, 2^24]");
+    }
+    return {Phase::prefill, batch, tokens, tokens};
+  }
+  if (phase == "decode") {
+    if (context < 1 || context > kMax) {
+      throw InputError("--phase decode needs --context L with L in [1, 2^24]");
+    }
+    return {Phase::decode, batch, 1, context};
+  }
+  throw InputError("--phase takes prefill or decode, got '" + phase + "'");
+}
+
 PredictOptions to_predict_options(const CommonArgs& a) {
   PredictOptions o;
   if (!a.weights.empty()) o.weights = parse_dtype(a.weights);

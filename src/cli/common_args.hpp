@@ -35,6 +35,9 @@ void add_hardware_options(CLI::App* app, CommonArgs& args);
 void add_model_options(CLI::App* app, CommonArgs& args, bool swept_elsewhere = false);
 
 bool parse_on_off(const std::string& flag, const std::string& value);
+// The step `--phase prefill|decode --batch B --tokens S|--context L` names (step, simulate).
+StepShape parse_step_shape(const std::string& phase, int64_t batch, int64_t tokens,
+                           int64_t context);
 PredictOptions to_predict_options(const CommonArgs& args);
 
 using LoadedHardware = LoadedCost;

@@ -38,8 +38,8 @@ std::vector<CapacityOutcome> plan_capacity(const CapacityPlanRequest& request) {
       }
       PredictOptions o = request.options;
       o.tp = tp;
-      const KvBudget kv = kv_cache_budget(request.model, hw.spec, o, request.engine.block_size,
-                                          request.engine.max_num_batched_tokens);
+      EngineConfig e = request.engine;
+      const KvBudget kv = size_kv_cache(e, request.model, hw.spec, o);
       c.kv_blocks = kv.blocks;
       c.fits = kv.fits();
       if (!c.fits) {
@@ -47,9 +47,6 @@ std::vector<CapacityOutcome> plan_capacity(const CapacityPlanRequest& request) {
         outcomes.push_back(c);
         continue;
       }
-      EngineConfig e = request.engine;
-      e.kv_blocks = kv.blocks;
-      e.kv_block_bytes = kv.block_bytes;
       const PredictedIterationCost cost(request.model, hw.spec, *hw.cost, o, host,
                                         request.draft_model);
       c.search = find_max_rate(request.unit_rate_requests, e, cost, request.slo);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <limits>
 #include <numeric>
 #include <random>
 
@@ -110,7 +111,12 @@ class Engine {
   bool paged() const {
     return config_.policy == SchedulePolicy::vllm || config_.policy == SchedulePolicy::chunked;
   }
-  int64_t tokens_per_decode() const { return 1 + config_.speculative.k; }
+  // Tokens one decode step computes for `s`: 1, or k + 1 under speculation, never more than
+  // it still has to emit.
+  int64_t decode_tokens(const Seq* s) const {
+    const int64_t remaining = s->request->output_tokens - s->generated;
+    return std::min<int64_t>(1 + config_.speculative.k, std::max<int64_t>(remaining, 1));
+  }
 
   // A request that cannot fit even in an empty cache is turned away.
   bool reject_if_impossible(Seq* s, size_t& done) {
@@ -199,6 +205,28 @@ class Engine {
     return true;
   }
 
+  // Admits waiting sequences in arrival order (no overtaking) while sequence slots and the
+  // token budget last. Whole prompts, or with `chunks` a first chunk that fills what the budget
+  // leaves. A whole prompt may exceed the budget when it is the iteration's first work (vLLM
+  // raises its budget to the longest prompt).
+  void admit_waiting(size_t& done, std::vector<Work>& work, int64_t& budget, bool chunks) {
+    while (!waiting_.empty() && static_cast<int64_t>(running_.size()) < config_.max_num_seqs &&
+           (!chunks || (budget > 0 && swapped_.empty()))) {
+      Seq* s = waiting_.front();
+      if (reject_if_impossible(s, done)) {
+        waiting_.pop_front();
+        continue;
+      }
+      const int64_t remaining = s->target - s->computed;
+      if (!chunks && !work.empty() && remaining > budget) break;
+      int64_t tokens = 0;
+      if (!admit(s, chunks ? budget : remaining, tokens)) break;
+      waiting_.pop_front();
+      work.push_back({s, tokens, false});
+      budget -= tokens;
+    }
+  }
+
   std::vector<Work> schedule(size_t& done) {
     switch (config_.policy) {
       case SchedulePolicy::vllm:
@@ -217,25 +245,7 @@ class Engine {
     std::vector<Work> work;
     if (swapped_.empty()) {
       int64_t budget = config_.max_num_batched_tokens;
-      while (!waiting_.empty() && static_cast<int64_t>(running_.size()) < config_.max_num_seqs) {
-        Seq* s = waiting_.front();
-        if (reject_if_impossible(s, done)) {
-          waiting_.pop_front();
-          continue;
-        }
-        // Whole prompts only; the first one may exceed the budget alone (vLLM raises its token
-        // budget to the longest prompt).
-        const int64_t remaining = s->target - s->computed;
-        if (!work.empty() && remaining > budget) break;
-        int64_t tokens = 0;
-        if (!admit(s, remaining, tokens)) break;
-        if (s->computed + tokens < s->target) {  // a partial admission cannot happen here
-          throw std::logic_error("vllm policy admitted part of a prompt");
-        }
-        waiting_.pop_front();
-        work.push_back({s, tokens, false});
-        budget -= tokens;
-      }
+      admit_waiting(done, work, budget, false);
       if (!work.empty()) return work;
     }
     schedule_decodes(work);
@@ -249,8 +259,7 @@ class Engine {
     for (size_t i = 0; i < running_.size(); ++i) {
       Seq* s = running_[i];
       if (!s->decoding()) continue;
-      const int64_t remaining = s->request->output_tokens - s->generated;
-      const int64_t step = std::min(tokens_per_decode(), std::max<int64_t>(remaining, 1));
+      const int64_t step = decode_tokens(s);
       if (!grow_or_preempt(s, s->computed + step)) break;  // s itself was the last
       work.push_back({s, step, true});
     }
@@ -286,19 +295,7 @@ class Engine {
     std::erase_if(work, [](const Work& w) { return w.seq->state != SeqState::running; });
     if (iteration_preemptions_ > 0) return work;
     if (config_.preemption == PreemptionMode::swap) swap_in();
-    while (budget > 0 && swapped_.empty() && !waiting_.empty() &&
-           static_cast<int64_t>(running_.size()) < config_.max_num_seqs) {
-      Seq* s = waiting_.front();
-      if (reject_if_impossible(s, done)) {
-        waiting_.pop_front();
-        continue;
-      }
-      int64_t tokens = 0;
-      if (!admit(s, budget, tokens)) break;
-      waiting_.pop_front();
-      work.push_back({s, tokens, false});
-      budget -= tokens;
-    }
+    admit_waiting(done, work, budget, true);
     return work;
   }
 
@@ -306,24 +303,10 @@ class Engine {
     std::vector<Work> work;
     int64_t budget = config_.max_num_batched_tokens;
     for (Seq* s : running_) {
-      const int64_t remaining = s->request->output_tokens - s->generated;
-      const int64_t step = std::min(tokens_per_decode(), std::max<int64_t>(remaining, 1));
-      work.push_back({s, step, true});
-      budget -= step;
+      work.push_back({s, decode_tokens(s), true});
+      budget -= work.back().new_tokens;
     }
-    while (!waiting_.empty() && static_cast<int64_t>(running_.size()) < config_.max_num_seqs) {
-      Seq* s = waiting_.front();
-      if (reject_if_impossible(s, done)) {
-        waiting_.pop_front();
-        continue;
-      }
-      if (s->target > budget && !work.empty()) break;
-      int64_t tokens = 0;
-      if (!admit(s, s->target, tokens)) break;
-      waiting_.pop_front();
-      work.push_back({s, tokens, false});
-      budget -= tokens;
-    }
+    admit_waiting(done, work, budget, false);
     return work;
   }
 
@@ -335,23 +318,13 @@ class Engine {
     if (!batch_running) {
       for (Seq* s : running_) blocks_.release(s->id);  // the finished batch gives its memory back
       running_.clear();
-      while (!waiting_.empty() && static_cast<int64_t>(running_.size()) < config_.max_num_seqs) {
-        Seq* s = waiting_.front();
-        if (reject_if_impossible(s, done)) {
-          waiting_.pop_front();
-          continue;
-        }
-        int64_t tokens = 0;
-        if (!admit(s, s->target, tokens)) break;
-        waiting_.pop_front();
-        work.push_back({s, tokens, false});
-      }
+      int64_t unlimited = std::numeric_limits<int64_t>::max();  // a batch takes every prompt whole
+      admit_waiting(done, work, unlimited, false);
       return work;
     }
     for (Seq* s : running_) {
       if (s->state != SeqState::running) continue;
-      const int64_t remaining = s->request->output_tokens - s->generated;
-      work.push_back({s, std::min(tokens_per_decode(), std::max<int64_t>(remaining, 1)), true});
+      work.push_back({s, decode_tokens(s), true});
     }
     return work;
   }

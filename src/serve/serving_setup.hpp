@@ -4,6 +4,7 @@
 #include "hw/hardware_spec.hpp"
 #include "model/model_config.hpp"
 #include "predict/options.hpp"
+#include "serve/engine.hpp"
 
 namespace inferlab {
 
@@ -16,8 +17,9 @@ struct KvBudget {
   double usable_bytes = 0.0, weights_bytes = 0.0, activations_bytes = 0.0;
   bool fits() const { return blocks > 0; }
 };
-KvBudget kv_cache_budget(const ModelConfig& model, const HardwareSpec& hardware,
-                         const PredictOptions& options, int64_t block_size,
-                         int64_t max_num_batched_tokens);
+// The budget is for `engine`'s block size and token budget, and is written into its KV cache
+// size (kv_blocks, kv_block_bytes).
+KvBudget size_kv_cache(EngineConfig& engine, const ModelConfig& model, const HardwareSpec& hardware,
+                       const PredictOptions& options);
 
 }  // namespace inferlab

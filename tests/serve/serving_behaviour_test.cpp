@@ -25,9 +25,7 @@ struct Deployment {
     c.max_num_batched_tokens = policy == SchedulePolicy::chunked ? 2048 : 8192;
     PredictOptions o = options;
     o.gpu_memory_utilization = memory_utilization;
-    const KvBudget kv = kv_cache_budget(model, hw.spec, o, c.block_size, c.max_num_batched_tokens);
-    c.kv_blocks = kv.blocks;
-    c.kv_block_bytes = kv.block_bytes;
+    size_kv_cache(c, model, hw.spec, o);
     return c;
   }
 };

@@ -37,10 +37,7 @@ TEST(ServingReference, EagerPyTorchServerOnH100) {
   engine.policy = SchedulePolicy::vllm;
   engine.max_num_seqs = reference["max_slots"];
   engine.max_num_batched_tokens = reference["token_budget"];
-  const KvBudget kv =
-      kv_cache_budget(model, hw.spec, options, engine.block_size, engine.max_num_batched_tokens);
-  engine.kv_blocks = kv.blocks;
-  engine.kv_block_bytes = kv.block_bytes;
+  size_kv_cache(engine, model, hw.spec, options);
   const PredictedIterationCost cost(model, hw.spec, *hw.cost, options, load_host_overhead());
   ASSERT_EQ(reference["runs"].size(), 2u);
   for (const auto& run : reference["runs"]) {
