@@ -13,7 +13,10 @@ Measures, in one run:
 
 Writes one JSON file (argv[1], default $OUT/torch_reference.json). Inputs are random, never
 zeros. Usage on the device:  python3 validation/torch_reference.py $OUT/torch_reference.json
-[--only headline,launch,ops,steps,hf_eager]
+[--only headline,launch,ops,steps,hf_eager,rope_ops]
+
+rope_ops: PlainLlama's RoPE (q*cos + rot(q)*sin and the same for k, on the transposed views
+F.linear's output gives) as operators, timed like the others; rows "op": "rope".
 """
 import gc
 import json
@@ -202,6 +205,27 @@ def op_grid():
     return rows
 
 
+ROPE_HEADS = ((32, 8, 64), (24, 8, 128), (32, 8, 128))  # Llama 3.2 1B, 3B, Llama 3 8B
+
+
+def rope_grid():
+    """PlainLlama's rotary embedding on the q and k views of one layer, as an operator."""
+    rows = []
+    for heads, kv_heads, d in ROPE_HEADS:
+        for b, s in [(1, t) for t in (1, 16, 128, 512, 2048, 4096, 8192)] + [(4, 1024)]:
+            ql, kl = rand(b, s, heads * d), rand(b, s, kv_heads * d)
+            q = ql.view(b, s, heads, d).transpose(1, 2)
+            k = kl.view(b, s, kv_heads, d).transpose(1, 2)
+            cos, sin = rand(1, 1, s, d), rand(1, 1, s, d)
+            st = time_op(lambda: (q * cos + PlainLlama.rot(q) * sin,
+                                  k * cos + PlainLlama.rot(k) * sin))
+            rows.append(dict(op="rope", batch=b, tokens=s, heads=heads, kv_heads=kv_heads,
+                             head_dim=d, **st))
+    for r in rows:
+        r["split"] = split_of(r)
+    return rows
+
+
 # --------------------------------------------------------------------------- whole steps
 def load_config(name):
     with open(os.path.join(ROOT, "data", "models", name + ".json")) as f:
@@ -379,7 +403,7 @@ def main():
                   "timed operator call (512 MiB write); random bf16 inputs",
     }
     for key, fn in (("headline", headline), ("launch", launch_costs), ("ops", op_grid),
-                    ("steps", lambda: whole_steps(args.models.split(",") if args.models else None)), ("hf_eager", hf_eager)):
+                    ("steps", lambda: whole_steps(args.models.split(",") if args.models else None)), ("hf_eager", hf_eager), ("rope_ops", rope_grid)):
         if key not in sections:
             continue
         t0 = time.time()

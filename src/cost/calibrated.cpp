@@ -179,6 +179,8 @@ OpCost CalibratedCostModel::price(const Op& op) const {
     case OpKind::add_layernorm:
       return price_row_reduction(op, params_[P::norm_efficiency], params_[P::norm_fixed_s],
                                  params_[P::norm_row_stream_bps], params_[P::norm_rows_per_sm]);
+    case OpKind::rope:
+      return price_streaming(op, params_[P::rope_efficiency], params_[P::elementwise_fixed_s]);
     case OpKind::attention_softmax:
     case OpKind::sampling:
       return price_row_reduction(op, params_[P::softmax_efficiency], params_[P::softmax_fixed_s],
@@ -194,8 +196,9 @@ double CalibratedCostModel::isolated_time_s(const Op& op) const {
   double dirty_bytes = std::min(op.bytes(), hardware_.l2_bytes);
   int kernels = std::max(1, op.kernels);
   if (op.kind == OpKind::gemm && plan_gemm(op).split_k > 1) ++kernels;  // the reduction
-  return price(op).time_s + params_[P::isolated_event_s] +
-         (kernels - 1) * params_[P::isolated_launch_s] +
+  const double launch_s =
+      op.kind == OpKind::rope ? params_[P::rope_isolated_launch_s] : params_[P::isolated_launch_s];
+  return price(op).time_s + params_[P::isolated_event_s] + (kernels - 1) * launch_s +
          params_[P::isolated_flush_fraction] * dirty_bytes / hardware_.memory_bandwidth_bps;
 }
 

@@ -36,6 +36,8 @@ constexpr std::array<CalibParamInfo, kCalibParamCount> kInfo = {{
     {"softmax_row_stream_bps", 10e9, 1e8, 1e12},
     {"softmax_rows_per_sm", 4.0, 1.0, 64.0},
     {"isolated_event_s", 3e-6, 0.0, 1e-4},
+    {"rope_efficiency", 0.4, 0.02, 1.5},
+    {"rope_isolated_launch_s", 2e-6, 0.0, 1e-4},
     {"isolated_flush_fraction", 0.5, 0.0, 2.0},
     {"isolated_launch_s", 1e-6, 0.0, 1e-4},
     {"sustained_compute_slowdown", 1.0, 1.0, 3.0},

@@ -35,7 +35,12 @@ enum class CalibParam : int {
   softmax_fixed_s,
   softmax_row_stream_bps,
   softmax_rows_per_sm,
-  isolated_event_s,            // an op timed alone with CUDA events: the events and launch
+  isolated_event_s,  // an op timed alone with CUDA events: the events and launch
+  // RoPE in the unfused (PyTorch) form runs PyTorch's generic elementwise kernel on the
+  // transposed q/k views: its own share of HBM bandwidth, and its ten kernels issued from
+  // Python wait for their launches when the op is timed alone.
+  rope_efficiency,
+  rope_isolated_launch_s,
   isolated_flush_fraction,     // share of an L2 full of dirty lines written back while the op runs
   isolated_launch_s,           // each further kernel of an op timed alone waits for its launch
   sustained_compute_slowdown,  // GEMM back to back over GEMM alone: the power cap's clock drop

@@ -104,6 +104,26 @@ std::string_view topology_name(Topology topology) {
   return "?";
 }
 
+std::string_view kernel_kind_name(KernelKind kind) {
+  switch (kind) {
+    case KernelKind::gemm:
+      return "gemm";
+    case KernelKind::attention_prefill:
+      return "attention_prefill";
+    case KernelKind::attention_decode:
+      return "attention_decode";
+    case KernelKind::norm:
+      return "norm";
+    case KernelKind::elementwise:
+      return "elementwise";
+    case KernelKind::noncontiguous_elementwise:
+      return "noncontiguous_elementwise";
+    case KernelKind::count:
+      break;
+  }
+  return "?";
+}
+
 Topology parse_topology(std::string_view name) {
   std::vector<std::string> known;
   for (auto [t, n] : kTopologyNames) {
@@ -201,6 +221,13 @@ HardwareTemplate parse_hardware_template(const nlohmann::json& doc, const std::s
   t.efficiency.tensor = fraction(eff, "tensor", eff_ctx);
   t.efficiency.memory = fraction(eff, "memory", eff_ctx);
   t.efficiency.global_buffer = fraction(eff, "global_buffer", eff_ctx);
+  t.efficiency.memory_ramp_s = optional_number(eff, "memory_ramp_s", 0.0, eff_ctx);
+  if (!(t.efficiency.memory_ramp_s >= 0.0 && t.efficiency.memory_ramp_s < 1e-3)) {
+    throw InputError(eff_ctx + ": memory_ramp_s must be in [0, 1 ms)");
+  }
+  if (eff.contains("noncontiguous_memory")) {
+    t.efficiency.noncontiguous_memory = fraction(eff, "noncontiguous_memory", eff_ctx);
+  }
   t.efficiency.kernel_in_stream_s = positive(eff, "kernel_in_stream_s", eff_ctx, 1e-3);
   t.efficiency.kernel_isolated_s = positive(eff, "kernel_isolated_s", eff_ctx, 1e-3);
   t.efficiency.sustained_compute_slowdown =
@@ -208,6 +235,24 @@ HardwareTemplate parse_hardware_template(const nlohmann::json& doc, const std::s
   if (!(t.efficiency.sustained_compute_slowdown >= 1.0 &&
         t.efficiency.sustained_compute_slowdown <= 3.0)) {
     throw InputError(eff_ctx + ": sustained_compute_slowdown must be in [1, 3]");
+  }
+
+  if (eff.contains("kernel_floor_s")) {
+    const auto& floors = require_object(eff, "kernel_floor_s", eff_ctx);
+    const std::string floors_ctx = eff_ctx + " kernel_floor_s";
+    for (const auto& [key, value] : floors.items()) {
+      int kind = 0;
+      while (kind < kKernelKindCount &&
+             kernel_kind_name(static_cast<KernelKind>(kind)) != std::string_view(key)) {
+        ++kind;
+      }
+      if (kind == kKernelKindCount) {
+        throw InputError(floors_ctx + ": unknown kernel kind '" + key +
+                         "' (known: gemm, attention_prefill, attention_decode, norm, elementwise, "
+                         "noncontiguous_elementwise)");
+      }
+      t.efficiency.kernel_floor_s[kind] = positive(floors, key.c_str(), floors_ctx, 1e-3);
+    }
   }
 
   t.published_die_area_mm2 = optional_number(doc, "published_die_area_mm2", 0.0, context);

@@ -1,7 +1,9 @@
 #pragma once
 #include <algorithm>
+#include <array>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "util/dtype.hpp"
@@ -60,18 +62,46 @@ struct NodeTemplate {
   std::string link_kind;  // "nvlink4", "infinity_fabric", "ici" ...
 };
 
+// Kinds of library kernel whose fixed cost is measured apart (KernelFloors).
+enum class KernelKind {
+  gemm,
+  attention_prefill,
+  attention_decode,
+  norm,
+  elementwise,
+  noncontiguous_elementwise,  // PyTorch's generic (unvectorised) kernel on strided views
+  count
+};
+inline constexpr int kKernelKindCount = static_cast<int>(KernelKind::count);
+std::string_view kernel_kind_name(KernelKind kind);
+
 // Achieved fractions of the ceilings above. For GPUs that exist they are microbenchmark
 // measurements (the probe's peak GEMM rate and stream bandwidths over the datasheet, the
 // fixed cost of a kernel); designs that do not exist inherit their base's.
 struct EfficiencyTemplate {
-  double tensor = 1.0;              // sustained share of the tensor-unit peak in a GEMM main loop
-  double memory = 1.0;              // share of main-memory bandwidth a stream reaches
-  double global_buffer = 1.0;       // share of global-buffer bandwidth
+  double tensor = 1.0;         // sustained share of the tensor-unit peak in a GEMM main loop
+  double memory = 1.0;         // share of main-memory bandwidth a stream reaches
+  double global_buffer = 1.0;  // share of global-buffer bandwidth
+  // Share of main-memory bandwidth an elementwise kernel on non-contiguous views reaches
+  // (PyTorch's generic kernel: one narrow access per element, no vector loads). 0: `memory`.
+  double noncontiguous_memory = 0.0;
+  // What a kernel streaming its operands from main memory loses to filling and draining the
+  // memory pipeline, beyond its floor (measured with operands in the global buffer).
+  double memory_ramp_s = 0.0;
   double kernel_in_stream_s = 0.0;  // fixed cost of one kernel back to back (graph)
   double kernel_isolated_s = 0.0;   // fixed cost of one kernel timed alone with events
   // Tensor-unit work sustained for seconds runs at a lower clock on a power-capped part (time
   // back to back over time alone); steps scale their compute-bound share by it. 1: none.
   double sustained_compute_slowdown = 1.0;
+  // What one library kernel of each kind costs in a CUDA graph beyond the work the model
+  // prices (its prologue, pipeline fill, epilogue and the gap to the next kernel): the
+  // in-graph time of the framework's kernel at a tiny shape, like LLMCompass's per-operator
+  // overheads. 0: not measured, kernel_in_stream_s stands in.
+  std::array<double, kKernelKindCount> kernel_floor_s{};
+  double kernel_floor(KernelKind kind) const {
+    const double floor = kernel_floor_s[static_cast<int>(kind)];
+    return floor > 0.0 ? floor : kernel_in_stream_s;
+  }
 };
 
 // An accelerator described by its parts (LLMCompass-style): what `--cost tilesim`, `simulate`,

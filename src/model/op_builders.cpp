@@ -103,6 +103,21 @@ Op make_softmax_op(const char* name, int64_t rows, int64_t cols, DType dtype) {
   return op;
 }
 
+Op make_rope_op(const char* name, int64_t tokens, int64_t q_dim, int64_t kv_dim,
+                int kernels_per_tensor, DType dtype) {
+  const double fb = dtype_bytes(dtype);
+  const double q_bytes = static_cast<double>(tokens * q_dim) * fb;
+  const double k_bytes = static_cast<double>(tokens * kv_dim) * fb;
+  Op rope;
+  rope.name = name;
+  rope.kind = OpKind::rope;
+  rope.compute_dtype = dtype;
+  rope.kernels = 2 * kernels_per_tensor;  // q and k
+  rope.flops = 6.0 * static_cast<double>(tokens * (q_dim + kv_dim));
+  rope.activation_bytes = kernels_per_tensor * 2.0 * (q_bytes + k_bytes);
+  return rope;
+}
+
 Op make_embedding_op(const char* name, int64_t tokens, int64_t hidden, DType dtype) {
   Op op;
   op.name = name;

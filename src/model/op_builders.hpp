@@ -28,6 +28,10 @@ Op make_add_op(const char* name, int64_t tokens, int64_t hidden, DType dtype);
 Op make_silu_mul_op(const char* name, int64_t tokens, int64_t intermediate, DType dtype);
 Op make_softmax_op(const char* name, int64_t rows, int64_t cols, DType dtype);
 Op make_embedding_op(const char* name, int64_t tokens, int64_t hidden, DType dtype);
+// Rotary embedding of q (tokens x q_dim) and k (tokens x kv_dim) in `kernels_per_tensor`
+// separate kernels each, every one reading and writing a whole tensor (the unfused form).
+Op make_rope_op(const char* name, int64_t tokens, int64_t q_dim, int64_t kv_dim,
+                int kernels_per_tensor, DType dtype);
 
 // Ring collectives over `devices`; bytes is the payload each device holds.
 Op make_all_reduce_op(const char* name, double bytes, int devices);

@@ -209,14 +209,8 @@ void build_step_graph(const ModelConfig& model, const StepShape& shape, const Pr
     op.kv_bytes = kv_cache_write;
     add_layer(ops, op, layers);
   } else {
-    Op rope;
-    rope.name = "rope";
-    rope.kind = OpKind::rope;
-    rope.compute_dtype = f;
-    rope.kernels = 2 * plan.rope_kernels_per_tensor;  // q and k
-    rope.flops = 6.0 * static_cast<double>(tokens * (q_dim + kv_dim));
-    rope.activation_bytes = plan.rope_kernels_per_tensor * 2.0 * (q_bytes + k_bytes);
-    add_layer(ops, rope, layers);
+    add_layer(ops, make_rope_op("rope", tokens, q_dim, kv_dim, plan.rope_kernels_per_tensor, f),
+              layers);
     kv_write(plan.kv_write_kernels);
   }
   build_context_ops(model, shape, p, plan, s, ops);

@@ -14,6 +14,8 @@ std::vector<P> params_of(CalibGroup group) {
   switch (group) {
     case CalibGroup::elementwise:
       return {P::elementwise_efficiency, P::elementwise_fixed_s, P::isolated_launch_s};
+    case CalibGroup::rope:
+      return {P::rope_efficiency, P::rope_isolated_launch_s};
     case CalibGroup::norm:
       return {P::norm_efficiency, P::norm_fixed_s, P::norm_row_stream_bps, P::norm_rows_per_sm};
     case CalibGroup::softmax:
@@ -48,6 +50,8 @@ std::string_view calib_group_name(CalibGroup group) {
       return "attention_decode";
     case CalibGroup::gemm:
       return "gemm";
+    case CalibGroup::rope:
+      return "rope";
   }
   return "?";
 }
@@ -70,6 +74,8 @@ CalibGroup calib_group_of(const Op& op) {
     case OpKind::attention_softmax:
     case OpKind::sampling:
       return CalibGroup::softmax;
+    case OpKind::rope:
+      return CalibGroup::rope;
     default:
       return CalibGroup::elementwise;
   }
@@ -88,9 +94,9 @@ CalibratedFit fit_calibrated(const HardwareSpec& hardware, const DelayFactors& c
     fit.params[P::isolated_event_s] =
         std::max(0.0, isolated_floor_s - hardware.profile->graph_small_kernel_s);
   }
-  for (CalibGroup group :
-       {CalibGroup::elementwise, CalibGroup::norm, CalibGroup::softmax,
-        CalibGroup::attention_prefill, CalibGroup::attention_decode, CalibGroup::gemm}) {
+  for (CalibGroup group : {CalibGroup::elementwise, CalibGroup::norm, CalibGroup::softmax,
+                           CalibGroup::attention_prefill, CalibGroup::attention_decode,
+                           CalibGroup::gemm, CalibGroup::rope}) {
     std::vector<const MeasuredOp*> points;
     for (const auto& m : measured) {
       if (!m.held_out && m.measured_s > 0.0 && calib_group_of(m.op) == group) points.push_back(&m);

@@ -8,7 +8,15 @@
 namespace inferlab {
 
 // Which parameters a measured op informs: the groups are fitted one after the other.
-enum class CalibGroup { elementwise, norm, softmax, attention_prefill, attention_decode, gemm };
+enum class CalibGroup {
+  elementwise,
+  norm,
+  softmax,
+  attention_prefill,
+  attention_decode,
+  gemm,
+  rope
+};
 std::string_view calib_group_name(CalibGroup group);
 CalibGroup calib_group_of(const Op& op);
 

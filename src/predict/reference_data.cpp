@@ -51,6 +51,13 @@ std::vector<MeasuredOp> measured_ops_from_reference(const nlohmann::json& refere
       m.op.kernels = 2;
       m.op.activation_bytes *= 5.0 / 3.0;
       m.label = fmt::format("silu*mul t={} i={}", n("tokens"), n("intermediate"));
+    } else if (kind == "rope") {
+      // PlainLlama's RoPE: x*cos, neg of half, cat, rot*sin, add for q and for k.
+      constexpr int kRopeKernelsPerTensor = 5;
+      m.op = make_rope_op("rope", n("batch") * n("tokens"), n("heads") * n("head_dim"),
+                          n("kv_heads") * n("head_dim"), kRopeKernelsPerTensor, bf16);
+      m.label = fmt::format("rope b={} t={} heads={} d={}", n("batch"), n("tokens"), n("heads"),
+                            n("head_dim"));
     } else if (kind == "softmax") {
       m.op = make_softmax_op("softmax", n("rows"), n("cols"), bf16);
       m.label = fmt::format("softmax r={} c={}", n("rows"), n("cols"));

@@ -109,6 +109,26 @@ TEST(Calibrated, FewRowsAreBoundByOneCtaPerRow) {
   EXPECT_NEAR(wave.time_s, row_bytes / 10e9, 1e-12);
 }
 
+// Unfused RoPE (PyTorch on transposed views) streams at its own efficiency; timed alone its
+// further kernels wait for their launches at the RoPE launch wait.
+TEST(Calibrated, RopeStreamsAtItsOwnEfficiency) {
+  CalibratedParams p = plain_params();
+  p[P::rope_efficiency] = 0.5;
+  p[P::rope_isolated_launch_s] = 2e-6;
+  p[P::elementwise_fixed_s] = 1e-6;
+  HardwareSpec hw = load_hardware("h100-sxm", kProfileNone);
+  CalibratedCostModel model(hw, p, testing::unit_factors());
+  // Llama 3 8B, 4096 tokens: q 4096 x 4096, k 4096 x 1024, bf16; 5 kernels per tensor each
+  // reading and writing it: 10 x (33.55 + 8.39) MB = 419.4 MB.
+  Op rope = make_rope_op("rope", 4096, 4096, 1024, 5, DType::bf16);
+  EXPECT_EQ(rope.kernels, 10);
+  EXPECT_DOUBLE_EQ(rope.bytes(), 10.0 * 2.0 * 4096.0 * (4096.0 + 1024.0));
+  const double in_stream = rope.bytes() / (0.5 * 3.35e12) + 10 * 1e-6;
+  EXPECT_NEAR(model.price(rope).time_s, in_stream, 1e-12);
+  EXPECT_NEAR(model.isolated_time_s(rope), in_stream + 9 * 2e-6, 1e-12);
+  EXPECT_EQ(calib_group_of(rope), CalibGroup::rope);
+}
+
 // Timed alone: + event overhead, + the dirty L2 the op evicts (min(bytes, 50 MB L2)), + the
 // launch wait of each further kernel.
 TEST(Calibrated, IsolatedTimeAddsTheMeasurementOverheads) {

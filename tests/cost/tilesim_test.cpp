@@ -99,6 +99,18 @@ TEST(HardwareTemplate, BadInputIsAnInputError) {
   bad = toy_template();
   bad["core"]["fp64_lanes"] = -4;
   EXPECT_THROW(parse_hardware_template(bad, "t"), InputError);
+  bad = toy_template();
+  bad["efficiency"]["kernel_floor_s"] = {{"warp_shuffle", 1e-6}};  // no such kernel kind
+  EXPECT_THROW(parse_hardware_template(bad, "t"), InputError);
+  bad = toy_template();
+  bad["efficiency"]["kernel_floor_s"] = {{"gemm", -1e-6}};
+  EXPECT_THROW(parse_hardware_template(bad, "t"), InputError);
+  bad = toy_template();
+  bad["efficiency"]["memory_ramp_s"] = -1e-6;
+  EXPECT_THROW(parse_hardware_template(bad, "t"), InputError);
+  bad = toy_template();
+  bad["efficiency"]["noncontiguous_memory"] = 3.0;
+  EXPECT_THROW(parse_hardware_template(bad, "t"), InputError);
   auto toy = parse_hardware_template(toy_template(), "t");
   EXPECT_THROW(vary_template(toy, "warp_size", 64, "64"), InputError);
   EXPECT_THROW(vary_template(toy, "cores", -2, "-2"), InputError);
@@ -154,6 +166,39 @@ TEST(TileSim, SustainedSlowdownComesFromTheTemplate) {
   EXPECT_NEAR(h100.sustained_compute_slowdown(), 347.0 / 305.0, 1e-3);
   TileSimCostModel toy(parse_hardware_template(toy_template(), "t"), 1);
   EXPECT_DOUBLE_EQ(toy.sustained_compute_slowdown(), 1.0);
+}
+
+// The library kernels' measured floors and the memory ramp, worked by hand on the toy template.
+nlohmann::json toy_with_floors() {
+  auto t = toy_template();
+  t["efficiency"]["kernel_floor_s"] = {
+      {"gemm", 3e-6}, {"norm", 2e-6}, {"elementwise", 1e-6}, {"noncontiguous_elementwise", 1.5e-6}};
+  t["efficiency"]["memory_ramp_s"] = 2e-6;
+  t["efficiency"]["noncontiguous_memory"] = 0.25;
+  t["memory"]["latency_s"] = 400e-9;
+  t["core"]["vector_lanes"] = 65536;  // 131 TFLOP/s: RoPE's arithmetic never bounds
+  return t;
+}
+
+TEST(TileSim, KernelFloorsAndRampWorkedByHand) {
+  HardwareTemplate toy = parse_hardware_template(toy_with_floors(), "toy");
+  EXPECT_DOUBLE_EQ(toy.efficiency.kernel_floor(KernelKind::gemm), 3e-6);
+  // Not measured: the generic in-stream kernel cost stands in.
+  EXPECT_DOUBLE_EQ(toy.efficiency.kernel_floor(KernelKind::attention_decode), 1e-9);
+  TileSimCostModel cost(toy, 1);
+  // A GEMM's fixed part: its floor plus the ramp of streaming its weights.
+  GemmProblem p;
+  p.m = 16, p.n = 16, p.k = 1024;
+  EXPECT_DOUBLE_EQ(cost.mapper().map(p).fixed_s, 5e-6);
+  // RoPE: 10 kernels at the non-contiguous floor, bytes at a quarter of 1 PB/s.
+  Op rope = make_rope_op("rope", 4096, 4096, 1024, 5, DType::bf16);
+  TileSimBreakdown r = cost.simulate(rope);
+  EXPECT_NEAR(r.time_s, rope.bytes() / 0.25e15 + 10 * 1.5e-6, 1e-15);
+  // One RMSNorm row of 4096 bf16 = 8 KB, moved 2 KB (128 threads x 16 B) per round trip in two
+  // passes: 8 round trips, the first chunk's 2 already in the floor: 6 x 400 ns + 2 us.
+  TileSimBreakdown n = cost.simulate(make_rmsnorm_op("n", 1, 4096, DType::bf16));
+  EXPECT_NEAR(n.local_s, 6 * 400e-9, 1e-15);
+  EXPECT_NEAR(n.time_s, 6 * 400e-9 + 2e-6, 1e-12);
 }
 
 TEST(TileSim, RingAllReduceWorkedByHand) {

@@ -121,7 +121,8 @@ GemmMapping GemmMapper::evaluate(const GemmProblem& p, GemmMapping c) const {
   const double c_bytes = static_cast<double>(p.m) * p.n * p.output_bytes;
   traffic = (traffic + c_bytes) * static_cast<double>(p.groups);
   const double memory_bw = hw_.memory.bandwidth_bps * hw_.efficiency.memory;
-  c.fixed_s = hw_.efficiency.kernel_in_stream_s;
+  // Weights always stream from main memory: the pipeline's fill and drain add to the floor.
+  c.fixed_s = hw_.efficiency.kernel_floor(KernelKind::gemm) + hw_.efficiency.memory_ramp_s;
   c.reduce_s = 0.0;
   if (c.split_k > 1) {
     // Partials are written and read back in fp32 by a second kernel, through the global
@@ -131,7 +132,7 @@ GemmMapping GemmMapper::evaluate(const GemmProblem& p, GemmMapping c) const {
     const double rate = partial_bytes <= gb
                             ? hw_.global_buffer_bandwidth_bps * hw_.efficiency.global_buffer
                             : memory_bw;
-    c.reduce_s = partial_bytes / rate + hw_.efficiency.kernel_in_stream_s;
+    c.reduce_s = partial_bytes / rate + hw_.efficiency.kernel_floor(KernelKind::elementwise);
   }
   c.memory_bytes = traffic;
   c.memory_s = traffic / memory_bw;

@@ -11,6 +11,12 @@ namespace inferlab {
 namespace {
 constexpr double kDecodeMinSplitTokens = 256.0;      // flash-decoding splits KV no finer than this
 constexpr double kSoftmaxVectorFlopsPerScore = 4.0;  // max, subtract, scale, sum
+// The framework's row-norm kernel (see norm_row_chain_s): threads per row, bytes each moves
+// per access, and the registers a thread holds (what bounds CTAs resident per core).
+constexpr double kNormCtaThreads = 128.0;
+constexpr double kVectorAccessBytes = 16.0;
+constexpr double kRegistersPerThread = 32.0;
+constexpr double kRegisterBytes = 4.0;
 // Share of the global buffer an activation may take and still be read from there by the next
 // kernel (the rest holds weights streaming through and other tensors).
 constexpr double kResidentShare = 0.5;
@@ -27,6 +33,25 @@ const char* largest_part(const TileSimBreakdown& b) {
   return std::max_element(parts.begin(), parts.end(),
                           [](auto a, auto c) { return a.first < c.first; })
       ->second;
+}
+
+// Kernels of the op that pay the memory ramp (tilesim adds it to GEMMs and to attention).
+double ramp_count(const Op& op) {
+  switch (op.kind) {
+    case OpKind::gemm:
+    case OpKind::moe_gemm:
+    case OpKind::attention_scores:
+    case OpKind::attention_context:
+    case OpKind::attention:
+      return 1.0;
+    default:
+      return 0.0;
+  }
+}
+
+bool is_norm(const Op& op) {
+  return op.kind == OpKind::rmsnorm || op.kind == OpKind::add_rmsnorm ||
+         op.kind == OpKind::layernorm || op.kind == OpKind::add_layernorm;
 }
 
 // Special-function evaluations (exp, rsqrt, tanh) per operator instance.
@@ -98,9 +123,12 @@ TileSimBreakdown TileSimCostModel::simulate_attention(const Op& op) const {
   const double memory_bw = hw.memory.bandwidth_bps * hw.efficiency.memory;
   const double eb = dtype_bytes(op.compute_dtype);
   TileSimBreakdown b;
-  b.fixed_s = hw.efficiency.kernel_in_stream_s;
+  const bool prefill = a.q_len > kAttentionDecodeMaxQueryRows;
+  b.fixed_s = hw.efficiency.kernel_floor(prefill ? KernelKind::attention_prefill
+                                                 : KernelKind::attention_decode) +
+              hw.efficiency.memory_ramp_s;
   b.memory_s = op.bytes() / memory_bw;
-  if (a.q_len > kAttentionDecodeMaxQueryRows) {
+  if (prefill) {
     // Prefill: one CTA per 128-row query tile of each (sequence, head), in waves.
     const double rows = std::min<double>(kFlashPrefillQueryTile, a.q_len);
     const double ctas = static_cast<double>(a.batch * a.q_heads) * ceil_div(a.q_len, rows);
@@ -142,11 +170,46 @@ TileSimBreakdown TileSimCostModel::simulate_attention(const Op& op) const {
     b.compute_s = op.flops / (core_macs_s * cores);
     b.core_s = std::max(stream_s, b.compute_s);
     b.time_s = std::max(b.memory_s, b.core_s) + b.fixed_s;
-    if (splits > 1.0) b.time_s += hw.efficiency.kernel_in_stream_s;  // the combine kernel
+    if (splits > 1.0) b.time_s += hw.efficiency.kernel_floor(KernelKind::elementwise);  // combine
     b.mapping = "flash-decoding: " + std::to_string(static_cast<int64_t>(ctas)) +
                 " (sequence, KV head) streams x " + std::to_string(static_cast<int64_t>(splits)) +
                 " splits";
   }
+  b.bound = largest_part(b);
+  return b;
+}
+
+double TileSimCostModel::norm_row_chain_s(const Op& op) const {
+  // The framework's norm kernel gives each row one CTA of kNormCtaThreads threads, each moving
+  // one 16-byte vector per memory round trip, in two passes (sum of squares; then scale and
+  // write): a row takes 2 round trips per chunk of kNormCtaThreads x 16 bytes, one after the
+  // other. The measured norm floor already holds the first chunk's. A core keeps as many row
+  // CTAs at once as its register file holds.
+  const auto& hw = *hw_;
+  const double chunk_bytes = kNormCtaThreads * kVectorAccessBytes;
+  const double row_bytes = static_cast<double>(op.cols) * dtype_bytes(op.compute_dtype);
+  const double round_trips = 2.0 * (ceil_div(row_bytes, chunk_bytes) - 1.0);
+  const double ctas_per_core =
+      std::max(1.0, std::floor(hw.core.register_file_bytes /
+                               (kNormCtaThreads * kRegistersPerThread * kRegisterBytes)));
+  const double waves = ceil_div(static_cast<double>(op.rows), hw.core_count * ctas_per_core);
+  return waves * round_trips * hw.memory.latency_s;
+}
+
+TileSimBreakdown TileSimCostModel::simulate_noncontiguous(const Op& op) const {
+  // Unfused RoPE runs on the transposed q/k views F.linear's output gives: PyTorch's generic
+  // kernel, one narrow access per element, at its own measured share of the bandwidth; every
+  // kernel streams a whole tensor, too large to stay in the global buffer for long prefills.
+  const auto& hw = *hw_;
+  TileSimBreakdown b;
+  const double share = hw.efficiency.noncontiguous_memory > 0.0 ? hw.efficiency.noncontiguous_memory
+                                                                : hw.efficiency.memory;
+  b.memory_s = op.bytes() / (hw.memory.bandwidth_bps * share);
+  b.vector_s = op.flops / hw.vector_peak_flops();
+  b.core_s = b.vector_s;
+  b.fixed_s =
+      std::max(1, op.kernels) * hw.efficiency.kernel_floor(KernelKind::noncontiguous_elementwise);
+  b.time_s = std::max(b.memory_s, b.core_s) + b.fixed_s;
   b.bound = largest_part(b);
   return b;
 }
@@ -163,12 +226,15 @@ TileSimBreakdown TileSimCostModel::simulate_vector(const Op& op) const {
   b.vector_s =
       std::max(op.flops / hw.vector_peak_flops(),
                special_ops(op) / (hw.core.sfu_ops_per_cycle * hw.clock_hz * hw.core_count));
-  if (op.rows > 0 && op.rows < hw.core_count) {
+  if (is_norm(op) && op.rows > 0 && op.cols > 0) {
+    b.local_s = norm_row_chain_s(op);
+  } else if (op.rows > 0 && op.rows < hw.core_count) {
     // Few rows: one core per row, each limited by what it can keep in flight.
     const double core_rate = hw.memory_rate_per_core_bps();
     b.local_s = op.bytes() / static_cast<double>(op.rows) / core_rate;
   }
-  b.fixed_s = std::max(1, op.kernels) * hw.efficiency.kernel_in_stream_s;
+  b.fixed_s = std::max(1, op.kernels) *
+              hw.efficiency.kernel_floor(is_norm(op) ? KernelKind::norm : KernelKind::elementwise);
   b.core_s = std::max(b.vector_s, b.local_s);
   b.time_s = std::max(b.memory_s + b.global_s, b.core_s) + b.fixed_s;
   b.bound = largest_part(b);
@@ -224,6 +290,8 @@ TileSimBreakdown TileSimCostModel::simulate(const Op& op) const {
     case OpKind::all_reduce:
     case OpKind::all_gather:
       return simulate_collective(op);
+    case OpKind::rope:
+      return simulate_noncontiguous(op);
     default:
       return simulate_vector(op);
   }
@@ -256,12 +324,16 @@ double TileSimCostModel::isolated_time_s(const Op& op) const {
   }
   // Timed alone after an L2 flush (how operators are measured): nothing is resident, so every
   // byte comes from main memory, and the dirty lines the flush left are written back as the
-  // op's traffic evicts them. The fixed cost is the event-timed kernel's, not the in-graph one.
+  // op's traffic evicts them; that write-back stream also covers the memory pipeline's fill
+  // (the ramp). The fixed cost is the event-timed kernel's, not the in-graph one.
   const double memory_bw = hw_->memory.bandwidth_bps * hw_->efficiency.memory;
   const double read_s = std::max(b.memory_s, op.bytes() / memory_bw);
   const double write_back_s = std::min(op.bytes(), hw_->global_buffer_bytes) / memory_bw;
+  const double in_graph_fixed_s =
+      std::max(0.0, b.fixed_s - hw_->efficiency.memory_ramp_s * ramp_count(op));
   return std::max(b.core_s, read_s + write_back_s) +
-         (b.fixed_s - hw_->efficiency.kernel_in_stream_s) + hw_->efficiency.kernel_isolated_s;
+         (in_graph_fixed_s - hw_->efficiency.kernel_in_stream_s) +
+         hw_->efficiency.kernel_isolated_s;
 }
 
 }  // namespace inferlab

@@ -49,6 +49,8 @@ class TileSimCostModel : public CostModel {
   TileSimBreakdown simulate_gemm(const Op& op) const;
   TileSimBreakdown simulate_attention(const Op& op) const;
   TileSimBreakdown simulate_vector(const Op& op) const;
+  TileSimBreakdown simulate_noncontiguous(const Op& op) const;
+  double norm_row_chain_s(const Op& op) const;  // a row's dependent memory round trips
   TileSimBreakdown simulate_collective(const Op& op) const;
   double stream_rate_bps(double bytes) const;  // global buffer if it fits, else main memory
 
