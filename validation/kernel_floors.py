@@ -93,7 +93,7 @@ def rope_case(batch, tokens, heads, kv_heads, head_dim):
     def call(i):
         q = qs[i].view(batch, tokens, heads, head_dim).transpose(1, 2)
         k = ks[i].view(batch, tokens, kv_heads, head_dim).transpose(1, 2)
-        return lambda: (q * cos + PlainLlama.rot(q) * sin, k * cos + PlainLlama.rot(k) * sin)
+        return lambda: (PlainLlama.rope(q, cos, sin), PlainLlama.rope(k, cos, sin))
     t = per_call(call, calls)
     return dict(kind="rope", batch=batch, tokens=tokens, heads=heads, kv_heads=kv_heads,
                 head_dim=head_dim, calls=calls, per_call_s=t)

@@ -217,8 +217,7 @@ def rope_grid():
             q = ql.view(b, s, heads, d).transpose(1, 2)
             k = kl.view(b, s, kv_heads, d).transpose(1, 2)
             cos, sin = rand(1, 1, s, d), rand(1, 1, s, d)
-            st = time_op(lambda: (q * cos + PlainLlama.rot(q) * sin,
-                                  k * cos + PlainLlama.rot(k) * sin))
+            st = time_op(lambda: (PlainLlama.rope(q, cos, sin), PlainLlama.rope(k, cos, sin)))
             rows.append(dict(op="rope", batch=b, tokens=s, heads=heads, kv_heads=kv_heads,
                              head_dim=d, **st))
     for r in rows:
@@ -266,6 +265,11 @@ class PlainLlama(torch.nn.Module):
         half = x.shape[-1] // 2
         return torch.cat([-x[..., half:], x[..., :half]], -1)
 
+    @staticmethod
+    def rope(x, cos, sin):
+        """Rotate-half RoPE, on whatever view x is (the layer's are transposed)."""
+        return x * cos + PlainLlama.rot(x) * sin
+
     def forward(self, tokens, pos, ctx_len):
         """tokens [B, S] at positions pos [S]; attention over the cache [0, ctx_len)."""
         b, s = tokens.shape
@@ -276,8 +280,7 @@ class PlainLlama(torch.nn.Module):
             q = F.linear(hn, L["wq"]).view(b, s, self.nh, self.hd).transpose(1, 2)
             k = F.linear(hn, L["wk"]).view(b, s, self.nkv, self.hd).transpose(1, 2)
             v = F.linear(hn, L["wv"]).view(b, s, self.nkv, self.hd).transpose(1, 2)
-            q = q * cos + self.rot(q) * sin
-            k = k * cos + self.rot(k) * sin
+            q, k = self.rope(q, cos, sin), self.rope(k, cos, sin)
             L["kc"][:b].index_copy_(2, pos, k)
             L["vc"][:b].index_copy_(2, pos, v)
             kk, vv = L["kc"][:b, :, :ctx_len], L["vc"][:b, :, :ctx_len]

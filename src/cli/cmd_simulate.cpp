@@ -65,10 +65,7 @@ void register_simulate(CLI::App& app) {
     a.common.cost = "tilesim";
     ModelConfig model = load_model(a.common.model);
     LoadedHardware hw = load_cost_model(a.common);
-    PredictOptions o = to_predict_options(a.common);
-    o.batch = a.batch;
-    o.input_tokens = shape.context;
-    o.output_tokens = 1;
+    PredictOptions o = to_step_options(a.common, shape);
     SimulationResult r = simulate_step(*hw.tilesim, hw.spec, model, shape, o, a.pp);
     // The same step with attention in the other form: FlashAttention tiles against the
     // unfused score matrix written to and read back from memory.

@@ -36,10 +36,7 @@ void register_step(CLI::App& app) {
     const StepShape shape = parse_step_shape(a.phase, a.batch, a.tokens, a.context);
     ModelConfig model = load_model(a.common.model);
     LoadedHardware hw = load_cost_model(a.common);
-    PredictOptions o = to_predict_options(a.common);
-    o.batch = a.batch;
-    o.input_tokens = shape.context;
-    o.output_tokens = 1;
+    PredictOptions o = to_step_options(a.common, shape);
     StepContext context = make_step_context(model, hw.spec, *hw.cost, o, load_host_overhead());
     StepPrediction step = predict_step(context, shape);
     if (format == OutputFormat::json) {

@@ -79,6 +79,14 @@ StepShape parse_step_shape(const std::string& phase, int64_t batch, int64_t toke
   throw InputError("--phase takes prefill or decode, got '" + phase + "'");
 }
 
+PredictOptions to_step_options(const CommonArgs& a, const StepShape& shape) {
+  PredictOptions o = to_predict_options(a);
+  o.batch = shape.batch;
+  o.input_tokens = shape.context;
+  o.output_tokens = 1;
+  return o;
+}
+
 PredictOptions to_predict_options(const CommonArgs& a) {
   PredictOptions o;
   if (!a.weights.empty()) o.weights = parse_dtype(a.weights);

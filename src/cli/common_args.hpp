@@ -39,6 +39,8 @@ bool parse_on_off(const std::string& flag, const std::string& value);
 StepShape parse_step_shape(const std::string& phase, int64_t batch, int64_t tokens,
                            int64_t context);
 PredictOptions to_predict_options(const CommonArgs& args);
+// The options of one step of that shape (its batch, its context, one output token).
+PredictOptions to_step_options(const CommonArgs& args, const StepShape& shape);
 
 using LoadedHardware = LoadedCost;
 LoadedHardware load_cost_model(const CommonArgs& args);

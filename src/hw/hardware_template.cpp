@@ -28,6 +28,10 @@ constexpr std::array<std::pair<Topology, const char*>, 3> kTopologyNames = {{
     {Topology::fully_connected, "fully_connected"},
     {Topology::switched, "switch"},
 }};
+// In KernelKind order.
+constexpr std::array<const char*, kKernelKindCount> kKernelKindNames = {
+    "gemm", "attention_prefill", "attention_decode",
+    "norm", "elementwise",       "noncontiguous_elementwise"};
 constexpr int kMaxBaseDepth = 4;
 
 const nlohmann::json& require_object(const nlohmann::json& json, const char* key,
@@ -105,23 +109,8 @@ std::string_view topology_name(Topology topology) {
 }
 
 std::string_view kernel_kind_name(KernelKind kind) {
-  switch (kind) {
-    case KernelKind::gemm:
-      return "gemm";
-    case KernelKind::attention_prefill:
-      return "attention_prefill";
-    case KernelKind::attention_decode:
-      return "attention_decode";
-    case KernelKind::norm:
-      return "norm";
-    case KernelKind::elementwise:
-      return "elementwise";
-    case KernelKind::noncontiguous_elementwise:
-      return "noncontiguous_elementwise";
-    case KernelKind::count:
-      break;
-  }
-  return "?";
+  const int index = static_cast<int>(kind);
+  return index >= 0 && index < kKernelKindCount ? kKernelKindNames[index] : "?";
 }
 
 Topology parse_topology(std::string_view name) {
@@ -241,16 +230,12 @@ HardwareTemplate parse_hardware_template(const nlohmann::json& doc, const std::s
     const auto& floors = require_object(eff, "kernel_floor_s", eff_ctx);
     const std::string floors_ctx = eff_ctx + " kernel_floor_s";
     for (const auto& [key, value] : floors.items()) {
-      int kind = 0;
-      while (kind < kKernelKindCount &&
-             kernel_kind_name(static_cast<KernelKind>(kind)) != std::string_view(key)) {
-        ++kind;
-      }
-      if (kind == kKernelKindCount) {
+      const auto* found = std::find(kKernelKindNames.begin(), kKernelKindNames.end(), key);
+      if (found == kKernelKindNames.end()) {
         throw InputError(floors_ctx + ": unknown kernel kind '" + key +
-                         "' (known: gemm, attention_prefill, attention_decode, norm, elementwise, "
-                         "noncontiguous_elementwise)");
+                         "'; known: " + join_names(kKernelKindNames));
       }
+      const auto kind = static_cast<int>(found - kKernelKindNames.begin());
       t.efficiency.kernel_floor_s[kind] = positive(floors, key.c_str(), floors_ctx, 1e-3);
     }
   }

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "model/op_builders.hpp"
+#include "predict/framework.hpp"
 #include "util/error.hpp"
 #include "util/json_file.hpp"
 
@@ -52,10 +53,10 @@ std::vector<MeasuredOp> measured_ops_from_reference(const nlohmann::json& refere
       m.op.activation_bytes *= 5.0 / 3.0;
       m.label = fmt::format("silu*mul t={} i={}", n("tokens"), n("intermediate"));
     } else if (kind == "rope") {
-      // PlainLlama's RoPE: x*cos, neg of half, cat, rot*sin, add for q and for k.
-      constexpr int kRopeKernelsPerTensor = 5;
+      // PlainLlama's RoPE, as the PyTorch kernel plan runs it.
       m.op = make_rope_op("rope", n("batch") * n("tokens"), n("heads") * n("head_dim"),
-                          n("kv_heads") * n("head_dim"), kRopeKernelsPerTensor, bf16);
+                          n("kv_heads") * n("head_dim"),
+                          kernel_plan(Framework::pytorch, true).rope_kernels_per_tensor, bf16);
       m.label = fmt::format("rope b={} t={} heads={} d={}", n("batch"), n("tokens"), n("heads"),
                             n("head_dim"));
     } else if (kind == "softmax") {

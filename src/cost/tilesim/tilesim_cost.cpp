@@ -35,20 +35,6 @@ const char* largest_part(const TileSimBreakdown& b) {
       ->second;
 }
 
-// Kernels of the op that pay the memory ramp (tilesim adds it to GEMMs and to attention).
-double ramp_count(const Op& op) {
-  switch (op.kind) {
-    case OpKind::gemm:
-    case OpKind::moe_gemm:
-    case OpKind::attention_scores:
-    case OpKind::attention_context:
-    case OpKind::attention:
-      return 1.0;
-    default:
-      return 0.0;
-  }
-}
-
 bool is_norm(const Op& op) {
   return op.kind == OpKind::rmsnorm || op.kind == OpKind::add_rmsnorm ||
          op.kind == OpKind::layernorm || op.kind == OpKind::add_layernorm;
@@ -102,6 +88,7 @@ TileSimBreakdown TileSimCostModel::simulate_gemm(const Op& op) const {
   const double scale = nominal > 0.0 ? std::min(1.0, op.bytes() / nominal) : 1.0;
   b.memory_s = m.memory_s * scale;
   b.fixed_s = m.fixed_s + m.reduce_s;
+  b.ramp_s = hw_->efficiency.memory_ramp_s;  // inside the mapper's fixed_s
   b.core_s = m.core_s;
   b.time_s = std::max(m.core_s, b.memory_s) + b.fixed_s;
   b.mapping = m.describe();
@@ -124,9 +111,10 @@ TileSimBreakdown TileSimCostModel::simulate_attention(const Op& op) const {
   const double eb = dtype_bytes(op.compute_dtype);
   TileSimBreakdown b;
   const bool prefill = a.q_len > kAttentionDecodeMaxQueryRows;
+  b.ramp_s = hw.efficiency.memory_ramp_s;
   b.fixed_s = hw.efficiency.kernel_floor(prefill ? KernelKind::attention_prefill
                                                  : KernelKind::attention_decode) +
-              hw.efficiency.memory_ramp_s;
+              b.ramp_s;
   b.memory_s = op.bytes() / memory_bw;
   if (prefill) {
     // Prefill: one CTA per 128-row query tile of each (sequence, head), in waves.
@@ -329,10 +317,8 @@ double TileSimCostModel::isolated_time_s(const Op& op) const {
   const double memory_bw = hw_->memory.bandwidth_bps * hw_->efficiency.memory;
   const double read_s = std::max(b.memory_s, op.bytes() / memory_bw);
   const double write_back_s = std::min(op.bytes(), hw_->global_buffer_bytes) / memory_bw;
-  const double in_graph_fixed_s =
-      std::max(0.0, b.fixed_s - hw_->efficiency.memory_ramp_s * ramp_count(op));
   return std::max(b.core_s, read_s + write_back_s) +
-         (in_graph_fixed_s - hw_->efficiency.kernel_in_stream_s) +
+         (b.fixed_s - b.ramp_s - hw_->efficiency.kernel_in_stream_s) +
          hw_->efficiency.kernel_isolated_s;
 }
 

@@ -15,7 +15,8 @@ struct TileSimBreakdown {
   double global_s = 0.0;         // global buffer
   double memory_s = 0.0;         // main memory
   double communication_s = 0.0;  // links between devices
-  double fixed_s = 0.0;          // kernel launch
+  double fixed_s = 0.0;          // kernel floors (and the memory ramp, see ramp_s)
+  double ramp_s = 0.0;           // part of fixed_s: the memory pipeline's fill and drain
   double core_s = 0.0;           // what the cores take if memory were free (overlapped parts)
   double time_s = 0.0;
   std::string bound;
