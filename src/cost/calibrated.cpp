@@ -28,6 +28,17 @@ constexpr std::array<int64_t, 5> kSplits = {1, 2, 4, 8, 16};
 constexpr int64_t kMinSliceK = 256;  // split-K slices shorter than this are not offered
 constexpr int64_t kStreamKMinTileArea = 128 * 128;  // stream-K is used for the large tiles
 
+// The norm kernels' launch geometry. PyTorch's vectorized_layer_norm_kernel (F.rms_norm,
+// F.layer_norm): a CTA of 128 threads per row, 4 elements (8 bytes) each per memory round
+// trip. vLLM's fused add+RMSNorm: a CTA of up to 1024 threads per row, one element each.
+// An SM holds 2048 threads (Ampere and Hopper), so 16 or 2 such rows at once.
+struct NormKernelShape {
+  double elements_per_round_trip, rows_per_sm;
+};
+constexpr NormKernelShape kTorchNorm = {128.0 * 4.0, 2048.0 / 128.0};
+constexpr NormKernelShape kFusedNorm = {1024.0, 2048.0 / 1024.0};
+constexpr double kNormPasses = 2.0;  // sum of squares, then scale and write
+
 }  // namespace
 
 CalibratedCostModel::CalibratedCostModel(HardwareSpec hardware, CalibratedParams params,
@@ -140,6 +151,25 @@ OpCost CalibratedCostModel::price_row_reduction(const Op& op, double efficiency,
   return cost;
 }
 
+OpCost CalibratedCostModel::price_norm(const Op& op) const {
+  OpCost cost = price_streaming(op, params_[P::norm_efficiency], params_[P::norm_fixed_s]);
+  if (op.rows > 0 && op.cols > 0) {
+    // Each row is one CTA that walks it twice, one memory round trip after the other; a few
+    // rows leave the GPU waiting on that chain rather than on bandwidth, and rows beyond what
+    // the SMs hold at once wait for a free slot.
+    const bool fused = op.kind == OpKind::add_rmsnorm || op.kind == OpKind::add_layernorm;
+    const NormKernelShape& kernel = fused ? kFusedNorm : kTorchNorm;
+    const double row_chain_s = kNormPasses *
+                               ceil_div(static_cast<double>(op.cols), kernel.elements_per_round_trip) *
+                               params_[P::norm_round_trip_s];
+    const double slots = std::max(1, hardware_.sm_count) * kernel.rows_per_sm;
+    cost.memory_s =
+        std::max(cost.memory_s, ceil_div(static_cast<double>(op.rows), slots) * row_chain_s);
+    cost.combine_parts();
+  }
+  return cost;
+}
+
 OpCost CalibratedCostModel::price_streaming(const Op& op, double efficiency, double fixed_s) const {
   OpCost cost;
   cost.op_class = roofline_.classify(op);
@@ -177,8 +207,7 @@ OpCost CalibratedCostModel::price(const Op& op) const {
     case OpKind::add_rmsnorm:
     case OpKind::layernorm:
     case OpKind::add_layernorm:
-      return price_row_reduction(op, params_[P::norm_efficiency], params_[P::norm_fixed_s],
-                                 params_[P::norm_row_stream_bps], params_[P::norm_rows_per_sm]);
+      return price_norm(op);
     case OpKind::rope:
       return price_streaming(op, params_[P::rope_efficiency], params_[P::elementwise_fixed_s]);
     case OpKind::attention_softmax:

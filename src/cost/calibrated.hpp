@@ -24,8 +24,12 @@ struct GemmWavePlan {
 //  * FlashAttention prefill: query tiles of 128 rows per (sequence, head) in waves, the longest
 //    causal tile bounding the wave; decode: one CTA per (sequence, KV head) streaming its KV,
 //    bounded by HBM bandwidth.
-//  * RMSNorm and softmax/sampling: HBM bandwidth at a fitted share, or one CTA per row when
-//    rows are few; elementwise kernels: HBM bandwidth at a fitted share plus a fixed cost.
+//  * RMSNorm: HBM bandwidth at a fitted share, or, when rows are few, the chain of memory
+//    round trips one CTA takes to walk its row twice (the kernel's threads and vector width
+//    set the chain's length, a fitted round-trip time its pace);
+//  * softmax/sampling: HBM bandwidth at a fitted share, or one CTA per row streaming at a
+//    fitted rate when rows are few; elementwise kernels: HBM bandwidth at a fitted share plus
+//    a fixed cost.
 // Times are in-stream: what each kernel adds to a step run back to back (a CUDA graph), the
 // gap between kernels included. Collectives are priced by the roofline model's ring formula.
 class CalibratedCostModel : public CostModel {
@@ -49,6 +53,7 @@ class CalibratedCostModel : public CostModel {
  private:
   double matrix_peak(DType dtype) const { return roofline_.matrix_peak_of(dtype); }
   OpCost price_attention(const Op& op) const;
+  OpCost price_norm(const Op& op) const;
   OpCost price_row_reduction(const Op& op, double efficiency, double fixed_s, double row_stream_bps,
                              double rows_per_sm) const;
   OpCost price_streaming(const Op& op, double efficiency, double fixed_s) const;

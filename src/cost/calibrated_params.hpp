@@ -27,8 +27,7 @@ enum class CalibParam : int {
   attn_decode_cta_stream_bps,  // KV bytes per second one CTA (one sequence x head) streams
   norm_efficiency,             // RMSNorm: fraction of HBM bandwidth
   norm_fixed_s,
-  norm_row_stream_bps,     // one row is reduced by one CTA: its streaming rate
-  norm_rows_per_sm,        // rows reduced at once on one SM
+  norm_round_trip_s,       // one memory round trip of the CTA that reduces a row
   elementwise_efficiency,  // elementwise, embedding, RoPE, KV writes: fraction of HBM bandwidth
   elementwise_fixed_s,     // per kernel (set from the profile's small kernel in a graph)
   softmax_efficiency,      // softmax and sampling (row reductions)
