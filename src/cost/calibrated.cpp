@@ -12,21 +12,22 @@ namespace inferlab {
 namespace {
 using P = CalibParam;
 
-// Output tiles (token rows x output columns) of the kinds cuBLAS picks on Hopper: wide and
-// skinny ones for few tokens (its 64x8, 64x16, ... GEMV-like kernels), square-ish ones for
-// many.
-constexpr std::array<std::pair<int64_t, int64_t>, 9> kGemmTiles = {{{8, 64},
-                                                                    {16, 64},
-                                                                    {32, 64},
-                                                                    {64, 64},
-                                                                    {64, 128},
-                                                                    {128, 64},
-                                                                    {128, 128},
-                                                                    {128, 256},
-                                                                    {256, 128}}};
+// Output tiles (token rows x output columns) cuBLAS 13 runs on Hopper: those of the nvjet
+// kernels (nvjet_sm90_tst_<columns>x<rows>_...) the PyTorch profiler recorded for the fit
+// split's F.linear shapes and the whole steps (validation/data/gemm_shapes_h100_*.json,
+// step_kernels*_h100_*.json, kernel_floors_h100_*.json, kernel_list_h100_*.json). The
+// library sizes its tiles to the shape, in steps of 8, so that few SMs idle in the last wave.
+constexpr std::array<std::pair<int64_t, int64_t>, 42> kGemmTiles = {
+    {{8, 64},    {8, 128},   {8, 384},   {16, 64},   {16, 128},  {16, 512},  {24, 64},
+     {32, 64},   {32, 128},  {32, 512},  {40, 64},   {40, 128},  {48, 64},   {64, 8},
+     {64, 24},   {64, 48},   {64, 56},   {64, 64},   {64, 96},   {64, 112},  {64, 128},
+     {64, 512},  {80, 64},   {80, 128},  {104, 128}, {112, 256}, {128, 80},  {128, 96},
+     {128, 112}, {128, 128}, {128, 176}, {128, 200}, {128, 256}, {128, 320}, {152, 256},
+     {192, 72},  {192, 192}, {208, 192}, {216, 128}, {256, 96},  {256, 144}, {256, 160}}};
 constexpr std::array<int64_t, 5> kSplits = {1, 2, 4, 8, 16};
 constexpr int64_t kMinSliceK = 256;  // split-K slices shorter than this are not offered
 constexpr int64_t kStreamKMinTileArea = 128 * 128;  // stream-K is used for the large tiles
+constexpr double kSectorBytes = 32.0;               // the unit of L2 and HBM transfers
 
 // The norm kernels' launch geometry. PyTorch's vectorized_layer_norm_kernel (F.rms_norm,
 // F.layer_norm): a CTA of 128 threads per row, 4 elements (8 bytes) each per memory round
@@ -50,10 +51,19 @@ CalibratedCostModel::CalibratedCostModel(HardwareSpec hardware, CalibratedParams
 GemmWavePlan CalibratedCostModel::plan_gemm(const Op& op) const {
   const auto& g = op.gemm;
   const double sms = std::max(1, hardware_.sm_count);
-  const double sm_flops = matrix_peak(op.compute_dtype) / sms * params_[P::gemm_compute_efficiency];
-  const double sm_stream = params_[P::gemm_sm_stream_bps];
-  const double bandwidth = hardware_.memory_bandwidth_bps * params_[P::gemm_memory_efficiency];
   const double element_bytes = dtype_bytes(op.compute_dtype);
+  // Operand rows (k elements) that do not start on a 32-byte sector make every tile load
+  // touch a sector more than it uses, and cuBLAS runs such shapes at a lower rate throughout
+  // (measured: k = 1800, 2888, 5000, 6200 against k = 4000 and multiples of 64): a tile's
+  // main loop and operand stream run at a fitted share of their rates. HBM traffic is not
+  // touched: the matrices are contiguous, whatever their rows.
+  const bool rows_on_sectors =
+      std::fmod(static_cast<double>(g.k) * element_bytes, kSectorBytes) == 0.0;
+  const double alignment = rows_on_sectors ? 1.0 : params_[P::gemm_unaligned_efficiency];
+  const double sm_stream = params_[P::gemm_sm_stream_bps] * alignment;
+  const double sm_flops =
+      matrix_peak(op.compute_dtype) / sms * params_[P::gemm_compute_efficiency] * alignment;
+  const double bandwidth = hardware_.memory_bandwidth_bps * params_[P::gemm_memory_efficiency];
   GemmWavePlan best;
   for (auto [tm, tn] : kGemmTiles) {
     // One tile's main loop over k: its FLOPs at the SM's rate or its operands at its stream rate.
@@ -159,9 +169,9 @@ OpCost CalibratedCostModel::price_norm(const Op& op) const {
     // the SMs hold at once wait for a free slot.
     const bool fused = op.kind == OpKind::add_rmsnorm || op.kind == OpKind::add_layernorm;
     const NormKernelShape& kernel = fused ? kFusedNorm : kTorchNorm;
-    const double row_chain_s = kNormPasses *
-                               ceil_div(static_cast<double>(op.cols), kernel.elements_per_round_trip) *
-                               params_[P::norm_round_trip_s];
+    const double row_chain_s =
+        kNormPasses * ceil_div(static_cast<double>(op.cols), kernel.elements_per_round_trip) *
+        params_[P::norm_round_trip_s];
     const double slots = std::max(1, hardware_.sm_count) * kernel.rows_per_sm;
     cost.memory_s =
         std::max(cost.memory_s, ceil_div(static_cast<double>(op.rows), slots) * row_chain_s);

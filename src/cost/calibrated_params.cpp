@@ -19,6 +19,7 @@ constexpr std::array<CalibParamInfo, kCalibParamCount> kInfo = {{
     {"splitk_reduce_s", 1.5e-6, 0.0, 1e-4},
     {"gemm_streamk_efficiency", 0.9, 0.05, 1.5},
     {"gemm_streamk_fixed_s", 2e-6, 0.0, 1e-4},
+    {"gemm_unaligned_efficiency", 0.9, 0.05, 1.5},
     {"attn_prefill_efficiency", 0.5, 0.02, 1.5},
     {"attn_prefill_fixed_s", 3e-6, 0.0, 1e-4},
     {"attn_prefill_wave_fixed_s", 1e-6, 0.0, 1e-4},

@@ -19,6 +19,7 @@ enum class CalibParam : int {
   splitk_reduce_s,             // the separate split-K reduction kernel
   gemm_streamk_efficiency,     // stream-K: share of the tile rate kept when work is balanced
   gemm_streamk_fixed_s,        // stream-K: partial-tile fix-up
+  gemm_unaligned_efficiency,   // share of the GEMM rates kept when k rows miss 32-byte sectors
   attn_prefill_efficiency,     // fraction of the matrix peak in FlashAttention's main loop
   attn_prefill_fixed_s,        // per kernel
   attn_prefill_wave_fixed_s,   // per wave of query tiles

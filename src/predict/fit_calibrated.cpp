@@ -26,11 +26,11 @@ std::vector<P> params_of(CalibGroup group) {
     case CalibGroup::attention_decode:
       return {P::attn_decode_efficiency, P::attn_decode_fixed_s, P::attn_decode_cta_stream_bps};
     case CalibGroup::gemm:
-      return {P::gemm_compute_efficiency, P::gemm_sm_stream_bps,
-              P::gemm_memory_efficiency,  P::gemm_fixed_s,
-              P::gemm_wave_fixed_s,       P::splitk_reduce_s,
-              P::gemm_streamk_efficiency, P::gemm_streamk_fixed_s,
-              P::isolated_flush_fraction};
+      return {P::gemm_compute_efficiency,   P::gemm_sm_stream_bps,
+              P::gemm_memory_efficiency,    P::gemm_fixed_s,
+              P::gemm_wave_fixed_s,         P::splitk_reduce_s,
+              P::gemm_streamk_efficiency,   P::gemm_streamk_fixed_s,
+              P::gemm_unaligned_efficiency, P::isolated_flush_fraction};
   }
   return {};
 }
@@ -142,9 +142,9 @@ CalibratedFit fit_calibrated(const HardwareSpec& hardware, const DelayFactors& c
   constexpr int kRounds = 2;
   for (int round = 0; round < kRounds; ++round) {
     fit.groups.clear();
-    for (CalibGroup group : {CalibGroup::gemm, CalibGroup::elementwise, CalibGroup::norm,
-                             CalibGroup::softmax, CalibGroup::attention_prefill,
-                             CalibGroup::attention_decode, CalibGroup::rope}) {
+    for (CalibGroup group :
+         {CalibGroup::gemm, CalibGroup::elementwise, CalibGroup::norm, CalibGroup::softmax,
+          CalibGroup::attention_prefill, CalibGroup::attention_decode, CalibGroup::rope}) {
       fit.groups.push_back(fit_group(hardware, comm_factors, measured, group, fit.params));
     }
   }

@@ -22,7 +22,7 @@ CalibratedParams plain_params() {
   CalibratedParams p = initial_calibrated_params();
   for (P q : {P::gemm_compute_efficiency, P::gemm_memory_efficiency, P::attn_prefill_efficiency,
               P::attn_decode_efficiency, P::norm_efficiency, P::elementwise_efficiency,
-              P::softmax_efficiency}) {
+              P::softmax_efficiency, P::gemm_unaligned_efficiency}) {
     p[q] = 1.0;
   }
   for (P q : {P::gemm_fixed_s, P::gemm_wave_fixed_s, P::splitk_reduce_s, P::attn_prefill_fixed_s,
@@ -83,6 +83,22 @@ TEST(Calibrated, GemvStreamsTheWeights) {
   EXPECT_EQ(c.bound, Bound::memory);
   EXPECT_NEAR(c.time_s, op.bytes() / (3.35e12 * 0.8) + 2e-6, 1e-12);
   EXPECT_NEAR(op.bytes(), 4096.0 * 4096 * 2 + 4096 * 2 + 4096 * 2, 0.5);
+}
+
+// cuBLAS runs shapes whose k rows miss 32-byte sectors at a lower rate. k = 4000 (8,000-byte
+// rows, on sectors) is untouched by the share; k = 4004 (8,008 bytes) is not: at share 0.5
+// its compute-bound tiles take twice as long, and with no fixed costs so does the GEMM.
+TEST(Calibrated, RowsOffSectorsRunAtTheUnalignedShare) {
+  CalibratedParams p = plain_params();
+  CalibratedCostModel full(load_hardware("h100-sxm", kProfileNone), p, testing::unit_factors());
+  p[P::gemm_unaligned_efficiency] = 0.5;
+  CalibratedCostModel half(load_hardware("h100-sxm", kProfileNone), p, testing::unit_factors());
+  auto gemm = [](int64_t k) {
+    return make_gemm_op("g", 4096, 4096, k, DType::bf16, DType::bf16, DType::bf16, DType::bf16);
+  };
+  EXPECT_DOUBLE_EQ(half.price(gemm(4000)).time_s, full.price(gemm(4000)).time_s);
+  ASSERT_EQ(full.price(gemm(4004)).bound, Bound::compute);
+  EXPECT_NEAR(half.price(gemm(4004)).time_s, 2.0 * full.price(gemm(4004)).time_s, 1e-12);
 }
 
 // Decode attention of 8 sequences x 8 KV heads x 4096 tokens x 128 dims: K and V are

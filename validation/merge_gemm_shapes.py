@@ -1,0 +1,41 @@
+#!/usr/bin/env python3
+"""Merges a `gemm_shapes.py` run into the reference file it was run against (same device):
+appends its unaligned F.linear rows (fit split) to "ops" and replaces each disturbed operator
+by its re-timing, keeping the first timing in the row (first_median_s, first_min_s,
+first_max_s). Running it twice changes nothing.
+
+Usage: python3 validation/merge_gemm_shapes.py GEMM_SHAPES.json REFERENCE.json
+"""
+import json
+import sys
+
+
+def shape(row):
+    return (row["op"], row.get("m"), row.get("n"), row.get("k"), row.get("model"))
+
+
+def main():
+    run_path, reference_path = sys.argv[1], sys.argv[2]
+    with open(run_path) as f:
+        run = json.load(f)
+    with open(reference_path) as f:
+        reference = json.load(f)
+    if run["device"]["name"] != reference["device"]["name"]:
+        sys.exit(f"error: {run_path} is from {run['device']['name']}, "
+                 f"{reference_path} from {reference['device']['name']}")
+    retimed = {shape(r): r for r in run["retimed"]}
+    added = {shape(r) for r in run["unaligned_ops"]}
+    ops = [retimed.get(shape(r), r) for r in reference["ops"] if shape(r) not in added]
+    reference["ops"] = ops + run["unaligned_ops"]
+    reference["ops_gemm_shapes_measured_at"] = run["measured_at"]
+    note = ("; unaligned linear ops (model 'unaligned', fit split) and re-timings of disturbed "
+            "ops (" + run["disturbed_rule"] + "): validation/gemm_shapes.py "
+            "(ops_gemm_shapes_measured_at), merged by validation/merge_gemm_shapes.py")
+    if note not in reference.get("note", ""):
+        reference["note"] = reference.get("note", "").rstrip(".") + note
+    with open(reference_path, "w") as f:
+        json.dump(reference, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
