@@ -15,12 +15,13 @@ struct GemmWavePlan {
 
 // Operator cost fitted to measurements, generalising by the structure of the kernels rather
 // than by looking measurements up (cost/calibrated_params.hpp has the parameters):
-//  * GEMM: the output is cut into tiles (tile shapes of the kind cuBLAS uses, split-K when the
-//    tiles underfill the SMs); tiles run in waves over the SMs, each tile's time being its
+//  * GEMM: the output is cut into tiles (the tile shapes cuBLAS's own kernels use, split-K when
+//    the tiles underfill the SMs); tiles run in waves over the SMs, each tile's time being its
 //    FLOPs over a fitted share of the per-SM matrix peak or its operand bytes over a fitted
-//    per-CTA streaming rate, whichever is longer, plus a fixed cost per wave; the whole GEMM
-//    also cannot beat its HBM traffic at a fitted share of the bandwidth. The cheapest tiling
-//    is the one priced, as a library heuristic would pick it.
+//    per-CTA streaming rate, whichever is longer (both at a fitted share when k rows miss
+//    32-byte sectors), plus a fixed cost per wave; the whole GEMM also cannot beat its HBM
+//    traffic at a fitted share of the bandwidth. The cheapest tiling is the one priced, as a
+//    library heuristic would pick it.
 //  * FlashAttention prefill: query tiles of 128 rows per (sequence, head) in waves, the longest
 //    causal tile bounding the wave; decode: one CTA per (sequence, KV head) streaming its KV,
 //    bounded by HBM bandwidth.

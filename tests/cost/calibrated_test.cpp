@@ -218,9 +218,8 @@ TEST(Calibrated, FitRecoversKnownElementwiseParameters) {
   CalibratedFit fit = fit_calibrated(hw, testing::unit_factors(), measured, 0.0);
   EXPECT_NEAR(fit.params[P::elementwise_efficiency], 0.7, 0.7 * 0.01);
   EXPECT_NEAR(fit.params[P::elementwise_fixed_s], 2.5e-6, 2.5e-8);
-  auto elementwise = std::find_if(fit.groups.begin(), fit.groups.end(), [](const auto& g) {
-    return g.group == CalibGroup::elementwise;
-  });
+  auto elementwise = std::find_if(fit.groups.begin(), fit.groups.end(),
+                                  [](const auto& g) { return g.group == CalibGroup::elementwise; });
   ASSERT_NE(elementwise, fit.groups.end());
   EXPECT_EQ(elementwise->points, 5);
   EXPECT_LT(elementwise->mape, 0.005);
