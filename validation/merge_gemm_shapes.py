@@ -6,8 +6,11 @@ first_max_s). Running it twice changes nothing.
 
 Usage: python3 validation/merge_gemm_shapes.py GEMM_SHAPES.json REFERENCE.json
 """
-import json
+import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from reference_merge import load_same_device, write_merged  # noqa: E402
 
 
 def shape(row):
@@ -16,25 +19,15 @@ def shape(row):
 
 def main():
     run_path, reference_path = sys.argv[1], sys.argv[2]
-    with open(run_path) as f:
-        run = json.load(f)
-    with open(reference_path) as f:
-        reference = json.load(f)
-    if run["device"]["name"] != reference["device"]["name"]:
-        sys.exit(f"error: {run_path} is from {run['device']['name']}, "
-                 f"{reference_path} from {reference['device']['name']}")
+    run, reference = load_same_device(run_path, reference_path)
     retimed = {shape(r): r for r in run["retimed"]}
     added = {shape(r) for r in run["unaligned_ops"]}
     ops = [retimed.get(shape(r), r) for r in reference["ops"] if shape(r) not in added]
     reference["ops"] = ops + run["unaligned_ops"]
-    reference["ops_gemm_shapes_measured_at"] = run["measured_at"]
-    note = ("; unaligned linear ops (model 'unaligned', fit split) and re-timings of disturbed "
-            "ops (" + run["disturbed_rule"] + "): validation/gemm_shapes.py "
-            "(ops_gemm_shapes_measured_at), merged by validation/merge_gemm_shapes.py")
-    if note not in reference.get("note", ""):
-        reference["note"] = reference.get("note", "").rstrip(".") + note
-    with open(reference_path, "w") as f:
-        json.dump(reference, f, indent=1)
+    write_merged(reference, reference_path, "ops_gemm_shapes_measured_at", run["measured_at"],
+                 "; unaligned linear ops (model 'unaligned', fit split) and re-timings of "
+                 "disturbed ops (" + run["disturbed_rule"] + "): validation/gemm_shapes.py "
+                 "(ops_gemm_shapes_measured_at), merged by validation/merge_gemm_shapes.py")
 
 
 if __name__ == "__main__":

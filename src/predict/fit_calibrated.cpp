@@ -34,6 +34,7 @@ std::vector<P> params_of(CalibGroup group) {
   }
   return {};
 }
+
 // Fits one group's free parameters to its non-held-out points (least squares of the log
 // ratio, so that a 2 us op counts as much as a 2 ms one), the others held at `params`.
 CalibGroupFit fit_group(const HardwareSpec& hardware, const DelayFactors& comm_factors,
