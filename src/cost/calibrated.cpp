@@ -26,8 +26,23 @@ constexpr std::array<std::pair<int64_t, int64_t>, 42> kGemmTiles = {
      {192, 72},  {192, 192}, {208, 192}, {216, 128}, {256, 96},  {256, 144}, {256, 160}}};
 constexpr std::array<int64_t, 5> kSplits = {1, 2, 4, 8, 16};
 constexpr int64_t kMinSliceK = 256;  // split-K slices shorter than this are not offered
+// cuBLAS's own split-K choice (kernels of the fit split's F.linear shapes on the H100): it
+// splits k when the output tiles fill at most half the SMs and k is longer than 2048 (seen
+// split: k = 4000 ... 14336 at 16 to 64 tiles; unsplit: k = 1800 and 2048 at 8 to 64 tiles,
+// and every shape of more than 66 tiles). The split then costs a reduction kernel even
+// where streaming the weights once would have been as fast. (It also never split more than
+// 128 token rows; holding the model to that made the fit split worse, 4.1 -> 4.6%, as the
+// unaligned share then over-prices cuBLAS's narrow unsplit tiles there.)
+constexpr int64_t kSplitKMinK = 2049;
+constexpr int64_t kGemvMinTileColumns = 64;         // one 64-row MMA block of weights
 constexpr int64_t kStreamKMinTileArea = 128 * 128;  // stream-K is used for the large tiles
 constexpr double kSectorBytes = 32.0;               // the unit of L2 and HBM transfers
+// The operand ring of cuBLAS's Hopper kernels, read off their names (nvjet_..._64x<stages>_...):
+// k-blocks of 64 elements, at most 16 stages (64x8 tiles), and no more stages than fit in
+// 213 KB of shared memory (64x64 tiles: 13 stages of 16 KB; 128x64: 8; 256x128: 4).
+constexpr double kGemmKBlock = 64.0;
+constexpr double kGemmMaxStages = 16.0;
+constexpr double kGemmStageBudgetBytes = 13.0 * 16384.0;
 
 // The norm kernels' launch geometry. PyTorch's vectorized_layer_norm_kernel (F.rms_norm,
 // F.layer_norm): a CTA of 128 threads per row, 4 elements (8 bytes) each per memory round
@@ -42,6 +57,19 @@ constexpr double kNormPasses = 2.0;  // sum of squares, then scale and write
 
 }  // namespace
 
+double tile_operand_stream_bps(double tile_m, double tile_n, double element_bytes,
+                               double load_latency_s) {
+  const double stage_bytes = (tile_m + tile_n) * kGemmKBlock * element_bytes;
+  const double stages =
+      std::clamp(std::floor(kGemmStageBudgetBytes / stage_bytes), 1.0, kGemmMaxStages);
+  return stages * stage_bytes / load_latency_s;
+}
+
+double clock_dragged_s(double boost_s, double drop, double settle_s) {
+  // The slowdown integrated over the run: boost_s + drop * (boost_s - settle (1 - e^-t/settle)).
+  return boost_s + drop * (boost_s - settle_s * (1.0 - std::exp(-boost_s / settle_s)));
+}
+
 CalibratedCostModel::CalibratedCostModel(HardwareSpec hardware, CalibratedParams params,
                                          DelayFactors comm_factors)
     : hardware_(hardware),
@@ -52,28 +80,44 @@ GemmWavePlan CalibratedCostModel::plan_gemm(const Op& op) const {
   const auto& g = op.gemm;
   const double sms = std::max(1, hardware_.sm_count);
   const double element_bytes = dtype_bytes(op.compute_dtype);
-  // Operand rows (k elements) that do not start on a 32-byte sector make every tile load
-  // touch a sector more than it uses, and cuBLAS runs such shapes at a lower rate throughout
+  // Operand rows (k elements) that do not start on a 32-byte sector make tile loads touch
+  // sectors they only partly use, and cuBLAS streams such shapes' operands at a lower rate
   // (measured: k = 1800, 2888, 5000, 6200 against k = 4000 and multiples of 64): a tile's
-  // main loop and operand stream run at a fitted share of their rates. HBM traffic is not
-  // touched: the matrices are contiguous, whatever their rows.
+  // operand stream runs at a fitted share of its rate. Neither the MMA rate nor HBM traffic
+  // is touched (the fit split is better so): the matrices are contiguous, whatever their rows.
   const bool rows_on_sectors =
       std::fmod(static_cast<double>(g.k) * element_bytes, kSectorBytes) == 0.0;
   const double alignment = rows_on_sectors ? 1.0 : params_[P::gemm_unaligned_efficiency];
-  const double sm_stream = params_[P::gemm_sm_stream_bps] * alignment;
-  const double sm_flops =
-      matrix_peak(op.compute_dtype) / sms * params_[P::gemm_compute_efficiency] * alignment;
+  const double sm_flops = matrix_peak(op.compute_dtype) / sms * params_[P::gemm_compute_efficiency];
   const double bandwidth = hardware_.memory_bandwidth_bps * params_[P::gemm_memory_efficiency];
+  auto clocked_s = [&](double boost_s) {
+    return clock_dragged_s(boost_s, params_[P::gemm_clock_drop], params_[P::gemm_clock_settle_s]);
+  };
   GemmWavePlan best;
   for (auto [tm, tn] : kGemmTiles) {
-    // One tile's main loop over k: its FLOPs at the SM's rate or its operands at its stream rate.
+    // A few token rows ride on the short side of the MMA: cuBLAS covers them with one row of
+    // tiles 8 or 16 rows tall and at least 64 columns wide, and where k is long enough to
+    // split it gets its CTAs from split-K rather than from narrower tiles.
+    if (g.m <= kGemvMaxRows && g.k >= kSplitKMinK &&
+        (tm < g.m || tm > kGemvMaxRows || tn < kGemvMinTileColumns)) {
+      continue;
+    }
+    // One tile's main loop over k: its FLOPs at the SM's rate or its operands at its stream
+    // rate. A CTA streams its operands through a ring of k-blocks in shared memory, as many
+    // stages as fit, each in flight for the load latency (Little's law): small tiles have
+    // little in flight and stream slowly (8x64: 147 KB), large ones fill shared memory.
+    const double sm_stream =
+        tile_operand_stream_bps(tm, tn, element_bytes, params_[P::gemm_operand_latency_s]) *
+        alignment;
     auto tile_time_s = [&](double k) {
       return std::max(2.0 * tm * tn * k / sm_flops, (tm + tn) * k * element_bytes / sm_stream);
     };
     const double output_tiles =
         static_cast<double>(g.groups) * ceil_div(g.m, tm) * ceil_div(g.n, tn);
+    const bool library_splits = 2.0 * output_tiles <= sms && g.k >= kSplitKMinK;
     for (int64_t split : kSplits) {
-      if (split > 1 && (g.k / split < kMinSliceK || output_tiles >= sms)) break;
+      if (split == 1 && library_splits) continue;
+      if (split > 1 && (!library_splits || g.k / split < kMinSliceK)) break;
       const double slice_k = ceil_div(g.k, split);
       const double ctas = output_tiles * split;
       const double waves = ceil_div(ctas, sms);
@@ -81,7 +125,7 @@ GemmWavePlan CalibratedCostModel::plan_gemm(const Op& op) const {
       GemmWavePlan plan;
       plan.tile_m = tm, plan.tile_n = tn, plan.split_k = split;
       plan.ctas = static_cast<int64_t>(ctas), plan.waves = static_cast<int64_t>(std::ceil(waves));
-      plan.compute_s = waves * (tile_s + params_[P::gemm_wave_fixed_s]);
+      plan.compute_s = clocked_s(waves * (tile_s + params_[P::gemm_wave_fixed_s]));
       // Split-K writes fp32 partial outputs and reads them back in the reduction kernel.
       double partial_bytes =
           split > 1 ? 2.0 * 4.0 * static_cast<double>(g.groups * g.m * g.n) * split : 0.0;
@@ -99,8 +143,8 @@ GemmWavePlan CalibratedCostModel::plan_gemm(const Op& op) const {
       GemmWavePlan plan;
       plan.tile_m = tm, plan.tile_n = tn, plan.split_k = 1, plan.stream_k = true;
       plan.ctas = static_cast<int64_t>(sms), plan.waves = 1;
-      plan.compute_s = output_tiles / sms * tile_s / params_[P::gemm_streamk_efficiency] +
-                       params_[P::gemm_wave_fixed_s];
+      plan.compute_s = clocked_s(output_tiles / sms * tile_s / params_[P::gemm_streamk_efficiency] +
+                                 params_[P::gemm_wave_fixed_s]);
       plan.memory_s = op.bytes() / bandwidth;
       plan.fixed_s = params_[P::gemm_fixed_s] + params_[P::gemm_streamk_fixed_s];
       plan.time_s = std::max(plan.compute_s, plan.memory_s) + plan.fixed_s;

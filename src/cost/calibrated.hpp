@@ -13,15 +13,27 @@ struct GemmWavePlan {
   double compute_s = 0.0, memory_s = 0.0, fixed_s = 0.0, time_s = 0.0;
 };
 
+// Operand bytes per second one GEMM CTA with a tile_m x tile_n output tile streams: the
+// k-block stages of its shared-memory ring that cuBLAS's Hopper kernels keep in flight, each
+// for `load_latency_s` (Little's law).
+double tile_operand_stream_bps(double tile_m, double tile_n, double element_bytes,
+                               double load_latency_s);
+
+// SM-bound work that takes `boost_s` at the boost clock, run from a cool start under a clock
+// that sinks towards the power cap's: the slowdown grows as 1 + drop (1 - exp(-t / settle)).
+double clock_dragged_s(double boost_s, double drop, double settle_s);
+
 // Operator cost fitted to measurements, generalising by the structure of the kernels rather
 // than by looking measurements up (cost/calibrated_params.hpp has the parameters):
 //  * GEMM: the output is cut into tiles (the tile shapes cuBLAS's own kernels use, split-K when
 //    the tiles underfill the SMs); tiles run in waves over the SMs, each tile's time being its
 //    FLOPs over a fitted share of the per-SM matrix peak or its operand bytes over a fitted
-//    per-CTA streaming rate, whichever is longer (both at a fitted share when k rows miss
-//    32-byte sectors), plus a fixed cost per wave; the whole GEMM also cannot beat its HBM
-//    traffic at a fitted share of the bandwidth. The cheapest tiling is the one priced, as a
-//    library heuristic would pick it.
+//    per-CTA streaming rate (the operand ring's bytes in flight over a fitted load latency,
+//    at a fitted share when k rows miss 32-byte sectors), whichever is longer, plus a fixed
+//    cost per wave, all slowed as the clock sinks over a long GEMM; the whole GEMM also
+//    cannot beat its HBM traffic at a fitted share of the bandwidth. The cheapest tiling is
+//    the one priced, as a library heuristic would pick it, within the choices cuBLAS makes
+//    (split-K only for few tiles and long k; a few token rows on 8- or 16-row tiles).
 //  * FlashAttention prefill: query tiles of 128 rows per (sequence, head) in waves, the longest
 //    causal tile bounding the wave; decode: one CTA per (sequence, KV head) streaming its KV,
 //    bounded by HBM bandwidth.

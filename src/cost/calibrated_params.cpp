@@ -12,7 +12,7 @@ namespace {
 // Starting points are typical Hopper figures; the ranges bound what a sane fit produces.
 constexpr std::array<CalibParamInfo, kCalibParamCount> kInfo = {{
     {"gemm_compute_efficiency", 0.85, 0.05, 1.5},
-    {"gemm_sm_stream_bps", 60e9, 1e9, 1e12},
+    {"gemm_operand_latency_s", 1.5e-6, 1e-8, 1e-4},
     {"gemm_memory_efficiency", 0.9, 0.05, 1.5},
     {"gemm_fixed_s", 3e-6, 0.0, 1e-4},
     {"gemm_wave_fixed_s", 1e-6, 0.0, 1e-4},
@@ -20,6 +20,8 @@ constexpr std::array<CalibParamInfo, kCalibParamCount> kInfo = {{
     {"gemm_streamk_efficiency", 0.9, 0.05, 1.5},
     {"gemm_streamk_fixed_s", 2e-6, 0.0, 1e-4},
     {"gemm_unaligned_efficiency", 0.9, 0.05, 1.5},
+    {"gemm_clock_drop", 0.1, 0.0, 1.0},
+    {"gemm_clock_settle_s", 50e-6, 1e-6, 1e-2},
     {"attn_prefill_efficiency", 0.5, 0.02, 1.5},
     {"attn_prefill_fixed_s", 3e-6, 0.0, 1e-4},
     {"attn_prefill_wave_fixed_s", 1e-6, 0.0, 1e-4},

@@ -12,7 +12,7 @@ namespace inferlab {
 // fixed times per kernel (or per wave); *_bps are per-SM (per-CTA) streaming rates.
 enum class CalibParam : int {
   gemm_compute_efficiency,     // fraction of the per-SM matrix peak a tile's main loop reaches
-  gemm_sm_stream_bps,          // operand bytes per second one CTA pulls through shared memory
+  gemm_operand_latency_s,      // a tile's operand loads in flight take this long to land
   gemm_memory_efficiency,      // fraction of HBM bandwidth when a GEMM streams its operands
   gemm_fixed_s,                // per GEMM kernel: launch in stream, prologue, epilogue
   gemm_wave_fixed_s,           // per wave of tiles: pipeline fill and drain
@@ -20,6 +20,8 @@ enum class CalibParam : int {
   gemm_streamk_efficiency,     // stream-K: share of the tile rate kept when work is balanced
   gemm_streamk_fixed_s,        // stream-K: partial-tile fix-up
   gemm_unaligned_efficiency,   // share of the GEMM rates kept when k rows miss 32-byte sectors
+  gemm_clock_drop,             // SM-bound GEMM work: slowdown the clock settles at under load
+  gemm_clock_settle_s,         // how long a GEMM runs before its clock has dropped by 1 - 1/e
   attn_prefill_efficiency,     // fraction of the matrix peak in FlashAttention's main loop
   attn_prefill_fixed_s,        // per kernel
   attn_prefill_wave_fixed_s,   // per wave of query tiles

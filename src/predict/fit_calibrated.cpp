@@ -26,11 +26,12 @@ std::vector<P> params_of(CalibGroup group) {
     case CalibGroup::attention_decode:
       return {P::attn_decode_efficiency, P::attn_decode_fixed_s, P::attn_decode_cta_stream_bps};
     case CalibGroup::gemm:
-      return {P::gemm_compute_efficiency,   P::gemm_sm_stream_bps,
+      return {P::gemm_compute_efficiency,   P::gemm_operand_latency_s,
               P::gemm_memory_efficiency,    P::gemm_fixed_s,
               P::gemm_wave_fixed_s,         P::splitk_reduce_s,
               P::gemm_streamk_efficiency,   P::gemm_streamk_fixed_s,
-              P::gemm_unaligned_efficiency, P::isolated_flush_fraction};
+              P::gemm_unaligned_efficiency, P::gemm_clock_drop,
+              P::gemm_clock_settle_s,       P::isolated_flush_fraction};
   }
   return {};
 }

@@ -31,10 +31,11 @@ CalibratedParams plain_params() {
               P::isolated_flush_fraction, P::isolated_launch_s}) {
     p[q] = 0.0;
   }
-  p[P::gemm_sm_stream_bps] = 100e9;
+  p[P::gemm_operand_latency_s] = 2e-6;
   p[P::attn_decode_cta_stream_bps] = 1e15;
   p[P::softmax_row_stream_bps] = 1e15;
   p[P::norm_round_trip_s] = 0.0;
+  p[P::gemm_clock_drop] = 0.0;
   return p;
 }
 
@@ -71,34 +72,72 @@ TEST(Calibrated, LargeGemmRunsInWavesOfTiles) {
   EXPECT_NEAR(c.time_s, 4 * tile_s, 1e-12);
 }
 
-// One token through a 4096 x 4096 bf16 weight is weight streaming: 33.6 MB at 3.35 TB/s
-// = 10.02 us; a fixed cost adds on top.
-TEST(Calibrated, GemvStreamsTheWeights) {
+// One token through a 4096 x 4096 bf16 weight is weight streaming. cuBLAS covers the one row
+// with 8-row tiles of 64 columns: 64 tiles fill under half of the 132 SMs and k > 2048, so it
+// splits k in two (128 CTAs) and adds a reduction over fp32 partials, 2 x 4 B x 4096 x 2 =
+// 65,536 B more traffic: (33,570,816 + 65,536) B at 3.35 TB/s x 0.8 = 12.55 us, plus 2 us
+// fixed and the reduction's 1.5 us.
+TEST(Calibrated, GemvSplitsKWhenItsTilesUnderfillTheGpu) {
   CalibratedParams p = plain_params();
   p[P::gemm_fixed_s] = 2e-6;
+  p[P::splitk_reduce_s] = 1.5e-6;
   p[P::gemm_memory_efficiency] = 0.8;
   CalibratedCostModel model(load_hardware("h100-sxm", kProfileNone), p, testing::unit_factors());
   Op op = make_gemm_op("g", 1, 4096, 4096, DType::bf16, DType::bf16, DType::bf16, DType::bf16);
+  EXPECT_NEAR(op.bytes(), 4096.0 * 4096 * 2 + 4096 * 2 + 4096 * 2, 0.5);
+  GemmWavePlan plan = model.plan_gemm(op);
+  EXPECT_EQ(plan.tile_m, 8);
+  EXPECT_EQ(plan.tile_n, 64);
+  EXPECT_EQ(plan.split_k, 2);
   OpCost c = model.price(op);
   EXPECT_EQ(c.bound, Bound::memory);
-  EXPECT_NEAR(c.time_s, op.bytes() / (3.35e12 * 0.8) + 2e-6, 1e-12);
-  EXPECT_NEAR(op.bytes(), 4096.0 * 4096 * 2 + 4096 * 2 + 4096 * 2, 0.5);
+  EXPECT_NEAR(c.time_s, (op.bytes() + 65'536.0) / (3.35e12 * 0.8) + 2e-6 + 1.5e-6, 1e-12);
+  // k = 2048 is not split (cuBLAS: 2048 x 2048 ran unsplit on 32 tiles): the weights once.
+  Op short_k = make_gemm_op("g", 1, 4096, 2048, DType::bf16, DType::bf16, DType::bf16, DType::bf16);
+  EXPECT_EQ(model.plan_gemm(short_k).split_k, 1);
+  EXPECT_NEAR(model.price(short_k).time_s, short_k.bytes() / (3.35e12 * 0.8) + 2e-6, 1e-12);
 }
 
-// cuBLAS runs shapes whose k rows miss 32-byte sectors at a lower rate. k = 4000 (8,000-byte
-// rows, on sectors) is untouched by the share; k = 4004 (8,008 bytes) is not: at share 0.5
-// its compute-bound tiles take twice as long, and with no fixed costs so does the GEMM.
-TEST(Calibrated, RowsOffSectorsRunAtTheUnalignedShare) {
+// A CTA keeps as many 64-element k-blocks of its operands in flight as its ring holds: an
+// 8x64 tile's stage is 72 x 64 x 2 B = 9,216 B, 16 stages (the most cuBLAS uses) = 147,456 B;
+// 64x64: 16,384 B, 13 stages in 212,992 B; 128x256: 49,152 B, 4 stages = 196,608 B. Over a
+// 2 us load latency: 73.7, 106.5 and 98.3 GB/s.
+TEST(Calibrated, SmallTilesStreamTheirOperandsSlowly) {
+  EXPECT_NEAR(tile_operand_stream_bps(8, 64, 2.0, 2e-6), 147'456.0 / 2e-6, 1.0);
+  EXPECT_NEAR(tile_operand_stream_bps(64, 64, 2.0, 2e-6), 212'992.0 / 2e-6, 1.0);
+  EXPECT_NEAR(tile_operand_stream_bps(128, 256, 2.0, 2e-6), 196'608.0 / 2e-6, 1.0);
+  // A tile whose one stage overflows the ring still has that stage in flight.
+  EXPECT_NEAR(tile_operand_stream_bps(1024, 1024, 2.0, 2e-6), 262'144.0 / 2e-6, 1.0);
+}
+
+// With the clock sinking by 20% over a 1 ms settle: work of 1 ms at the boost clock takes
+// 1 + 0.2 (1 - (1 - 1/e)) = 1 + 0.2 / e = 1.0736 ms; a 1 us GEMM is slowed by
+// 0.2 x (1e-6 - 1e-3 (1 - e^-0.001)) = 0.1 ns; a long one approaches 1.2 x less 0.2 ms.
+TEST(Calibrated, LongGemmsRunUnderASinkingClock) {
+  EXPECT_NEAR(clock_dragged_s(1e-3, 0.2, 1e-3), 1e-3 * (1.0 + 0.2 / std::exp(1.0)), 1e-12);
+  EXPECT_NEAR(clock_dragged_s(1e-6, 0.2, 1e-3), 1e-6 + 1.0e-10, 1e-12);
+  EXPECT_NEAR(clock_dragged_s(1.0, 0.2, 1e-3), 1.2 - 0.2e-3, 1e-9);
+  EXPECT_DOUBLE_EQ(clock_dragged_s(5e-6, 0.0, 1e-3), 5e-6);
+}
+
+// cuBLAS streams the operands of shapes whose k rows miss 32-byte sectors at a lower rate.
+// k = 4000 (8,000-byte rows, on sectors) is untouched by the share; k = 4004 (8,008 bytes) is
+// not. One token row with slow loads (20 us latency) is bound by every tile's operand stream
+// (26 us at best), far above its MMA work and its HBM traffic (9.8 us): at share 0.5 every
+// candidate tiling, and so the cheapest, takes twice as long.
+TEST(Calibrated, RowsOffSectorsStreamAtTheUnalignedShare) {
   CalibratedParams p = plain_params();
+  p[P::gemm_operand_latency_s] = 20e-6;
   CalibratedCostModel full(load_hardware("h100-sxm", kProfileNone), p, testing::unit_factors());
   p[P::gemm_unaligned_efficiency] = 0.5;
   CalibratedCostModel half(load_hardware("h100-sxm", kProfileNone), p, testing::unit_factors());
-  auto gemm = [](int64_t k) {
-    return make_gemm_op("g", 4096, 4096, k, DType::bf16, DType::bf16, DType::bf16, DType::bf16);
+  auto gemv = [](int64_t k) {
+    return make_gemm_op("g", 1, 4096, k, DType::bf16, DType::bf16, DType::bf16, DType::bf16);
   };
-  EXPECT_DOUBLE_EQ(half.price(gemm(4000)).time_s, full.price(gemm(4000)).time_s);
-  ASSERT_EQ(full.price(gemm(4004)).bound, Bound::compute);
-  EXPECT_NEAR(half.price(gemm(4004)).time_s, 2.0 * full.price(gemm(4004)).time_s, 1e-12);
+  EXPECT_DOUBLE_EQ(half.price(gemv(4000)).time_s, full.price(gemv(4000)).time_s);
+  GemmWavePlan plan = full.plan_gemm(gemv(4004));
+  ASSERT_GT(plan.compute_s, 2.0 * plan.memory_s);
+  EXPECT_NEAR(half.price(gemv(4004)).time_s, 2.0 * full.price(gemv(4004)).time_s, 1e-12);
 }
 
 // Decode attention of 8 sequences x 8 KV heads x 4096 tokens x 128 dims: K and V are
@@ -194,8 +233,8 @@ TEST(Calibrated, TransferScalesTheSheetByTheSourceRatios) {
               989.4e12 * *h100.peak_flops(DType::bf16) /
                   *h100.datasheet_peak_flops_per_s[static_cast<int>(DType::bf16)],
               1e3);
-  EXPECT_NEAR(moved[P::gemm_sm_stream_bps],
-              p[P::gemm_sm_stream_bps] * h200.boost_clock_hz / h100.boost_clock_hz, 1.0);
+  EXPECT_NEAR(moved[P::gemm_operand_latency_s],
+              p[P::gemm_operand_latency_s] * h100.boost_clock_hz / h200.boost_clock_hz, 1e-15);
 }
 
 // The fitter recovers parameters from data the model itself generated.
