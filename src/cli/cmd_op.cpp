@@ -5,6 +5,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/common_args.hpp"
+#include "cost/calibrated.hpp"
 #include "model/op_builders.hpp"
 #include "util/error.hpp"
 
@@ -45,6 +46,15 @@ void print_op(const OpArgs& a, const char* what, const Op& op) {
                         {"compute_ms", cost.compute_s * 1e3},
                         {"memory_ms", cost.memory_s * 1e3},
                         {"latency_ms", cost.latency_s * 1e3}};
+  // The calibrated GEMM's tiling says why it takes that long: the tile cuBLAS would run, the
+  // split of k, and how many waves of CTAs the SMs take.
+  const bool show_plan = hw.calibrated && op.kind == OpKind::gemm;
+  GemmWavePlan plan;
+  if (show_plan) {
+    plan = hw.calibrated->plan_gemm(op);
+    out["plan"] = {{"tile_m", plan.tile_m},     {"tile_n", plan.tile_n}, {"split_k", plan.split_k},
+                   {"stream_k", plan.stream_k}, {"ctas", plan.ctas},     {"waves", plan.waves}};
+  }
   if (format == OutputFormat::json) {
     print_json(out);
     return;
@@ -60,6 +70,14 @@ void print_op(const OpArgs& a, const char* what, const Op& op) {
                    format_bytes(op.bytes()), std::string(bound_name(cost.bound)),
                    format_fixed(100.0 * cost.efficiency(), 0) + "%"});
     std::cout << table.to_text();
+    if (show_plan) {
+      std::cout << fmt::format("plan: {}x{} tiles (rows x columns), {}{} CTAs in {} wave{}\n",
+                               plan.tile_m, plan.tile_n,
+                               plan.split_k > 1 ? fmt::format("split-K {}, ", plan.split_k)
+                               : plan.stream_k  ? std::string("stream-K, ")
+                                                : std::string(),
+                               plan.ctas, plan.waves, plan.waves == 1 ? "" : "s");
+    }
   }
 }
 

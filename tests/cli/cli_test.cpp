@@ -74,6 +74,16 @@ TEST(Cli, StepAndOpContracts) {
   auto g = run_json("op gemm --m 4096 --n 4096 --k 4096 --hardware h100-sxm");
   EXPECT_DOUBLE_EQ(g["flops"].get<double>(), 2.0 * 4096 * 4096 * 4096);
   EXPECT_EQ(g["bound"], "compute");
+  // The calibrated GEMM shows its tiling: one token through 4096 x 4096 runs as cuBLAS runs
+  // it (profiled: 64-column tiles, split-K), 8- or 16-row tiles 64 columns wide, 64 of them,
+  // k split in two: 128 CTAs, one wave.
+  auto v = run_json("op gemm --m 1 --n 4096 --k 4096 --hardware h100-sxm --cost calibrated");
+  EXPECT_LE(v["plan"]["tile_m"].get<int>(), 16);
+  EXPECT_EQ(v["plan"]["tile_n"], 64);
+  EXPECT_EQ(v["plan"]["split_k"], 2);
+  EXPECT_EQ(v["plan"]["ctas"], 128);
+  EXPECT_EQ(v["plan"]["waves"], 1);
+  EXPECT_FALSE(run_json("op gemm --m 1 --n 8 --k 8 --cost roofline").contains("plan"));
   auto a = run_json(
       "op attention --phase decode --batch 8 --heads 32 --kv-heads 8 "
       "--head-dim 128 --context 4096");
@@ -340,8 +350,9 @@ TEST_F(CliBadFiles, AreaOfATemplateFileWithBadParts) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("inferlab: error: "), std::string::npos) << r.err;
   // A trace with a bad line is named by line.
-  auto trace = write("t.jsonl", "{\"arrival_s\": 0, \"prompt_tokens\": 8, \"output_tokens\": 2}\n"
-                                "{\"arrival_s\": \"soon\"}\n");
+  auto trace = write("t.jsonl",
+                     "{\"arrival_s\": 0, \"prompt_tokens\": 8, \"output_tokens\": 2}\n"
+                     "{\"arrival_s\": \"soon\"}\n");
   r = run_inferlab("serve --model llama-3.2-1b --trace " + trace);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("line 2"), std::string::npos) << r.err;
