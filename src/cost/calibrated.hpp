@@ -19,6 +19,10 @@ struct GemmWavePlan {
 double tile_operand_stream_bps(double tile_m, double tile_n, double element_bytes,
                                double load_latency_s);
 
+// Two parts of a kernel that overlap only in part: (compute^p + memory^p)^(1/p); p = 1 adds
+// them, a large p approaches the longer one.
+double overlapped_s(double compute_s, double memory_s, double exponent);
+
 // SM-bound work that takes `boost_s` at the boost clock, run from a cool start under a clock
 // that sinks towards the power cap's: the slowdown grows as 1 + drop (1 - exp(-t / settle)).
 double clock_dragged_s(double boost_s, double drop, double settle_s);
@@ -30,10 +34,10 @@ double clock_dragged_s(double boost_s, double drop, double settle_s);
 //    FLOPs over a fitted share of the per-SM matrix peak or its operand bytes over a fitted
 //    per-CTA streaming rate (the operand ring's bytes in flight over a fitted load latency,
 //    at a fitted share when k rows miss 32-byte sectors), whichever is longer, plus a fixed
-//    cost per wave, all slowed as the clock sinks over a long GEMM; the whole GEMM also
-//    cannot beat its HBM traffic at a fitted share of the bandwidth. The cheapest tiling is
-//    the one priced, as a library heuristic would pick it, within the choices cuBLAS makes
-//    (split-K only for few tiles and long k; a few token rows on 8- or 16-row tiles).
+//    cost per wave, all slowed as the clock sinks over a long GEMM; that work and the GEMM's
+//    HBM traffic (at a fitted share of the bandwidth) overlap to a fitted degree. The cheapest
+//    tiling is the one priced, as a library heuristic would pick it, within the choices cuBLAS
+//    makes (split-K only for few tiles and long k; a few token rows on 8- or 16-row tiles).
 //  * FlashAttention prefill: query tiles of 128 rows per (sequence, head) in waves, the longest
 //    causal tile bounding the wave; decode: one CTA per (sequence, KV head) streaming its KV,
 //    bounded by HBM bandwidth.

@@ -22,6 +22,7 @@ constexpr std::array<CalibParamInfo, kCalibParamCount> kInfo = {{
     {"gemm_unaligned_efficiency", 0.9, 0.05, 1.5},
     {"gemm_clock_drop", 0.1, 0.0, 1.0},
     {"gemm_clock_settle_s", 50e-6, 1e-6, 1e-2},
+    {"gemm_overlap_exponent", 4.0, 1.0, 64.0},
     {"attn_prefill_efficiency", 0.5, 0.02, 1.5},
     {"attn_prefill_fixed_s", 3e-6, 0.0, 1e-4},
     {"attn_prefill_wave_fixed_s", 1e-6, 0.0, 1e-4},

@@ -22,6 +22,7 @@ enum class CalibParam : int {
   gemm_unaligned_efficiency,   // share of the GEMM rates kept when k rows miss 32-byte sectors
   gemm_clock_drop,             // SM-bound GEMM work: slowdown the clock settles at under load
   gemm_clock_settle_s,         // how long a GEMM runs before its clock has dropped by 1 - 1/e
+  gemm_overlap_exponent,       // p of (compute^p + HBM^p)^(1/p): how far the two overlap
   attn_prefill_efficiency,     // fraction of the matrix peak in FlashAttention's main loop
   attn_prefill_fixed_s,        // per kernel
   attn_prefill_wave_fixed_s,   // per wave of query tiles

@@ -31,7 +31,8 @@ std::vector<P> params_of(CalibGroup group) {
               P::gemm_wave_fixed_s,         P::splitk_reduce_s,
               P::gemm_streamk_efficiency,   P::gemm_streamk_fixed_s,
               P::gemm_unaligned_efficiency, P::gemm_clock_drop,
-              P::gemm_clock_settle_s,       P::isolated_flush_fraction};
+              P::gemm_clock_settle_s,       P::gemm_overlap_exponent,
+              P::isolated_flush_fraction};
   }
   return {};
 }

@@ -36,6 +36,7 @@ CalibratedParams plain_params() {
   p[P::softmax_row_stream_bps] = 1e15;
   p[P::norm_round_trip_s] = 0.0;
   p[P::gemm_clock_drop] = 0.0;
+  p[P::gemm_overlap_exponent] = 64.0;  // the longer part alone, where the parts differ
   return p;
 }
 
@@ -108,6 +109,16 @@ TEST(Calibrated, SmallTilesStreamTheirOperandsSlowly) {
   EXPECT_NEAR(tile_operand_stream_bps(128, 256, 2.0, 2e-6), 196'608.0 / 2e-6, 1.0);
   // A tile whose one stage overflows the ring still has that stage in flight.
   EXPECT_NEAR(tile_operand_stream_bps(1024, 1024, 2.0, 2e-6), 262'144.0 / 2e-6, 1.0);
+}
+
+// Compute and HBM traffic overlapping in part: 3 and 4 us at p = 2 take 5 us; p = 1 adds
+// them (7 us); at p = 64 the longer part alone remains (to 1e-7 relative at 3 : 4).
+TEST(Calibrated, GemmComputeAndTrafficOverlapInPart) {
+  EXPECT_NEAR(overlapped_s(3e-6, 4e-6, 2.0), 5e-6, 1e-15);
+  EXPECT_NEAR(overlapped_s(3e-6, 4e-6, 1.0), 7e-6, 1e-15);
+  EXPECT_NEAR(overlapped_s(3e-6, 4e-6, 64.0), 4e-6, 1e-12);
+  EXPECT_DOUBLE_EQ(overlapped_s(2e-6, 0.0, 4.0), 2e-6);
+  EXPECT_DOUBLE_EQ(overlapped_s(0.0, 0.0, 4.0), 0.0);
 }
 
 // With the clock sinking by 20% over a 1 ms settle: work of 1 ms at the boost clock takes
