@@ -69,6 +69,7 @@ class CalibratedCostModel : public CostModel {
 
  private:
   double matrix_peak(DType dtype) const { return roofline_.matrix_peak_of(dtype); }
+  OpCost price_gemm(const Op& op, const GemmWavePlan& plan) const;
   OpCost price_attention(const Op& op) const;
   OpCost price_norm(const Op& op) const;
   OpCost price_row_reduction(const Op& op, double efficiency, double fixed_s, double row_stream_bps,
