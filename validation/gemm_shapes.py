@@ -73,22 +73,32 @@ def retime(reference_ops):
     return rows
 
 
-def main():
+def parse_run_args():
+    """(output path, reference path, the reference) from the command line."""
     ap = argparse.ArgumentParser()
     ap.add_argument("path")
     ap.add_argument("--reference", required=True)
     args = ap.parse_args()
     with open(args.reference) as f:
-        reference = json.load(f)
+        return args.path, args.reference, json.load(f)
+
+
+def run_header(reference_path, disturbed_rule):
+    """The device, time and method of a run of F.linear timings against a reference file."""
     torch.manual_seed(0)
     p = torch.cuda.get_device_properties(0)
-    out = {"device": {"name": p.name, "sm_count": p.multi_processor_count,
-                      "torch": torch.__version__, "cuda": torch.version.cuda},
-           "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-           "reference": args.reference,
-           "method": "as torch_reference.py: CUDA events around each call; median of 25; L2 "
-                     "flushed before each timed call; kernels from torch.profiler, one call",
-           "disturbed_rule": f"median_s > {DISTURBED_SPREAD} x min_s (linear ops)"}
+    return {"device": {"name": p.name, "sm_count": p.multi_processor_count,
+                       "torch": torch.__version__, "cuda": torch.version.cuda},
+            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "reference": reference_path,
+            "method": "as torch_reference.py: CUDA events around each call; median of 25; L2 "
+                      "flushed before each timed call; kernels from torch.profiler, one call",
+            "disturbed_rule": disturbed_rule}
+
+
+def main():
+    path, reference_path, reference = parse_run_args()
+    out = run_header(reference_path, f"median_s > {DISTURBED_SPREAD} x min_s (linear ops)")
     with torch.no_grad():
         t0 = time.time()
         out["retimed"] = retime(reference["ops"])
@@ -99,7 +109,7 @@ def main():
         out["kernels"] = [dict(m=m, n=n, k=k, kernels=linear_kernels(m, n, k))
                           for m, n, k in shapes]
         print(f"kernels of {len(shapes)} shapes: {time.time() - t0:.1f} s", flush=True)
-    with open(args.path, "w") as f:
+    with open(path, "w") as f:
         json.dump(out, f, indent=1)
     for r in out["retimed"]:
         print("retimed", r["m"], r["n"], r["k"], f"{r['first_median_s'] * 1e6:.1f} us ->",

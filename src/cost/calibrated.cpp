@@ -17,6 +17,8 @@ using P = CalibParam;
 // split's F.linear shapes and the whole steps (validation/data/gemm_shapes_h100_*.json,
 // step_kernels*_h100_*.json, kernel_floors_h100_*.json, kernel_list_h100_*.json). The
 // library sizes its tiles to the shape, in steps of 8, so that few SMs idle in the last wave.
+// (Adding the seven further tiles of the alignment twins' kernels made the fit split worse,
+// GEMM 4.5 -> 4.6%, GEMV 2.7 -> 2.9%: the list stays as it was.)
 constexpr std::array<std::pair<int64_t, int64_t>, 42> kGemmTiles = {
     {{8, 64},    {8, 128},   {8, 384},   {16, 64},   {16, 128},  {16, 512},  {24, 64},
      {32, 64},   {32, 128},  {32, 512},  {40, 64},   {40, 128},  {48, 64},   {64, 8},
@@ -37,6 +39,7 @@ constexpr int64_t kSplitKMinK = 2049;
 constexpr int64_t kGemvMinTileColumns = 64;         // one 64-row MMA block of weights
 constexpr int64_t kStreamKMinTileArea = 128 * 128;  // stream-K is used for the large tiles
 constexpr double kSectorBytes = 32.0;               // the unit of L2 and HBM transfers
+constexpr double kLineBytes = 128.0;                // an L2 cache line, four sectors
 // The operand ring of cuBLAS's Hopper kernels, read off their names (nvjet_..._64x<stages>_...):
 // k-blocks of 64 elements, at most 16 stages (64x8 tiles), and no more stages than fit in
 // 213 KB of shared memory (64x64 tiles: 13 stages of 16 KB; 128x64: 8; 256x128: 4).
@@ -89,14 +92,12 @@ GemmWavePlan CalibratedCostModel::plan_gemm(const Op& op) const {
   const auto& g = op.gemm;
   const double sms = std::max(1, hardware_.sm_count);
   const double element_bytes = dtype_bytes(op.compute_dtype);
-  // Operand rows (k elements) that do not start on a 32-byte sector make tile loads touch
-  // sectors they only partly use, and cuBLAS streams such shapes' operands at a lower rate
-  // (measured: k = 1800, 2888, 5000, 6200 against k = 4000 and multiples of 64): a tile's
-  // operand stream runs at a fitted share of its rate. Neither the MMA rate nor HBM traffic
-  // is touched (the fit split is better so): the matrices are contiguous, whatever their rows.
-  const bool rows_on_sectors =
-      std::fmod(static_cast<double>(g.k) * element_bytes, kSectorBytes) == 0.0;
-  const double alignment = rows_on_sectors ? 1.0 : params_[P::gemm_unaligned_efficiency];
+  // Operand rows (k elements) that do not start on a 128-byte line make each tile load touch
+  // lines and sectors it only partly uses; cuBLAS streams such operands at a lower rate, the
+  // further off the line the lower (twins measured at k, k + 8, k + 16, k + 32 elements:
+  // validation/data/alignment_pairs_h100_*.json). The tiles' operand streams run at a fitted
+  // share of their rate; neither the MMA rate nor HBM traffic is touched.
+  const double alignment = row_alignment_share(static_cast<double>(g.k) * element_bytes);
   const double sm_flops = matrix_peak(op.compute_dtype) / sms * params_[P::gemm_compute_efficiency];
   const double bandwidth = hardware_.memory_bandwidth_bps * params_[P::gemm_memory_efficiency];
   // The SMs' tile work and the HBM stream overlap only in part: a GEMM heavy in both (the
@@ -132,8 +133,13 @@ GemmWavePlan CalibratedCostModel::plan_gemm(const Op& op) const {
     const double sm_stream =
         tile_operand_stream_bps(tm, tn, element_bytes, params_[P::gemm_operand_latency_s]) *
         alignment;
-    auto tile_time_s = [&](double k) {
-      return std::max(2.0 * tm * tn * k / sm_flops, (tm + tn) * k * element_bytes / sm_stream);
+    // All SMs' operand loads together come out of L2 at a fitted rate. cuBLAS runs its tiles
+    // in clusters of (at least) two CTAs that share the larger operand block by multicast.
+    const double l2_feed = params_[P::gemm_l2_feed_bps] * alignment;
+    const double l2_bytes_per_k = (std::max(tm, tn) / 2.0 + std::min(tm, tn)) * element_bytes;
+    auto tile_time_s = [&](double k, double ctas_at_once) {
+      return std::max({2.0 * tm * tn * k / sm_flops, (tm + tn) * k * element_bytes / sm_stream,
+                       l2_bytes_per_k * k * ctas_at_once / l2_feed});
     };
     const double output_tiles =
         static_cast<double>(g.groups) * ceil_div(g.m, tm) * ceil_div(g.n, tn);
@@ -144,7 +150,7 @@ GemmWavePlan CalibratedCostModel::plan_gemm(const Op& op) const {
       const double slice_k = ceil_div(g.k, split);
       const double ctas = output_tiles * split;
       const double waves = ceil_div(ctas, sms);
-      const double tile_s = tile_time_s(slice_k);
+      const double tile_s = tile_time_s(slice_k, std::min(ctas, sms));
       GemmWavePlan plan;
       plan.tile_m = tm, plan.tile_n = tn, plan.split_k = split;
       plan.ctas = static_cast<int64_t>(ctas), plan.waves = static_cast<int64_t>(std::ceil(waves));
@@ -161,7 +167,7 @@ GemmWavePlan CalibratedCostModel::plan_gemm(const Op& op) const {
     // tile rate and a fix-up of the tiles cut in two.
     if (tm * tn >= kStreamKMinTileArea && output_tiles > sms &&
         output_tiles / sms < ceil_div(output_tiles, sms)) {
-      const double tile_s = tile_time_s(static_cast<double>(g.k));
+      const double tile_s = tile_time_s(static_cast<double>(g.k), sms);
       GemmWavePlan plan;
       plan.tile_m = tm, plan.tile_n = tn, plan.split_k = 1, plan.stream_k = true;
       plan.ctas = static_cast<int64_t>(sms), plan.waves = 1;
@@ -173,6 +179,16 @@ GemmWavePlan CalibratedCostModel::plan_gemm(const Op& op) const {
     }
   }
   return best;
+}
+
+double CalibratedCostModel::row_alignment_share(double row_bytes) const {
+  // Rows a multiple of 128 bytes long all start on a line; of 64 bytes (not 128), every other
+  // row starts 64 bytes in; of 32 bytes, rows start on sectors 32 or 96 bytes in too; any
+  // other length puts rows off the 32-byte sectors, touching a further sector each.
+  if (std::fmod(row_bytes, kLineBytes) == 0.0) return 1.0;
+  if (std::fmod(row_bytes, kLineBytes / 2.0) == 0.0) return params_[P::gemm_offset64_efficiency];
+  if (std::fmod(row_bytes, kSectorBytes) == 0.0) return params_[P::gemm_offset32_efficiency];
+  return params_[P::gemm_unaligned_efficiency];
 }
 
 OpCost CalibratedCostModel::price_gemm(const Op& op, const GemmWavePlan& plan) const {

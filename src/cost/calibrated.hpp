@@ -31,10 +31,11 @@ double clock_dragged_s(double boost_s, double drop, double settle_s);
 // than by looking measurements up (cost/calibrated_params.hpp has the parameters):
 //  * GEMM: the output is cut into tiles (the tile shapes cuBLAS's own kernels use, split-K when
 //    the tiles underfill the SMs); tiles run in waves over the SMs, each tile's time being its
-//    FLOPs over a fitted share of the per-SM matrix peak or its operand bytes over a fitted
-//    per-CTA streaming rate (the operand ring's bytes in flight over a fitted load latency,
-//    at a fitted share when k rows miss 32-byte sectors), whichever is longer, plus a fixed
-//    cost per wave, all slowed as the clock sinks over a long GEMM; that work and the GEMM's
+//    FLOPs over a fitted share of the per-SM matrix peak, its operand bytes over a fitted
+//    per-CTA streaming rate (the operand ring's bytes in flight over a fitted load latency)
+//    or the operand bytes of all its CTAs in flight over a fitted L2 feed rate (the streams
+//    at fitted shares when k rows do not start on 128-byte lines), whichever is longest, plus a
+//    fixed cost per wave, all slowed as the clock sinks over a long GEMM; that work and the GEMM's
 //    HBM traffic (at a fitted share of the bandwidth) overlap to a fitted degree. The cheapest
 //    tiling is the one priced, as a library heuristic would pick it, within the choices cuBLAS
 //    makes (split-K only for few tiles and long k; a few token rows on 8- or 16-row tiles).
@@ -63,6 +64,9 @@ class CalibratedCostModel : public CostModel {
   // the dirty lines the flush left in L2 that the op's traffic evicts.
   double isolated_time_s(const Op& op) const;
   GemmWavePlan plan_gemm(const Op& op) const;
+  // Share of a GEMM tile's operand stream kept when the operands' k rows are `row_bytes`
+  // long: 1 when every row starts on a 128-byte line, a fitted share for each offset.
+  double row_alignment_share(double row_bytes) const;
 
   const HardwareSpec& hardware() const { return hardware_; }
   const CalibratedParams& params() const { return params_; }

@@ -19,10 +19,13 @@ enum class CalibParam : int {
   splitk_reduce_s,             // the separate split-K reduction kernel
   gemm_streamk_efficiency,     // stream-K: share of the tile rate kept when work is balanced
   gemm_streamk_fixed_s,        // stream-K: partial-tile fix-up
-  gemm_unaligned_efficiency,   // share of the GEMM rates kept when k rows miss 32-byte sectors
+  gemm_unaligned_efficiency,   // share of the operand streams kept when k rows miss sectors
+  gemm_offset32_efficiency,    // ... when rows are 32 (not 64) bytes aligned: start 32 B off
+  gemm_offset64_efficiency,    // ... when rows are 64 (not 128) bytes aligned: start 64 B off
   gemm_clock_drop,             // SM-bound GEMM work: slowdown the clock settles at under load
   gemm_clock_settle_s,         // how long a GEMM runs before its clock has dropped by 1 - 1/e
   gemm_overlap_exponent,       // p of (compute^p + HBM^p)^(1/p): how far the two overlap
+  gemm_l2_feed_bps,            // operand bytes per second L2 feeds all SMs' tiles together
   attn_prefill_efficiency,     // fraction of the matrix peak in FlashAttention's main loop
   attn_prefill_fixed_s,        // per kernel
   attn_prefill_wave_fixed_s,   // per wave of query tiles

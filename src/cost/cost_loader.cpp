@@ -43,9 +43,11 @@ CalibratedParams transfer_calibration(const CalibratedParams& params, const Hard
         source.memory_bandwidth_bps / source.datasheet_memory_bandwidth_bps;
   }
   const double clock = target.boost_clock_hz / source.boost_clock_hz;
-  // Streaming rates scale with the clock, and so does the latency (in cycles) of a tile's
-  // operand loads; the norm's round trip is memory latency, kept.
-  for (P p : {P::attn_decode_cta_stream_bps, P::softmax_row_stream_bps}) moved[p] *= clock;
+  // Streaming rates scale with the clock (L2's too), and so does the latency (in cycles) of a
+  // tile's operand loads; the norm's round trip is memory latency, kept.
+  for (P p : {P::attn_decode_cta_stream_bps, P::softmax_row_stream_bps, P::gemm_l2_feed_bps}) {
+    moved[p] *= clock;
+  }
   moved[P::gemm_operand_latency_s] /= clock;
   moved.source = params.source + "; transferred from " + source.name + " to " + target.name +
                  " by spec-sheet ratios";

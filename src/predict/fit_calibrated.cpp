@@ -32,7 +32,8 @@ std::vector<P> params_of(CalibGroup group) {
               P::gemm_streamk_efficiency,   P::gemm_streamk_fixed_s,
               P::gemm_unaligned_efficiency, P::gemm_clock_drop,
               P::gemm_clock_settle_s,       P::gemm_overlap_exponent,
-              P::isolated_flush_fraction};
+              P::gemm_l2_feed_bps,          P::gemm_offset32_efficiency,
+              P::gemm_offset64_efficiency,  P::isolated_flush_fraction};
   }
   return {};
 }

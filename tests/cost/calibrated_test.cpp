@@ -22,7 +22,8 @@ CalibratedParams plain_params() {
   CalibratedParams p = initial_calibrated_params();
   for (P q : {P::gemm_compute_efficiency, P::gemm_memory_efficiency, P::attn_prefill_efficiency,
               P::attn_decode_efficiency, P::norm_efficiency, P::elementwise_efficiency,
-              P::softmax_efficiency, P::gemm_unaligned_efficiency}) {
+              P::softmax_efficiency, P::gemm_unaligned_efficiency, P::gemm_offset32_efficiency,
+              P::gemm_offset64_efficiency}) {
     p[q] = 1.0;
   }
   for (P q : {P::gemm_fixed_s, P::gemm_wave_fixed_s, P::splitk_reduce_s, P::attn_prefill_fixed_s,
@@ -32,6 +33,7 @@ CalibratedParams plain_params() {
     p[q] = 0.0;
   }
   p[P::gemm_operand_latency_s] = 2e-6;
+  p[P::gemm_l2_feed_bps] = 1e16;  // out of the way unless a test sets it
   p[P::attn_decode_cta_stream_bps] = 1e15;
   p[P::softmax_row_stream_bps] = 1e15;
   p[P::norm_round_trip_s] = 0.0;
@@ -151,6 +153,56 @@ TEST(Calibrated, RowsOffSectorsStreamAtTheUnalignedShare) {
   EXPECT_NEAR(half.price(gemv(4004)).time_s, 2.0 * full.price(gemv(4004)).time_s, 1e-12);
 }
 
+// Rows of k bf16 elements: 4096 x 2 B = 8192 B starts every row on a 128-byte line; 4128
+// (8256 B, 64 past a multiple of 128) puts every other row 64 bytes in; 4112 (8224 B) puts
+// rows on sectors 32 and 96 bytes in too; 4100 and 4104 (8200, 8208 B) put rows off sectors.
+TEST(Calibrated, RowAlignmentShareFollowsTheLineOffset) {
+  CalibratedParams p = plain_params();
+  p[P::gemm_offset64_efficiency] = 0.9;
+  p[P::gemm_offset32_efficiency] = 0.7;
+  p[P::gemm_unaligned_efficiency] = 0.5;
+  CalibratedCostModel model(load_hardware("h100-sxm", kProfileNone), p, testing::unit_factors());
+  EXPECT_DOUBLE_EQ(model.row_alignment_share(4096 * 2.0), 1.0);
+  EXPECT_DOUBLE_EQ(model.row_alignment_share(4128 * 2.0), 0.9);
+  EXPECT_DOUBLE_EQ(model.row_alignment_share(4112 * 2.0), 0.7);
+  EXPECT_DOUBLE_EQ(model.row_alignment_share(4100 * 2.0), 0.5);
+  EXPECT_DOUBLE_EQ(model.row_alignment_share(4104 * 2.0), 0.5);
+  EXPECT_DOUBLE_EQ(model.row_alignment_share(1000 * 4.0), 0.7);  // fp32 rows of 4000 B
+}
+
+// With L2 feeding all SMs at 1 TB/s, 4096^3 is bound by it, not by the MMAs: a 128x256 tile
+// alone needs (256 / 2 + 128) x 2 B = 512 B of operands per k (its cluster twin loads the
+// other half of the shared block), 2.1 MB over k = 4096, and 132 of them at once take
+// 277 us a wave against 36 us of FLOPs. Whatever tiling wins, each wave takes its CTAs' L2
+// bytes over the feed (a last, partial wave priced as a full one, as its CTAs run as long);
+// halving the feed (or the unaligned share, on rows off sectors) doubles the time.
+TEST(Calibrated, ManyCtasShareTheL2Feed) {
+  CalibratedParams p = plain_params();
+  p[P::gemm_operand_latency_s] = 1e-9;   // per-CTA streams out of the way
+  p[P::gemm_streamk_efficiency] = 0.05;  // and stream-K
+  p[P::gemm_l2_feed_bps] = 1e12;
+  CalibratedCostModel fed(load_hardware("h100-sxm", kProfileNone), p, testing::unit_factors());
+  auto gemm = [](int64_t k) {
+    return make_gemm_op("g", 4096, 4096, k, DType::bf16, DType::bf16, DType::bf16, DType::bf16);
+  };
+  GemmWavePlan plan = fed.plan_gemm(gemm(4096));
+  const double tm = static_cast<double>(plan.tile_m), tn = static_cast<double>(plan.tile_n);
+  const double cta_bytes = (std::max(tm, tn) / 2.0 + std::min(tm, tn)) * 2.0 * 4096.0;
+  const double ctas_at_once = std::min(static_cast<double>(plan.ctas), 132.0);
+  EXPECT_EQ(plan.split_k, 1);
+  EXPECT_FALSE(plan.stream_k);
+  EXPECT_NEAR(plan.time_s, static_cast<double>(plan.waves) * cta_bytes * ctas_at_once / 1e12,
+              1e-12);
+  EXPECT_GT(plan.time_s, 5.0 * 2.0 * 4096.0 * 4096.0 * 4096.0 / 989.4e12);
+  p[P::gemm_l2_feed_bps] = 0.5e12;
+  CalibratedCostModel half(load_hardware("h100-sxm", kProfileNone), p, testing::unit_factors());
+  EXPECT_NEAR(half.price(gemm(4096)).time_s, 2.0 * plan.time_s, 1e-12);
+  p[P::gemm_l2_feed_bps] = 1e12;
+  p[P::gemm_unaligned_efficiency] = 0.5;
+  CalibratedCostModel off(load_hardware("h100-sxm", kProfileNone), p, testing::unit_factors());
+  EXPECT_NEAR(off.price(gemm(4104)).time_s, 2.0 * fed.price(gemm(4104)).time_s, 1e-12);
+}
+
 // Decode attention of 8 sequences x 8 KV heads x 4096 tokens x 128 dims: K and V are
 // 2 x 8 x 4096 x 8 x 128 x 2 B = 134.2 MB, streamed at 3.35 TB/s x 0.5 = 80.1 us.
 TEST(Calibrated, DecodeAttentionStreamsTheKvCache) {
@@ -246,6 +298,8 @@ TEST(Calibrated, TransferScalesTheSheetByTheSourceRatios) {
               1e3);
   EXPECT_NEAR(moved[P::gemm_operand_latency_s],
               p[P::gemm_operand_latency_s] * h100.boost_clock_hz / h200.boost_clock_hz, 1e-15);
+  EXPECT_NEAR(moved[P::gemm_l2_feed_bps],
+              p[P::gemm_l2_feed_bps] * h200.boost_clock_hz / h100.boost_clock_hz, 1.0);
 }
 
 // The fitter recovers parameters from data the model itself generated.
