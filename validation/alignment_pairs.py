@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gemm_shapes import linear_kernels, parse_run_args, run_header  # noqa: E402
+from gemm_shapes import kernel_table, parse_run_args, run_header, write_run  # noqa: E402
 from torch_reference import rand, split_of, time_op  # noqa: E402
 
 PAIR_N = [2304, 5376]
@@ -70,12 +70,9 @@ def main():
         out["anchors"] = anchors(reference["ops"])
         out["unaligned_ops"] = pair_ops()
         print(f"timed: {time.time() - t0:.1f} s", flush=True)
-        shapes = sorted({(r["m"], r["n"], r["k"]) for r in out["unaligned_ops"]})
-        out["kernels"] = [dict(m=m, n=n, k=k, kernels=linear_kernels(m, n, k))
-                          for m, n, k in shapes]
-        print(f"kernels of {len(shapes)} shapes: {time.time() - t0:.1f} s", flush=True)
-    with open(path, "w") as f:
-        json.dump(out, f, indent=1)
+        out["kernels"] = kernel_table(out["unaligned_ops"])
+        print(f"kernels of {len(out['kernels'])} shapes: {time.time() - t0:.1f} s", flush=True)
+    write_run(path, out)
     for a in out["anchors"]:
         print("anchor", a["m"], a["n"], a["k"], f"{a['reference_median_s'] * 1e6:.1f} us ->",
               f"{a['median_s'] * 1e6:.1f} us")

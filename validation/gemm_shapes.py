@@ -96,6 +96,17 @@ def run_header(reference_path, disturbed_rule):
             "disturbed_rule": disturbed_rule}
 
 
+def kernel_table(rows):
+    """The kernels one call launches, for each distinct F.linear shape among `rows`."""
+    shapes = sorted({(r["m"], r["n"], r["k"]) for r in rows if r["op"] == "linear"})
+    return [dict(m=m, n=n, k=k, kernels=linear_kernels(m, n, k)) for m, n, k in shapes]
+
+
+def write_run(path, out):
+    with open(path, "w") as f:
+        json.dump(out, f, indent=1)
+
+
 def main():
     path, reference_path, reference = parse_run_args()
     out = run_header(reference_path, f"median_s > {DISTURBED_SPREAD} x min_s (linear ops)")
@@ -104,13 +115,9 @@ def main():
         out["retimed"] = retime(reference["ops"])
         out["unaligned_ops"] = unaligned_ops()
         print(f"timed: {time.time() - t0:.1f} s", flush=True)
-        shapes = sorted({(r["m"], r["n"], r["k"]) for r in reference["ops"] + out["unaligned_ops"]
-                         if r["op"] == "linear"})
-        out["kernels"] = [dict(m=m, n=n, k=k, kernels=linear_kernels(m, n, k))
-                          for m, n, k in shapes]
-        print(f"kernels of {len(shapes)} shapes: {time.time() - t0:.1f} s", flush=True)
-    with open(path, "w") as f:
-        json.dump(out, f, indent=1)
+        out["kernels"] = kernel_table(reference["ops"] + out["unaligned_ops"])
+        print(f"kernels of {len(out['kernels'])} shapes: {time.time() - t0:.1f} s", flush=True)
+    write_run(path, out)
     for r in out["retimed"]:
         print("retimed", r["m"], r["n"], r["k"], f"{r['first_median_s'] * 1e6:.1f} us ->",
               f"{r['median_s'] * 1e6:.1f} us (min {r['min_s'] * 1e6:.1f}, max {r['max_s'] * 1e6:.1f})")
