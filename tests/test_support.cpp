@@ -34,4 +34,6 @@ CommandResult run_inferlab(const std::string& args) {
   return r;
 }
 
+std::string test_data_dir() { return INFERLAB_TEST_DATA_DIR; }
+
 }  // namespace inferlab::testing

@@ -23,4 +23,7 @@ struct CommandResult {
 // Runs the inferlab binary with the given argument string (shell-quoted by the caller).
 CommandResult run_inferlab(const std::string& args);
 
+// The source tree's data/ folder (absolute): tests that read shipped files directly.
+std::string test_data_dir();
+
 }  // namespace inferlab::testing

@@ -398,9 +398,9 @@ TEST(Cli, ProfileChoiceIsReported) {
 }
 
 TEST(Cli, FitFromTheShippedProfileReproducesTheShippedFactors) {
-  auto j = run_json("fit --hardware h100-sxm --data " + std::string(INFERLAB_TEST_DATA_DIR) +
+  auto j = run_json("fit --hardware h100-sxm --data " + inferlab::testing::test_data_dir() +
                     "/../validation/data/torch_reference_h100_2026-11-22.json");
-  std::ifstream in(std::string(INFERLAB_TEST_DATA_DIR) + "/delay_factors/h100-sxm.json");
+  std::ifstream in(inferlab::testing::test_data_dir() + "/delay_factors/h100-sxm.json");
   nlohmann::json shipped = nlohmann::json::parse(in);
   for (const char* cls : {"gemm", "gemv", "attention", "norm", "elementwise", "softmax"}) {
     EXPECT_NEAR(j["factors"][cls].get<double>(), shipped["factors"][cls].get<double>(), 1e-9)
@@ -412,7 +412,7 @@ TEST(Cli, FitFromTheShippedProfileReproducesTheShippedFactors) {
 // The held-out split: only operators marked "holdout" by the measuring script, plus the steps
 // (never fitted); the fit split has the rest and no steps.
 TEST(Cli, ValidateSplitsHeldOutCases) {
-  std::string data = std::string(INFERLAB_TEST_DATA_DIR) +
+  std::string data = inferlab::testing::test_data_dir() +
                      "/../validation/data/torch_reference_h100_2026-11-22b.json";
   auto held = run_json("validate --cost calibrated --split holdout --data " + data);
   auto fitted = run_json("validate --cost calibrated --split fit --data " + data);
@@ -427,7 +427,7 @@ TEST(Cli, ValidateSplitsHeldOutCases) {
 }
 
 TEST(Cli, ValidateFailsWithExitOneBelowItsBounds) {
-  std::string data = std::string(INFERLAB_TEST_DATA_DIR) +
+  std::string data = inferlab::testing::test_data_dir() +
                      "/../validation/data/torch_reference_h100_2026-11-22.json";
   auto ok = run_inferlab("validate --data " + data + " --max-mape decode_graph=0.5");
   EXPECT_EQ(ok.exit_code, 0) << ok.err;

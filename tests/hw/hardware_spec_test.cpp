@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "test_support.hpp"
 #include "util/error.hpp"
 
 namespace inferlab {
@@ -65,7 +66,7 @@ TEST(HardwareSpec, BadSheetsAreInputErrors) {
   EXPECT_THROW(load_hardware(write("empty.json", "{}")), InputError);
   EXPECT_THROW(load_hardware((dir / "missing.json").string()), InputError);
   // A number without its source is rejected.
-  std::string sheet = std::filesystem::path(INFERLAB_TEST_DATA_DIR) / "hardware" / "h100-sxm.json";
+  std::string sheet = std::filesystem::path(inferlab::testing::test_data_dir()) / "hardware" / "h100-sxm.json";
   std::ifstream in(sheet);
   nlohmann::json j = nlohmann::json::parse(in);
   j["sm_count"] = 132;

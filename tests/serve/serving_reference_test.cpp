@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "test_support.hpp"
 #include "cost/cost_loader.hpp"
 #include "model/model_config.hpp"
 #include "serve/iteration_cost.hpp"
@@ -24,7 +25,7 @@ double median(std::vector<double> v) {
 }
 
 TEST(ServingReference, EagerPyTorchServerOnH100) {
-  std::ifstream in(std::string(INFERLAB_TEST_DATA_DIR) +
+  std::ifstream in(inferlab::testing::test_data_dir() +
                    "/../validation/data/serving_reference_h100_2026-11-22.json");
   ASSERT_TRUE(in.good());
   const auto reference = nlohmann::json::parse(in);
