@@ -18,13 +18,13 @@ std::string slurp(const std::filesystem::path& path) {
 }
 }  // namespace
 
-CommandResult run_inferlab(const std::string& args) {
+CommandResult run_command(const std::string& command_line) {
   static int counter = 0;
   auto dir = std::filesystem::temp_directory_path() /
              ("inferlab_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
   std::filesystem::create_directories(dir);
-  std::string cmd = std::string(INFERLAB_BINARY) + " " + args + " >" + (dir / "out").string() +
-                    " 2>" + (dir / "err").string() + " </dev/null";
+  std::string cmd =
+      command_line + " >" + (dir / "out").string() + " 2>" + (dir / "err").string() + " </dev/null";
   int status = std::system(cmd.c_str());
   CommandResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -34,6 +34,21 @@ CommandResult run_inferlab(const std::string& args) {
   return r;
 }
 
-std::string test_data_dir() { return INFERLAB_TEST_DATA_DIR; }
+CommandResult run_inferlab(const std::string& args) {
+  return run_command(inferlab_binary() + " " + args);
+}
+
+std::string test_data_dir() {
+  return INFERLAB_TEST_DATA_DIR;
+}
+std::string build_dir() {
+  return INFERLAB_BUILD_DIR;
+}
+std::string cmake_command() {
+  return INFERLAB_CMAKE_COMMAND;
+}
+std::string inferlab_binary() {
+  return INFERLAB_BINARY;
+}
 
 }  // namespace inferlab::testing

@@ -20,10 +20,17 @@ struct CommandResult {
   int exit_code = -1;
   std::string out, err;
 };
+// Runs a shell command line; stdout and stderr captured, no standard input.
+CommandResult run_command(const std::string& command_line);
 // Runs the inferlab binary with the given argument string (shell-quoted by the caller).
 CommandResult run_inferlab(const std::string& args);
 
 // The source tree's data/ folder (absolute): tests that read shipped files directly.
 std::string test_data_dir();
+// The build folder of these tests and the cmake that configured it (install tests).
+std::string build_dir();
+std::string cmake_command();
+// The inferlab binary under test.
+std::string inferlab_binary();
 
 }  // namespace inferlab::testing

@@ -1,10 +1,12 @@
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
 #include "cli/commands.hpp"
 #include "cli/common_args.hpp"
+#include "model/model_config.hpp"
 #include "probe/probe.hpp"
 #include "util/error.hpp"
 
@@ -14,6 +16,7 @@ namespace {
 struct ProbeArgs {
   CommonArgs common;
   std::string out;
+  std::vector<std::string> models;
   bool quick = false;
   int device = 0;
 };
@@ -26,6 +29,20 @@ double at(const nlohmann::json& j, std::initializer_list<const char*> path) {
   }
   return node->is_number() ? node->get<double>() : 0.0;
 }
+
+// Everything a run needs, checked before anything is measured: the output is writable (and not
+// left behind empty) and every --model loads.
+ProbeOptions checked_probe_options(const ProbeArgs& args) {
+  bool existed = std::filesystem::exists(args.out);
+  if (!std::ofstream(args.out, std::ios::app)) throw InputError("cannot write '" + args.out + "'");
+  if (!existed) std::filesystem::remove(args.out);
+  ProbeOptions options{args.quick, args.device, {}};
+  for (const std::string& name : args.models) {
+    auto layer = probe::model_projections(name, load_model(name));
+    options.projections.insert(options.projections.end(), layer.begin(), layer.end());
+  }
+  return options;
+}
 }  // namespace
 
 void register_probe(CLI::App& app) {
@@ -35,13 +52,13 @@ void register_probe(CLI::App& app) {
   cmd->add_option("--out", args->out, "Profile file to write")->required();
   cmd->add_flag("--quick", args->quick, "Fewer shapes and repeats (under a minute on an H100)");
   cmd->add_option("--device", args->device, "CUDA device index")->capture_default_str();
+  cmd->add_option("--model", args->models,
+                  "Sweep this model's projections (name or config.json; repeatable) instead of "
+                  "the probe's own shapes");
   add_format_option(cmd, args->common);
   cmd->callback([args] {
     OutputFormat format = parse_output_format(args->common.format);
-    std::ofstream probe_check(args->out, std::ios::app);
-    if (!probe_check) throw InputError("cannot write '" + args->out + "'");
-    probe_check.close();
-    nlohmann::json profile = run_probe({args->quick, args->device}, std::cerr);
+    nlohmann::json profile = run_probe(checked_probe_options(*args), std::cerr);
     std::ofstream(args->out) << profile.dump(1) << '\n';
     if (format == OutputFormat::json) {
       print_json(profile);

@@ -2,12 +2,17 @@
 #include <iosfwd>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
+
+#include "probe/projection_shapes.hpp"
 
 namespace inferlab {
 
 struct ProbeOptions {
   bool quick = false;
   int device = 0;
+  // GEMM sweep shapes; empty: the probe's own (probe::default_projections).
+  std::vector<probe::ProjectionShape> projections;
 };
 
 // Measures the GPU and returns the hardware profile (format: docs/PROFILE.md). Progress lines go

@@ -11,11 +11,43 @@
 
 namespace inferlab {
 
-std::filesystem::path data_dir() {
+namespace {
+// The running executable's folder (Linux: /proc/self/exe); empty when it cannot be read.
+std::filesystem::path executable_dir() {
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::filesystem::path() : exe.parent_path();
+}
+}  // namespace
+
+std::vector<DataDirCandidate> data_dir_candidates() {
+  std::vector<DataDirCandidate> candidates;
   if (const char* env = std::getenv("INFERLAB_DATA_DIR"); env != nullptr && *env != '\0') {
-    return env;
+    candidates.push_back({env, "INFERLAB_DATA_DIR"});
   }
-  return INFERLAB_SOURCE_DATA_DIR;
+  if (auto bin = executable_dir(); !bin.empty()) {
+    candidates.push_back(
+        {(bin.parent_path() / "share" / "inferlab").lexically_normal(), "beside the binary"});
+  }
+  candidates.push_back({INFERLAB_SOURCE_DATA_DIR, "source tree"});
+  return candidates;
+}
+
+std::filesystem::path data_dir() {
+  auto candidates = data_dir_candidates();
+  for (const auto& candidate : candidates) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(candidate.path, ec)) return candidate.path;
+  }
+  return candidates.front().path;
+}
+
+std::string data_dir_search_note() {
+  std::vector<std::string> places;
+  for (const auto& candidate : data_dir_candidates())
+    places.push_back(candidate.path.string() + " (" + candidate.origin + ")");
+  return "looked in: " + join_names(places) +
+         "; set INFERLAB_DATA_DIR to the folder holding hardware/ and models/";
 }
 
 std::vector<std::string> data_names(const std::string& subfolder) {
@@ -37,8 +69,13 @@ std::filesystem::path resolve_data_file(const std::string& name_or_path,
   auto path = data_dir() / subfolder / (name_or_path + ".json");
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
-    throw InputError("unknown " + what + " '" + name_or_path + "'; known: " +
-                     join_names(data_names(subfolder)) + " (or give a path to a .json file)");
+    auto known = data_names(subfolder);
+    if (known.empty()) {
+      throw InputError("unknown " + what + " '" + name_or_path + "': no shipped " + subfolder +
+                       " found (" + data_dir_search_note() + ")");
+    }
+    throw InputError("unknown " + what + " '" + name_or_path + "'; known: " + join_names(known) +
+                     " (or give a path to a .json file)");
   }
   return path;
 }

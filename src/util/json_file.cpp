@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "util/data_dir.hpp"
 #include "util/error.hpp"
 
 namespace inferlab {
@@ -11,7 +12,13 @@ namespace inferlab {
 nlohmann::json read_json_file(const std::filesystem::path& path, const std::string& what) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
-    throw InputError(what + " file '" + path.string() + "' does not exist or is not a file");
+    std::string note;
+    // A shipped file that is missing: say where the data folder was looked for.
+    if (auto dir = data_dir().lexically_normal().string();
+        path.lexically_normal().string().starts_with(dir)) {
+      note = " (" + data_dir_search_note() + ")";
+    }
+    throw InputError(what + " file '" + path.string() + "' does not exist or is not a file" + note);
   }
   std::ifstream in(path);
   if (!in) throw InputError("cannot read " + what + " file '" + path.string() + "'");

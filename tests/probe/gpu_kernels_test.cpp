@@ -122,7 +122,7 @@ TEST(GpuKernels, AddSiluMulSoftmaxRopeMatchCpu) {
 TEST(GpuProbe, QuickProfileHasTheSchema) {
   REQUIRE_GPU();
   std::ostringstream progress;
-  nlohmann::json p = run_probe({true, 0}, progress);
+  nlohmann::json p = run_probe({true, 0, {}}, progress);
   for (const char* key : {"fp64_simt", "fp32_simt", "fp16_simt", "tf32_tensor", "fp16_tensor",
                           "bf16_tensor", "fp8_tensor", "int8_tensor"}) {
     ASSERT_TRUE(p["compute"].contains(key)) << key;

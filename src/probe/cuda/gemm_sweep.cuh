@@ -3,12 +3,9 @@
 #include <string>
 #include <vector>
 
-namespace inferlab::probe {
+#include "probe/projection_shapes.hpp"
 
-struct ProjectionShape {
-  std::string model, name;
-  long long n_out = 0, k = 0;
-};
+namespace inferlab::probe {
 
 // Dense tensor-core peaks through cuBLASLt (tf32, fp16, bf16, fp8 e4m3, int8): best over a few
 // large shapes, each type's layout first checked against a float64 host reference.

@@ -4,7 +4,6 @@
 #include <ctime>
 #include <ostream>
 
-#include "model/model_config.hpp"
 #include "probe/cuda/collectives.cuh"
 #include "probe/cuda/compute_simt.cuh"
 #include "probe/cuda/cuda_util.cuh"
@@ -37,25 +36,6 @@ std::string utc_now() {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   return buf;
-}
-
-// Projections of the shipped dense models at TP 1: fused QKV, O, fused gate/up, down.
-std::vector<probe::ProjectionShape> shipped_projections(bool quick) {
-  std::vector<std::string> names = {"llama-3.2-1b", "llama-3-8b", "llama-3-70b"};
-  if (!quick) {
-    names.insert(names.begin() + 1, "llama-3.2-3b");
-    names.push_back("qwen2.5-7b");
-  }
-  std::vector<probe::ProjectionShape> shapes;
-  for (const auto& name : names) {
-    ModelConfig m = load_model(name);
-    long long h = m.hidden_size, q = m.q_dim(), kv = m.kv_dim(), i = m.intermediate_size;
-    shapes.push_back({name, "qkv_proj", q + 2 * kv, h});
-    shapes.push_back({name, "o_proj", h, q});
-    shapes.push_back({name, "gate_up_proj", 2 * i, h});
-    shapes.push_back({name, "down_proj", h, i});
-  }
-  return shapes;
 }
 
 }  // namespace
@@ -127,8 +107,9 @@ nlohmann::json run_probe(const ProbeOptions& options, std::ostream& progress) {
   profile["graph_kernel_gap_us"] = launch["graph_kernel_gap"]["median_us"];
 
   say("bf16 GEMM sweep over the shipped models' projections, N and K staircases");
-  profile["sweeps"]["gemm"] =
-      probe::sweep_gemms(shipped_projections(options.quick), l2, sms, options.quick);
+  profile["sweeps"]["gemm"] = probe::sweep_gemms(
+      options.projections.empty() ? probe::default_projections(options.quick) : options.projections,
+      l2, sms, options.quick);
   say("memory-bound LLM kernels over token counts, and small kernels in a CUDA graph");
   profile["sweeps"]["llm_kernels"] = probe::sweep_llm_kernels(l2, options.quick);
   profile["launch"]["graph_small_kernel"] = probe::measure_small_kernels_in_graph(options.quick);

@@ -1,0 +1,53 @@
+#include "predict/validity.hpp"
+
+#include <fmt/format.h>
+
+namespace inferlab {
+
+namespace {
+bool is_16_bit_float(DType dtype) {
+  return dtype == DType::bf16 || dtype == DType::fp16;
+}
+bool measured_gpu(const std::string& name) {
+  return name == "h100-sxm" || name == "h200";
+}
+}  // namespace
+
+std::vector<std::string> unvalidated_paths(const ModelConfig& model, const PredictOptions& options,
+                                           const Precision& precision, const HardwareSpec& hardware,
+                                           std::string_view cost_name) {
+  std::vector<std::string> notes;
+  if (options.framework == Framework::vllm) {
+    notes.push_back(
+        "the vllm kernel list (fused QKV and gate/up, add+RMSNorm, RoPE+KV write, paged "
+        "attention) has not been checked against a vLLM run; --framework pytorch has");
+  }
+  if (!measured_gpu(hardware.name)) {
+    notes.push_back(fmt::format(
+        "no step was measured on {}: its ceilings come from its {}, its efficiencies from "
+        "another GPU",
+        hardware.name, hardware.profile ? "measured profile" : "spec sheet"));
+  } else if (cost_name != "calibrated" && hardware.name != "h100-sxm") {
+    notes.push_back(fmt::format("the {} model was checked on the H100 only", cost_name));
+  }
+  if (model.is_moe() || model.gpt_style || model.qkv_bias) {
+    notes.push_back(fmt::format(
+        "no step of this model family ({}) was measured; Llama 3.2 1B/3B and Llama 3 8B were",
+        model.is_moe() ? "mixture of experts" : (model.gpt_style ? "GPT style" : "QKV bias")));
+  }
+  if (!is_16_bit_float(precision.weights) || !is_16_bit_float(precision.activations) ||
+      !is_16_bit_float(precision.kv)) {
+    notes.push_back(
+        fmt::format("quantized kernels (weights {}, activations {}, KV {}) have not been measured",
+                    dtype_name(precision.weights), dtype_name(precision.activations),
+                    dtype_name(precision.kv)));
+  }
+  if (options.tp > 1) {
+    notes.push_back(
+        "tensor parallelism: collectives priced from the spec sheet's interconnect, not measured");
+  }
+  if (!options.flash_attention) notes.push_back("unfused attention has not been measured");
+  return notes;
+}
+
+}  // namespace inferlab
