@@ -2,7 +2,6 @@
 // share/inferlab/ from any folder with an empty environment, and a missing data folder is an
 // error that says where it looked.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <filesystem>
