@@ -51,13 +51,15 @@ struct ShardDims {
 };
 ShardDims shard_dims(const ModelConfig& model, int tp);
 
-// Builds the operator list of one step, per device, in execution order. `ops` is cleared and
-// refilled, so sweeps reuse its storage.
+// Builds the operator list of one step, per device, in execution order: the blocks of the
+// model's family (model/model_family.hpp), each from model/step_blocks.hpp. `ops` is cleared
+// and refilled, so sweeps reuse its storage.
 void build_step_graph(const ModelConfig& model, const StepShape& shape, const Precision& precision,
                       const KernelPlan& plan, const ShardDims& shard, std::vector<Op>& ops);
 
 // Only the operators whose cost depends on the context length (attention and its unfused
 // parts), for re-pricing decode steps one context at a time.
+// Appends to `ops`; the attention blocks call it too.
 void build_context_ops(const ModelConfig& model, const StepShape& shape, const Precision& precision,
                        const KernelPlan& plan, const ShardDims& shard, std::vector<Op>& ops);
 

@@ -3,8 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
+#include "model/model_family.hpp"
 #include "model/op_builders.hpp"
+#include "model/step_blocks.hpp"
 #include "util/error.hpp"
 
 namespace inferlab {
@@ -136,6 +141,102 @@ TEST(StepGraph, MixtralExpertsTouchedByBatch) {
   ASSERT_NE(up, nullptr);
   // One token: two experts' gate/up weights are read.
   EXPECT_DOUBLE_EQ(up->weight_bytes, 2.0 * 2 * 14336 * 4096 * 2);
+}
+
+// ---- The step by blocks: families, and single blocks pinned by hand-worked values. ----
+
+std::vector<std::string> names(const std::vector<Op>& ops) {
+  std::vector<std::string> out;
+  for (const auto& op : ops) out.emplace_back(op.name);
+  return out;
+}
+
+std::vector<std::string> block_names(const ModelFamily& family) {
+  std::vector<std::string> out;
+  for (const auto& block : family.blocks) out.emplace_back(block.name);
+  return out;
+}
+
+TEST(StepBlocks, FamiliesListTheirBlocksInOrder) {
+  using V = std::vector<std::string>;
+  const ModelFamily& llama = model_family(load_model("llama-3-8b"));
+  EXPECT_STREQ(llama.name, "llama");
+  EXPECT_EQ(llama.norm, NormKind::rms);
+  EXPECT_EQ(block_names(llama), (V{"token_embedding", "rotary_attention", "gated_mlp", "head"}));
+  EXPECT_STREQ(model_family(load_model("qwen2.5-7b")).name, "llama");  // QKV bias from config
+  const ModelFamily& mixtral = model_family(load_model("mixtral-8x7b"));
+  EXPECT_STREQ(mixtral.name, "mixtral");
+  EXPECT_EQ(block_names(mixtral), (V{"token_embedding", "rotary_attention", "moe_mlp", "head"}));
+  const ModelFamily& gpt = model_family(load_model("gpt3-175b"));
+  EXPECT_STREQ(gpt.name, "gpt");
+  EXPECT_EQ(gpt.norm, NormKind::layer);
+  EXPECT_EQ(block_names(gpt),
+            (V{"token_position_embedding", "learned_position_attention", "gelu_mlp", "head"}));
+  EXPECT_TRUE(model_families().back().matches(ModelConfig{}));  // the last one takes any config
+}
+
+TEST(StepBlocks, FamilyFollowsTheConfig) {
+  nlohmann::json dense = {{"model_type", "phi3"},     {"hidden_size", 256},
+                          {"intermediate_size", 512}, {"num_hidden_layers", 2},
+                          {"num_attention_heads", 4}, {"vocab_size", 1000}};
+  EXPECT_STREQ(model_family(parse_model_config(dense, "t", "t")).name, "llama");
+  nlohmann::json moe = dense;
+  moe["num_local_experts"] = 4;
+  moe["num_experts_per_tok"] = 1;
+  EXPECT_STREQ(model_family(parse_model_config(moe, "t", "t")).name, "mixtral");
+}
+
+// vLLM plan: fused QKV, RoPE with the KV write, add+norm, gate/up and SiLU x up.
+TEST(StepBlocks, VllmDecodeOfLlamaInOrder) {
+  ModelConfig m = load_model("llama-3-8b");
+  std::vector<Op> ops;
+  build_step_graph(m, {Phase::decode, 1, 1, 1024}, Precision{}, KernelPlan{}, shard_dims(m, 1),
+                   ops);
+  EXPECT_EQ(names(ops), (std::vector<std::string>{
+                            "embedding", "input_norm", "qkv_proj", "rope_kv_write", "attention",
+                            "o_proj", "post_attn_add_norm", "gate_up_proj", "silu_mul", "down_proj",
+                            "mlp_add_next_norm", "lm_head", "sampling"}));
+  EXPECT_EQ(ops[1].scope, Scope::pre_layers);  // the first layer's norm; later ones are fused
+  EXPECT_EQ(ops[10].count, 32);
+}
+
+// PyTorch eager plan with tensor parallelism: every kernel apart, collectives where they sit.
+TEST(StepBlocks, EagerTensorParallelLlamaInOrder) {
+  ModelConfig m = load_model("llama-3-8b");
+  KernelPlan eager;
+  eager.fuse_qkv = eager.fuse_gate_up = eager.fuse_add_rmsnorm = false;
+  eager.fuse_silu_mul = eager.fuse_rope_kv_write = false;
+  eager.rope_table_gathers = 2;
+  std::vector<Op> ops;
+  build_step_graph(m, {Phase::prefill, 1, 16, 16}, Precision{}, eager, shard_dims(m, 2), ops);
+  EXPECT_EQ(names(ops), (std::vector<std::string>{"embedding",
+                                                  "rope_table_gather",
+                                                  "embedding_all_reduce",
+                                                  "input_norm",
+                                                  "q_proj",
+                                                  "k_proj",
+                                                  "v_proj",
+                                                  "rope",
+                                                  "kv_write",
+                                                  "attention",
+                                                  "o_proj",
+                                                  "attn_all_reduce",
+                                                  "attn_residual_add",
+                                                  "post_attn_norm",
+                                                  "gate_proj",
+                                                  "up_proj",
+                                                  "silu",
+                                                  "mul",
+                                                  "down_proj",
+                                                  "mlp_all_reduce",
+                                                  "mlp_residual_add",
+                                                  "final_norm",
+                                                  "lm_head",
+                                                  "logits_all_gather",
+                                                  "sampling"}));
+  EXPECT_EQ(ops[2].scope, Scope::pre_layers);
+  EXPECT_EQ(ops[2].count, 1);
+  EXPECT_EQ(ops[21].scope, Scope::post_layers);
 }
 
 }  // namespace
