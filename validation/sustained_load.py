@@ -193,10 +193,11 @@ def main():
                 ("llama-3-8b", 4, [("prefill", 1, 2048, 8.0), ("prefill", 1, 512, 4.0),
                                    ("prefill", 4, 1024, 8.0), ("decode", 1, 512, 4.0)]),
                 ("llama-3.2-1b", 8, [("prefill", 8, 1024, 4.0)])]:
-            model = PlainLlama(load_config(name), max_batch=max_batch, max_seq=2048 + 8)
+            cfg = load_config(name)
+            model = PlainLlama(cfg, max_batch=max_batch, max_seq=2048 + 8)
             for phase, b, n, seconds in points:
                 s = n if phase == "prefill" else 1
-                tokens = torch.randint(0, 1000, (b, s), device=DEV)
+                tokens = torch.randint(0, cfg["vocab_size"], (b, s), device=DEV)
                 pos = (torch.arange(n, device=DEV) if phase == "prefill"
                        else torch.tensor([n - 1], device=DEV))
                 g = capture_graph(lambda: model(tokens, pos, n))
