@@ -65,7 +65,7 @@ TEST(ModelConfig, RopeScalingParsed) {
 
 TEST(ModelConfig, AllShippedModelsLoad) {
   auto names = known_models();
-  EXPECT_EQ(names.size(), 8u);  // 7 Llama-family models and gpt3-175b
+  EXPECT_EQ(names.size(), 10u);  // 9 Llama-family models (Qwen2.5, Mistral included) and gpt3-175b
   for (const auto& name : names) EXPECT_NO_THROW(load_model(name)) << name;
 }
 
