@@ -10,7 +10,7 @@ The manifest (docs/figures.json) lists
            read as JSON (kind "file"), or the real-server comparison of
            validation/compare_serving.py recomputed here (kind "serving_reference");
   figures: one entry per quoted figure: the run, a path into its JSON (`a.b{key=value}.c`: the
-           one list entry whose key is value; `[3]`: an index), a regex with one group, or `pooled_mape` (paths of `validate`
+           one list entry whose key is value, `{k1=v1&k2=v2}` for several keys; `[3]`: an index), a regex with one group, or `pooled_mape` (paths of `validate`
            groups whose MAPEs are pooled, weighted by their case counts), a scale (100 for a share quoted in
            %), the quoted value as a string, its tolerance and where it is quoted.
 Tolerance: by default half a unit of the quoted value's last digit (the figure must round to
@@ -149,8 +149,8 @@ def lookup(doc, path):
                 raise KeyError(f"no '{name}' in path {path}")
             doc = doc[name]
         elif selector:
-            key, value = selector.split("=", 1)
-            hits = [d for d in doc if str(d.get(key)) == value]
+            pairs = [part.split("=", 1) for part in selector.split("&")]
+            hits = [d for d in doc if all(str(d.get(k)) == v for k, v in pairs)]
             if len(hits) != 1:
                 raise KeyError(f"{{{selector}}} matches {len(hits)} entries in path {path}")
             doc = hits[0]
