@@ -10,8 +10,9 @@ The manifest (docs/figures.json) lists
            read as JSON (kind "file"), or the real-server comparison of
            validation/compare_serving.py recomputed here (kind "serving_reference");
   figures: one entry per quoted figure: the run, a path into its JSON (`a.b{key=value}.c`: the
-           one list entry whose key is value, `{k1=v1&k2=v2}` for several keys; `[3]`: an index), a regex with one group, or `pooled_mape` (paths of `validate`
-           groups whose MAPEs are pooled, weighted by their case counts), a scale (100 for a share quoted in
+           one list entry whose key is value, `{k1=v1&k2=v2}` for several keys; `[3]`: an index), a regex with one group, `pooled_mape` (paths of `validate`
+           groups whose MAPEs are pooled, weighted by their case counts) or `ratio_of` (two
+           [run, path] pairs: the first over the second, plus an optional `offset`), a scale (100 for a share quoted in
            %), the quoted value as a string, its tolerance and where it is quoted.
 Tolerance: by default half a unit of the quoted value's last digit (the figure must round to
 what the docs say); `"tol": {"abs": x}`, `{"rel": x}` or `{"factor": f}` (timings: the measured
@@ -250,6 +251,20 @@ def main():
                 failures.append(f"{f['id']}: regex /{f['regex']}/ not found in the output of {run_id}")
                 continue
             measured = parse_number(m.group(1))
+        elif "ratio_of" in f:
+            # One figure over another, each [run, path] (runs of their own are run once too).
+            try:
+                parts = []
+                for other_run, other_path in f["ratio_of"]:
+                    if other_run not in results:
+                        start = time.perf_counter()
+                        results[other_run] = execute(other_run, manifest["runs"][other_run], args)
+                        timings[other_run] = time.perf_counter() - start
+                    parts.append(float(lookup(results[other_run], other_path)))
+            except (KeyError, IndexError, TypeError, ValueError) as e:
+                failures.append(f"{f['id']}: {e}")
+                continue
+            measured = parts[0] / parts[1] + f.get("offset", 0.0)
         elif "pooled_mape" in f:
             # MAPE over several groups together: their MAPEs weighted by their case counts.
             try:
