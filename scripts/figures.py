@@ -9,11 +9,13 @@ The manifest (docs/figures.json) lists
            "bench"), the wall time of an inferlab command (kind "wall"), a shipped data file
            read as JSON (kind "file"), or the real-server comparison of
            validation/compare_serving.py recomputed here (kind "serving_reference");
-  figures: one entry per quoted figure: the run, a path into its JSON (`a.b{key=value}.c`: the
-           one list entry whose key is value, `{k1=v1&k2=v2}` for several keys; `[3]`: an index), a regex with one group, `pooled_mape` (paths of `validate`
-           groups whose MAPEs are pooled, weighted by their case counts) or `ratio_of` (two
-           [run, path] pairs: the first over the second, plus an optional `offset`), a scale (100 for a share quoted in
-           %), the quoted value as a string, its tolerance and where it is quoted.
+  figures: one entry per quoted figure: the run; a path into its JSON (`a.b{key=value}.c`:
+           the one list entry whose key is value; `{k1=v1&k2=v2}` for several keys,
+           `{key^=prefix}` for a prefix, `[3]` for an index), a regex with one group,
+           `pooled_mape` (paths of `validate` groups whose MAPEs are pooled, weighted by their
+           case counts) or `ratio_of` (two [run, path] pairs: the first over the second, plus
+           an optional `offset`); a scale (100 for a share quoted in %); the quoted value as a
+           string; its tolerance; and where it is quoted.
 Tolerance: by default half a unit of the quoted value's last digit (the figure must round to
 what the docs say); `"tol": {"abs": x}`, `{"rel": x}` or `{"factor": f}` (timings: the measured
 value within [value / f, value x f]) state another one.
@@ -28,6 +30,7 @@ matches; 1: some do not (each is listed with the measured value); 2: bad manifes
 that failed.
 """
 import argparse
+import csv
 import json
 import os
 import re
@@ -97,7 +100,6 @@ def serving_reference(inferlab, spec):
             s = {k: sim[name + "_ms"][k] for k in ("p50", "p90", "p99", "mean")}
             entry[name] = {"measured_ms": m, "simulated_ms": s,
                            "error_pct": {k: 100 * (s[k] / m[k] - 1) for k in m}}
-        import csv
         rows = list(csv.DictReader(open(its_csv)))
         its = run["iterations"]
         dec = [1e3 * i["duration_s"] for i in its if i["decode_seqs"] > 0]
@@ -151,7 +153,11 @@ def lookup(doc, path):
             doc = doc[name]
         elif selector:
             pairs = [part.split("=", 1) for part in selector.split("&")]
-            hits = [d for d in doc if all(str(d.get(k)) == v for k, v in pairs)]
+            # `key^=value`: the key's value starts with value (benchmark names carry
+            # version-dependent suffixes such as /min_time:2.000).
+            hits = [d for d in doc if all(
+                str(d.get(k[:-1])).startswith(v) if k.endswith("^") else str(d.get(k)) == v
+                for k, v in pairs)]
             if len(hits) != 1:
                 raise KeyError(f"{{{selector}}} matches {len(hits)} entries in path {path}")
             doc = hits[0]
