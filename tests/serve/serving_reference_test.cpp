@@ -2,8 +2,9 @@
 // the H100: validation/serving_reference.py served Llama 3 8B request streams at 2 and 5
 // requests/s with vLLM's default policy; the same requests go through `run_engine` with the
 // calibrated H100 model and the eager PyTorch host model. docs/MEASUREMENTS.md section 11 has
-// the full comparison; these bounds sit a little above today's errors so that a regression
-// fails.
+// the full comparison. The simulator is faster than the reference on every figure checked here,
+// so each bound is one-sided: a regression that widens the gap fails, and so does one that
+// overshoots to more than 2% slower than measured.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -23,6 +24,18 @@ namespace {
 double median(std::vector<double> v) {
   return percentile(std::move(v), 50);
 }
+
+// Lowest allowed simulated / measured ratio per figure: today's ratio less 10% of its distance
+// from 1, rounded down to 0.005 (the ratchet rule of docs/MEASUREMENTS.md section 12). Today
+// (2026-11-23, recomputed by scripts/figures.py from the same data):
+//   2 req/s: decode iteration median 0.890, TPOT p50 0.796, TTFT p50 0.746, TTFT p99 0.54,
+//            busy time 0.964;
+//   5 req/s: 0.985, 0.823, 0.793, 0.48, 0.963.
+struct Bounds {
+  double decode_median, tpot_p50, ttft_p50, ttft_p99, busy;
+};
+constexpr Bounds kAt2PerS{0.875, 0.775, 0.72, 0.495, 0.955};
+constexpr Bounds kAt5PerS{0.98, 0.805, 0.77, 0.42, 0.955};
 
 TEST(ServingReference, EagerPyTorchServerOnH100) {
   std::ifstream in(inferlab::testing::test_data_dir() +
@@ -63,15 +76,33 @@ TEST(ServingReference, EagerPyTorchServerOnH100) {
                               static_cast<double>(requests[i].output_tokens - 1));
       simulated_tpot.push_back(sim.requests[i].tpot_s());
     }
+    std::vector<double> measured_ttft, simulated_ttft;
+    for (size_t i = 0; i < requests.size(); ++i) {
+      const auto& o = run["outcomes"][i];
+      measured_ttft.push_back(o["first_token_s"].get<double>() - requests[i].arrival_s);
+      simulated_ttft.push_back(sim.requests[i].ttft_s());
+    }
     const double rate = run["rate_per_s"];
-    // Today: median decode iteration -11.0% (2 req/s) and -1.6% (5 req/s); TPOT p50 -20.3% /
-    // -17.5%: the reference's iterations have a long host-side tail (decode p90 31-32 ms, p99
-    // 62-81 ms against a median of 19-21) and its prefills cost 20-30% more than predicted.
-    EXPECT_NEAR(median(simulated_decode) / median(measured_decode), 1.0, 0.13) << rate;
-    EXPECT_NEAR(median(simulated_tpot) / median(measured_tpot), 1.0, 0.23) << rate;
+    const Bounds& b = rate < 3.0 ? kAt2PerS : kAt5PerS;
+    // The simulator runs faster than the reference server: its iterations have no host-side
+    // tail (Python, garbage collection, slot moves: decode p90 31-32 ms, p99 62-81 ms against
+    // a median of 19-21) and its prefills cost less than the reference's Python loop of
+    // attention calls and cache copies. So every ratio below is under 1 and each check is
+    // one-sided: no lower than today's ratio less 10% of its distance from 1, no higher than
+    // 1 + 0.02 (the sign of the error is known; a model that overshoots it is also wrong).
+    auto check = [&](const char* what, double ratio, double lowest) {
+      EXPECT_GE(ratio, lowest) << what << " at " << rate << " req/s";
+      EXPECT_LE(ratio, 1.02) << what << " at " << rate << " req/s";
+    };
+    check("median decode iteration", median(simulated_decode) / median(measured_decode),
+          b.decode_median);
+    check("TPOT p50", median(simulated_tpot) / median(measured_tpot), b.tpot_p50);
+    check("TTFT p50", median(simulated_ttft) / median(measured_ttft), b.ttft_p50);
+    check("TTFT p99", percentile(simulated_ttft, 99) / percentile(measured_ttft, 99),
+          b.ttft_p99);
     // Both served every request, in about the same span (arrivals set most of it).
     EXPECT_EQ(summarize(sim).completed, static_cast<int64_t>(requests.size()));
-    EXPECT_NEAR(simulated_busy / measured_busy, 1.0, 0.06) << rate;
+    check("busy time", simulated_busy / measured_busy, b.busy);
   }
 }
 
