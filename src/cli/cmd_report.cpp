@@ -120,7 +120,7 @@ HtmlPage serve_page(const ReportArgs& a) {
   PredictedIterationCost cost(model, hw.spec, *hw.cost, o, load_host_overhead(), draft.get());
   const ServeResult result = run_engine(requests, engine, cost);
   const ServeSummary summary = summarize(result, slo);
-  ServeReportInput in{title, subtitle, &result, &summary, engine.block_size};
+  ServeReportInput in{title, subtitle, &result, &summary, engine.block_size, !a.slo.empty()};
   return serve_html_page(in);
 }
 

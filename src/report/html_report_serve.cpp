@@ -88,8 +88,10 @@ HtmlPage serve_html_page(const ServeReportInput& in) {
       {"TTFT p50 / p99", ms(s.ttft.p50_s), "p99 " + ms(s.ttft.p99_s)},
       {"TPOT p50 / p99", ms(s.tpot.p50_s), "p99 " + ms(s.tpot.p99_s)},
       {"E2E p50 / p99", ms(s.e2e.p50_s), "p99 " + ms(s.e2e.p99_s)},
-      {"Goodput", format_fixed(s.goodput_requests_per_s, 2) + " req/s",
-       format_fixed(100 * s.slo_attainment, 1) + "% within SLO"},
+      in.has_slo ? HtmlFigure{"Goodput", format_fixed(s.goodput_requests_per_s, 2) + " req/s",
+                              format_fixed(100 * s.slo_attainment, 1) + "% within SLO",
+                              s.slo_attainment < 0.99}
+                 : HtmlFigure{"Goodput", "-", "no --slo given"},
       {"Mean batch", format_fixed(s.mean_batch_seqs, 1) + " seqs",
        fmt::format("{} iterations", s.iterations)},
       {"KV cache use", format_fixed(100 * s.max_kv_use, 1) + "% max",

@@ -14,6 +14,7 @@ struct ServeReportInput {
   const ServeResult* result = nullptr;
   const ServeSummary* summary = nullptr;
   int64_t block_tokens = 16;
+  bool has_slo = false;  // --slo given: goodput is meaningful
 };
 
 // Summary figures, latency CDFs (TTFT, TPOT, end to end), KV-cache use and batch size over
