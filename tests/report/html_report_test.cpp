@@ -63,7 +63,8 @@ void expect_self_contained(const std::string& html) {
 
 // Chromium headless, as CI runs it: a fresh profile, no network services.
 std::string chromium(const fs::path& dir, const std::string& mode, const fs::path& html) {
-  const fs::path profile = dir / ("profile-" + std::to_string(std::rand()));
+  const fs::path profile = dir / "profile";  // fresh for each run, removed after it
+  fs::remove_all(profile);
   return "timeout 180 chromium --headless --no-sandbox --disable-gpu --disable-quic "
          "--no-first-run --disable-background-networking --disable-component-update "
          "--disable-sync --disable-dev-shm-usage --hide-scrollbars --user-data-dir=" +
@@ -139,6 +140,7 @@ std::string dump_dom(const fs::path& dir, const fs::path& html) {
                   (dir / "dom.log").string()),
             0)
       << slurp(dir / "dom.log");
+  fs::remove_all(dir / "profile");
   return slurp(dom);
 }
 
@@ -150,6 +152,7 @@ void render_and_check(const fs::path& dir, const fs::path& html) {
                   (dir / "shot.log").string() + " 2>&1"),
             0)
       << slurp(dir / "shot.log");
+  fs::remove_all(dir / "profile");
   ASSERT_TRUE(fs::exists(png)) << slurp(dir / "shot.log");
   const std::string rendered = dump_dom(dir, html);
   EXPECT_NE(rendered.find("data-report-status=\"ok\""), std::string::npos)
