@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Installs the Debian packages inferlab builds with, only those that are missing.
+# Installs the Debian packages inferlab builds with, only those that are missing (chromium:
+# the tests render the HTML reports in it, headless).
 set -euo pipefail
 packages=(cmake ninja-build g++ nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev
-          libgmock-dev libbenchmark-dev)
+          libgmock-dev libbenchmark-dev chromium)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -20,5 +20,6 @@ void register_templates(CLI::App& app);
 void register_explore(CLI::App& app);
 void register_serve(CLI::App& app);
 void register_capacity(CLI::App& app);
+void register_report(CLI::App& app);  // HTML page of predict, serve or validate
 
 }  // namespace inferlab::cli

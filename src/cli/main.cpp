@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   inferlab::cli::register_explore(app);
   inferlab::cli::register_serve(app);
   inferlab::cli::register_capacity(app);
+  inferlab::cli::register_report(app);
   if (argc > 1 && argv[1][0] != '-') {
     std::vector<std::string> known;
     for (const CLI::App* sub : app.get_subcommands({})) known.push_back(sub->get_name());
