@@ -22,7 +22,7 @@ FitInputs gather_fit_inputs(const HardwareSpec& hw, const nlohmann::json* refere
   if (reference) {
     auto ops =
         measured_ops_from_reference(*reference, "measured reference '" + reference_path + "'");
-    in.isolated_floor_s = fastest_measured_s(ops);
+    in.isolated_floor_s = fastest_measured_s(fit_split(ops));
     in.measured.insert(in.measured.end(), ops.begin(), ops.end());
     const auto& doc = *reference;
     std::string device = doc.contains("device") && doc["device"].contains("name")

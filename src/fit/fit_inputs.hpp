@@ -15,8 +15,8 @@ namespace inferlab {
 struct FitInputs {
   std::vector<MeasuredOp> measured;  // the reference file's rows, then the profile's sweeps
   std::vector<std::string> sources;  // where each part came from, for the fitted file's source
-  // The isolated-event floor: the fastest operator of the reference file, timed alone (0
-  // without a reference file).
+  // The isolated-event floor: the fastest fit-split operator of the reference file, timed alone
+  // (0 without a reference file). Held-out rows never enter it, nor anything else fitted.
   double isolated_floor_s = 0.0;
   // The spec-sheet delay factors with the fixed cost of a kernel in a graph as measured: the
   // reference file's launch figure, or the profile's small kernel in a graph (else its

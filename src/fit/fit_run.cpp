@@ -42,8 +42,9 @@ nlohmann::json group_summary(const CalibratedFit& fit) {
 CalibratedFit run_calibrated_fit(const HardwareSpec& hw, const FitInputs& inputs,
                                  const FitRequest& request) {
   const SustainedNote sustained = read_sustained(request.sustained);
-  CalibratedFit fit =
-      fit_calibrated(hw, load_delay_factors(hw), inputs.measured, inputs.isolated_floor_s);
+  // The fit sees the fit split only: nothing of the held-out rows, their times included.
+  CalibratedFit fit = fit_calibrated(hw, load_delay_factors(hw), fit_split(inputs.measured),
+                                     inputs.isolated_floor_s);
   fit.params[CalibParam::sustained_compute_slowdown] = sustained.slowdown;
   fit.params.source = fmt::format(
       "inferlab fit --cost calibrated --hardware {} --profile {}{}{} against {} ceilings: {}; "
