@@ -265,7 +265,6 @@ TEST(Calibrated, RopeStreamsAtItsOwnEfficiency) {
   const double in_stream = rope.bytes() / (0.5 * 3.35e12) + 10 * 1e-6;
   EXPECT_NEAR(model.price(rope).time_s, in_stream, 1e-12);
   EXPECT_NEAR(model.isolated_time_s(rope), in_stream + 9 * 2e-6, 1e-12);
-  EXPECT_EQ(calib_group_of(rope), CalibGroup::rope);
 }
 
 // Timed alone: + event overhead, + the dirty L2 the op evicts (min(bytes, 50 MB L2)), + the

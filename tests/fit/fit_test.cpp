@@ -58,5 +58,11 @@ TEST(Calibrated, FitRecoversKnownElementwiseParameters) {
   EXPECT_LT(elementwise->mape, 0.005);
 }
 
+// RoPE is fitted as a group of its own (its own share of bandwidth and launch wait).
+TEST(Calibrated, RopeIsItsOwnFitGroup) {
+  Op rope = make_rope_op("rope", 4096, 4096, 1024, 5, DType::bf16);
+  EXPECT_EQ(calib_group_of(rope), CalibGroup::rope);
+}
+
 }  // namespace
 }  // namespace inferlab
