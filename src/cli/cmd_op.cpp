@@ -1,12 +1,10 @@
-#include <fmt/format.h>
-
 #include <functional>
-#include <iostream>
 
 #include "cli/commands.hpp"
 #include "cli/common_args.hpp"
-#include "cost/calibrated.hpp"
 #include "model/op_builders.hpp"
+#include "report/emit.hpp"
+#include "report/op_report.hpp"
 #include "util/error.hpp"
 
 namespace inferlab::cli {
@@ -33,52 +31,14 @@ void require_dim(const char* flag, int64_t value) {
 void print_op(const OpArgs& a, const char* what, const Op& op) {
   OutputFormat format = parse_output_format(a.common.format);
   LoadedHardware hw = load_cost_model(a.common);
-  OpCost cost = hw.cost->price(op);
-  nlohmann::json out = {{"op", what},
-                        {"hardware", hw.spec.name},
-                        {"hardware_source", hw.spec.ceiling_source()},
-                        {"ms", cost.time_s * 1e3},
-                        {"flops", op.flops},
-                        {"bytes", op.bytes()},
-                        {"bound", std::string(bound_name(cost.bound))},
-                        {"op_class", std::string(op_class_name(cost.op_class))},
-                        {"efficiency", cost.efficiency()},
-                        {"compute_ms", cost.compute_s * 1e3},
-                        {"memory_ms", cost.memory_s * 1e3},
-                        {"latency_ms", cost.latency_s * 1e3}};
-  // The calibrated GEMM's tiling says why it takes that long: the tile cuBLAS would run, the
-  // split of k, and how many waves of CTAs the SMs take.
-  const bool show_plan = hw.calibrated && op.kind == OpKind::gemm;
-  GemmWavePlan plan;
-  if (show_plan) {
-    plan = hw.calibrated->plan_gemm(op);
-    out["plan"] = {{"tile_m", plan.tile_m},     {"tile_n", plan.tile_n}, {"split_k", plan.split_k},
-                   {"stream_k", plan.stream_k}, {"ctas", plan.ctas},     {"waves", plan.waves}};
-  }
-  if (format == OutputFormat::json) {
-    print_json(out);
-    return;
-  }
-  Table table({"op", "hardware", "ms", "flops", "bytes", "bound", "efficiency"});
-  if (format == OutputFormat::csv) {
-    table.add_row({what, hw.spec.name, fmt::format("{:.6g}", cost.time_s * 1e3),
-                   fmt::format("{:.6g}", op.flops), fmt::format("{:.6g}", op.bytes()),
-                   std::string(bound_name(cost.bound)), fmt::format("{:.4f}", cost.efficiency())});
-    std::cout << table.to_csv();
-  } else {
-    table.add_row({what, hw.spec.name, format_ms(cost.time_s), format_count(op.flops),
-                   format_bytes(op.bytes()), std::string(bound_name(cost.bound)),
-                   format_fixed(100.0 * cost.efficiency(), 0) + "%"});
-    std::cout << table.to_text();
-    if (show_plan) {
-      std::cout << fmt::format("plan: {}x{} tiles (rows x columns), {}{} CTAs in {} wave{}\n",
-                               plan.tile_m, plan.tile_n,
-                               plan.split_k > 1 ? fmt::format("split-K {}, ", plan.split_k)
-                               : plan.stream_k  ? std::string("stream-K, ")
-                                                : std::string(),
-                               plan.ctas, plan.waves, plan.waves == 1 ? "" : "s");
-    }
-  }
+  const OpReport report{what,
+                        hw.spec.name,
+                        hw.spec.ceiling_source(),
+                        op,
+                        hw.cost->price(op),
+                        hw.cost->isolated_time_s(op),
+                        hw.cost->describe(op)};
+  emit(op_report_json(report), op_report_text(report), op_report_csv(report), format);
 }
 
 CLI::App* op_subcommand(CLI::App* parent, const char* name, const char* description, OpArgs& args) {
@@ -88,13 +48,35 @@ CLI::App* op_subcommand(CLI::App* parent, const char* name, const char* descript
   return cmd;
 }
 
-}  // namespace
+// The attention shape the flags describe.
+AttentionShape attention_shape(const OpArgs& a) {
+  AttentionShape s;
+  s.batch = a.batch;
+  s.q_heads = a.heads;
+  s.kv_heads = a.kv_heads > 0 ? a.kv_heads : a.heads;
+  s.head_dim = a.head_dim;
+  require_dim("--batch", s.batch);
+  require_dim("--heads", s.q_heads);
+  require_dim("--kv-heads", s.kv_heads);
+  require_dim("--head-dim", s.head_dim);
+  if (s.q_heads % s.kv_heads != 0) {
+    throw InputError("--heads must be a multiple of --kv-heads");
+  }
+  if (a.phase == "prefill") {
+    require_dim("--seq", a.seq);
+    s.q_len = s.kv_len = a.seq;
+    s.causal = a.causal;
+  } else if (a.phase == "decode") {
+    require_dim("--context", a.context);
+    s.q_len = 1;
+    s.kv_len = a.context;
+  } else {
+    throw InputError("--phase takes prefill or decode, got '" + a.phase + "'");
+  }
+  return s;
+}
 
-void register_op(CLI::App& app) {
-  auto a = std::make_shared<OpArgs>();
-  CLI::App* op = app.add_subcommand("op", "Time of one operator on one GPU");
-  op->require_subcommand(1);
-
+void register_gemm(CLI::App* op, const std::shared_ptr<OpArgs>& a) {
   CLI::App* gemm = op_subcommand(op, "gemm", "y[m,n] = x[m,k] W[n,k]^T", *a);
   gemm->add_option("--m", a->m, "Rows (tokens)")->required();
   gemm->add_option("--n", a->n, "Output features")->required();
@@ -108,7 +90,9 @@ void register_op(CLI::App& app) {
     DType out = is_8bit_or_less(dtype) ? DType::bf16 : dtype;
     print_op(*a, "gemm", make_gemm_op("gemm", a->m, a->n, a->k, dtype, dtype, out, dtype));
   });
+}
 
+void register_attention(CLI::App* op, const std::shared_ptr<OpArgs>& a) {
   CLI::App* attention = op_subcommand(op, "attention", "Fused attention, prefill or decode", *a);
   attention->add_option("--phase", a->phase, "prefill or decode")->capture_default_str();
   attention->add_option("--batch", a->batch, "Sequences")->capture_default_str();
@@ -119,32 +103,12 @@ void register_op(CLI::App& app) {
   attention->add_option("--context", a->context, "Decode: tokens attended per sequence");
   attention->add_flag("--causal", a->causal, "Prefill: causal mask");
   attention->callback([a] {
-    AttentionShape s;
-    s.batch = a->batch;
-    s.q_heads = a->heads;
-    s.kv_heads = a->kv_heads > 0 ? a->kv_heads : a->heads;
-    s.head_dim = a->head_dim;
-    require_dim("--batch", s.batch);
-    require_dim("--heads", s.q_heads);
-    require_dim("--kv-heads", s.kv_heads);
-    require_dim("--head-dim", s.head_dim);
-    if (s.q_heads % s.kv_heads != 0) {
-      throw InputError("--heads must be a multiple of --kv-heads");
-    }
-    if (a->phase == "prefill") {
-      require_dim("--seq", a->seq);
-      s.q_len = s.kv_len = a->seq;
-      s.causal = a->causal;
-    } else if (a->phase == "decode") {
-      require_dim("--context", a->context);
-      s.q_len = 1;
-      s.kv_len = a->context;
-    } else {
-      throw InputError("--phase takes prefill or decode, got '" + a->phase + "'");
-    }
-    print_op(*a, "attention", make_attention_op("attention", s, DType::bf16, DType::bf16));
+    print_op(*a, "attention",
+             make_attention_op("attention", attention_shape(*a), DType::bf16, DType::bf16));
   });
+}
 
+void register_row_ops(CLI::App* op, const std::shared_ptr<OpArgs>& a) {
   auto token_op = [&](const char* name, const char* description, const char* width_flag,
                       int64_t& width, std::function<Op(int64_t, int64_t)> make) {
     CLI::App* cmd = op_subcommand(op, name, description, *a);
@@ -171,6 +135,17 @@ void register_op(CLI::App& app) {
     require_dim("--cols", a->cols);
     print_op(*a, "softmax", make_softmax_op("softmax", a->rows, a->cols, DType::bf16));
   });
+}
+
+}  // namespace
+
+void register_op(CLI::App& app) {
+  auto a = std::make_shared<OpArgs>();
+  CLI::App* op = app.add_subcommand("op", "Time of one operator on one GPU");
+  op->require_subcommand(1);
+  register_gemm(op, a);
+  register_attention(op, a);
+  register_row_ops(op, a);
 }
 
 }  // namespace inferlab::cli

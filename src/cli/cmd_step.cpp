@@ -1,11 +1,8 @@
-#include <fmt/format.h>
-
-#include <iostream>
-
 #include "cli/commands.hpp"
 #include "cli/common_args.hpp"
 #include "predict/request_predictor.hpp"
-#include "report/prediction_report.hpp"
+#include "report/emit.hpp"
+#include "report/step_report.hpp"
 #include "util/error.hpp"
 
 namespace inferlab::cli {
@@ -16,6 +13,20 @@ struct StepArgs {
   std::string phase;
   int64_t batch = 1, tokens = 0, context = 0;
 };
+
+void run_step(const StepArgs& a) {
+  OutputFormat format = parse_output_format(a.common.format);
+  const StepShape shape = parse_step_shape(a.phase, a.batch, a.tokens, a.context);
+  ModelConfig model = load_model(a.common.model);
+  LoadedHardware hw = load_cost_model(a.common);
+  PredictOptions o = to_step_options(a.common, shape);
+  StepContext context = make_step_context(model, hw.spec, *hw.cost, o, load_host_overhead());
+  context.price_isolated = true;  // per-op rows carry isolated_ms
+  StepPrediction step = predict_step(context, shape);
+  StepRun run{model.name, hw.spec.name, hw.spec.display_name, hw.spec.ceiling_source(),
+              a.phase,    a.batch,      shape.context,        &step};
+  emit(step_report_json(run), step_report_text(run), step_report_csv(run), format);
+}
 }  // namespace
 
 void register_step(CLI::App& app) {
@@ -30,34 +41,7 @@ void register_step(CLI::App& app) {
   cmd->add_option("--tokens", args->tokens, "Prefill: new tokens per sequence");
   cmd->add_option("--context", args->context,
                   "Decode: tokens attended per sequence, the new one included");
-  cmd->callback([args] {
-    const auto& a = *args;
-    OutputFormat format = parse_output_format(a.common.format);
-    const StepShape shape = parse_step_shape(a.phase, a.batch, a.tokens, a.context);
-    ModelConfig model = load_model(a.common.model);
-    LoadedHardware hw = load_cost_model(a.common);
-    PredictOptions o = to_step_options(a.common, shape);
-    StepContext context = make_step_context(model, hw.spec, *hw.cost, o, load_host_overhead());
-    StepPrediction step = predict_step(context, shape);
-    if (format == OutputFormat::json) {
-      nlohmann::json out = step_to_json(step);
-      out["model"] = model.name;
-      out["hardware"] = hw.spec.name;
-      out["hardware_source"] = hw.spec.ceiling_source();
-      out["phase"] = a.phase;
-      out["batch"] = a.batch;
-      out[a.phase == "prefill" ? "tokens" : "context"] = shape.context;
-      print_json(out);
-    } else if (format == OutputFormat::csv) {
-      std::cout << step_csv_table(step, a.phase).to_csv();
-    } else {
-      std::cout << fmt::format("{} step of {} on {}: batch {}, {} {}: {} ms ({} kernels)\n\n",
-                               a.phase, model.name, hw.spec.display_name, a.batch,
-                               a.phase == "prefill" ? "tokens" : "context", shape.context,
-                               format_ms(step.time_s), step.kernels)
-                << step_table(step).to_text();
-    }
-  });
+  cmd->callback([args] { run_step(*args); });
 }
 
 }  // namespace inferlab::cli

@@ -1,10 +1,11 @@
-#include <fmt/format.h>
-
+#include <cstdlib>
 #include <iostream>
 
 #include "cli/commands.hpp"
 #include "cli/common_args.hpp"
-#include "predict/validation.hpp"
+#include "fit/validation.hpp"
+#include "report/emit.hpp"
+#include "report/validation_report.hpp"
 #include "util/error.hpp"
 #include "util/json_file.hpp"
 
@@ -16,6 +17,24 @@ struct ValidateArgs {
   std::string data, max_mape, split = "all";
   bool cases = false;
 };
+
+void run_validate(const ValidateArgs& a) {
+  OutputFormat format = parse_output_format(a.common.format);
+  SplitFilter split = parse_split_filter(a.split);
+  auto reference = read_json_file(a.data, "measured reference");
+  LoadedHardware hw = load_cost_model(a.common);
+  ValidationReport report = validate_against_reference(
+      reference, "measured reference '" + a.data + "'", *hw.cost, hw.factors.kernel_latency_s,
+      load_host_overhead(), isolated_time_for(hw), split);
+  ValidationRun run{a.data, a.split, &hw, {}};
+  if (!a.max_mape.empty()) run.over_bounds = groups_over_bounds(report, a.max_mape);
+  emit(validation_json(report, run), validation_text(report, run, a.cases), validation_csv(report),
+       format);
+  if (!run.over_bounds.empty()) {
+    std::cerr << "inferlab: accuracy below bounds: " << join_names(run.over_bounds, "; ") << '\n';
+    std::exit(1);
+  }
+}
 }  // namespace
 
 void register_validate(CLI::App& app) {
@@ -36,75 +55,7 @@ void register_validate(CLI::App& app) {
   cmd->add_option("--max-mape", args->max_mape,
                   "Fail (exit 1) when a group's MAPE exceeds its bound, e.g. "
                   "decode_graph=0.15,gemm=0.12");
-  cmd->callback([args] {
-    const auto& a = *args;
-    OutputFormat format = parse_output_format(a.common.format);
-    SplitFilter split = parse_split_filter(a.split);
-    auto reference = read_json_file(a.data, "measured reference");
-    LoadedHardware hw = load_cost_model(a.common);
-    IsolatedOpTime isolated;
-    if (hw.calibrated) {
-      const CalibratedCostModel* model = hw.calibrated;
-      isolated = [model](const Op& op) { return model->isolated_time_s(op); };
-    } else if (hw.tilesim) {
-      const TileSimCostModel* model = hw.tilesim;
-      isolated = [model](const Op& op) { return model->isolated_time_s(op); };
-    }
-    ValidationReport report = validate_against_reference(
-        reference, "measured reference '" + a.data + "'", *hw.cost, hw.factors.kernel_latency_s,
-        load_host_overhead(), isolated, split);
-    std::vector<std::string> over;
-    if (!a.max_mape.empty()) over = groups_over_bounds(report, a.max_mape);
-    if (format == OutputFormat::json) {
-      nlohmann::json groups = nlohmann::json::object(), cases = nlohmann::json::array();
-      for (const auto& [name, g] : report.groups) {
-        groups[name] = {{"cases", g.cases}, {"mape", g.mape}, {"worst_error", g.worst_error}};
-      }
-      for (const auto& c : report.cases) {
-        cases.push_back({{"group", c.group},
-                         {"case", c.label},
-                         {"measured_ms", c.measured_s * 1e3},
-                         {"predicted_ms", c.predicted_s * 1e3},
-                         {"error", c.error()}});
-      }
-      print_json({{"data", a.data},
-                  {"split", a.split},
-                  {"cost_model", hw.cost->name()},
-                  {"cost_source", hw.source},
-                  {"hardware", hw.spec.name},
-                  {"hardware_source", hw.spec.ceiling_source()},
-                  {"isolated_op_floor_s", report.isolated_op_floor_s},
-                  {"groups", groups},
-                  {"cases", cases},
-                  {"over_bounds", over}});
-    } else {
-      bool csv = format == OutputFormat::csv;
-      if (a.cases || csv) {
-        Table t({"group", "case", "measured_ms", "predicted_ms", "error"});
-        for (const auto& c : report.cases) {
-          t.add_row(
-              {c.group, c.label, fmt::format("{:.4f}", c.measured_s * 1e3),
-               fmt::format("{:.4f}", c.predicted_s * 1e3),
-               csv ? fmt::format("{:.4f}", c.error()) : fmt::format("{:+.1f}%", 100 * c.error())});
-        }
-        std::cout << (csv ? t.to_csv() : t.to_text() + "\n");
-      }
-      if (!csv) {
-        Table t({"group", "cases", "mape", "worst"});
-        for (const auto& [name, g] : report.groups) {
-          t.add_row({name, std::to_string(g.cases), fmt::format("{:.1f}%", 100 * g.mape),
-                     fmt::format("{:+.1f}%", 100 * g.worst_error)});
-        }
-        std::cout << fmt::format("{} on {} ({} cost model; ceilings: {}; {} cases)\n", a.data,
-                                 hw.spec.name, hw.cost->name(), hw.spec.ceiling_source(), a.split)
-                  << t.to_text();
-      }
-    }
-    if (!over.empty()) {
-      std::cerr << "inferlab: accuracy below bounds: " << join_names(over, "; ") << '\n';
-      std::exit(1);
-    }
-  });
+  cmd->callback([args] { run_validate(*args); });
 }
 
 }  // namespace inferlab::cli

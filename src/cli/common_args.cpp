@@ -100,8 +100,18 @@ PredictOptions to_predict_options(const CommonArgs& a) {
   return o;
 }
 
+CostRequest to_cost_request(const CommonArgs& args) {
+  CostRequest request;
+  request.method = parse_cost_method(args.cost);
+  request.hardware = args.hardware;
+  request.profile = args.profile;
+  request.delay_overrides = args.delay_factor;
+  request.calibration = args.calibration;
+  return request;
+}
+
 LoadedHardware load_cost_model(const CommonArgs& args) {
-  return load_cost(args.hardware, args.profile, args.cost, args.delay_factor, args.calibration);
+  return load_cost(to_cost_request(args));
 }
 
 void print_json(const nlohmann::json& json) {

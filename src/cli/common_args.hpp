@@ -42,6 +42,8 @@ PredictOptions to_predict_options(const CommonArgs& args);
 // The options of one step of that shape (its batch, its context, one output token).
 PredictOptions to_step_options(const CommonArgs& args, const StepShape& shape);
 
+// --cost, --hardware, --profile, --delay-factor and --calibration as a load request.
+CostRequest to_cost_request(const CommonArgs& args);
 using LoadedHardware = LoadedCost;
 LoadedHardware load_cost_model(const CommonArgs& args);
 

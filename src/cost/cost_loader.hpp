@@ -1,43 +1,68 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <string_view>
 
-#include "cost/calibrated.hpp"
 #include "cost/cost_model.hpp"
 #include "cost/delay_factors.hpp"
 #include "cost/tilesim/tilesim_cost.hpp"
 #include "hw/hardware_spec.hpp"
+#include "util/enum_names.hpp"
 
 namespace inferlab {
 
 // Which cost model prices operators: the roofline with delay factors, the calibrated model,
-// or auto (calibrated where a calibration applies to the GPU, roofline otherwise).
-inline constexpr const char* kCostAuto = "auto";
+// the tile-level simulator, or auto (calibrated where a calibration applies to the GPU,
+// roofline otherwise).
+enum class CostMethod { auto_, roofline, calibrated, tilesim };
+inline constexpr EnumNameTable<CostMethod, 4> kCostMethodNames = {
+    {{CostMethod::auto_, "auto"},
+     {CostMethod::roofline, "roofline"},
+     {CostMethod::calibrated, "calibrated"},
+     {CostMethod::tilesim, "tilesim"}}};
+inline std::string_view cost_method_name(CostMethod method) {
+  return enum_name(kCostMethodNames, method);
+}
+// InputError "unknown cost model '<name>'; known: auto, roofline, calibrated, tilesim".
+inline CostMethod parse_cost_method(std::string_view name) {
+  return parse_enum(kCostMethodNames, name, "cost model");
+}
+
+// What to load. `hardware` means one thing per method: for roofline, calibrated and auto a GPU
+// (a spec sheet's name or path, with the ceilings `profile` picks); for tilesim a hardware
+// template of data/templates/ (which may have no spec sheet: a what-if design), `profile`,
+// `delay_overrides` and `calibration` then unused.
+struct CostRequest {
+  std::string hardware;
+  std::string profile = kProfileAuto;  // auto | none | a profile path
+  CostMethod method = CostMethod::auto_;
+  std::string delay_overrides;  // "class=value[,...]" applied to the delay factors
+  // A calibrated GPU's name or a calibration file; empty: the GPU's own calibration, else one
+  // of the same architecture moved by spec-sheet ratios (cost/calibrated/calibration_transfer).
+  std::string calibration;
+};
 
 struct LoadedCost {
-  HardwareSpec spec;  // the ceilings the model prices against
+  CostMethod method = CostMethod::roofline;  // the model loaded (auto resolved)
+  HardwareSpec spec;                         // the ceilings the model prices against
   std::unique_ptr<CostModel> cost;
   DelayFactors factors;  // the roofline's (and the calibrated model's collectives')
   std::string source;    // where the model's constants come from, for reports
-  const CalibratedCostModel* calibrated = nullptr;  // set when cost is calibrated
-  const TileSimCostModel* tilesim = nullptr;        // set when cost is tilesim
 };
 
-// `cost`: roofline | calibrated | tilesim | auto. tilesim runs the hardware template of that
-// name (data/templates/), which may have no spec sheet (a what-if design). The calibrated model
-// uses data/calibrated/<gpu>.json, or, for a GPU without one, the calibration of a GPU of the same
-// architecture transferred by spec-sheet ratios (see transfer_calibration). `calibration` names a
-// GPU or a file to use instead (empty: the rule above). InputError for unknown names or when
-// nothing applies.
+// InputError for unknown names, or for calibrated when no calibration applies.
+LoadedCost load_cost(const CostRequest& request);
+// For callers holding the method by name (`cost` as parse_cost_method reads it).
 LoadedCost load_cost(const std::string& hardware, const std::string& profile,
-                     const std::string& cost, const std::string& delay_overrides = "",
-                     const std::string& calibration = "");
+                     const std::string& cost);
 
-// Moves a calibration fitted on `source` (with its measured ceilings) to `target`: when the
-// target has no measured profile its ceilings become its datasheet figures times the source's
-// measured-to-datasheet ratios (the share of the datasheet its silicon and software reach);
-// per-CTA streaming rates scale with the clock ratio. Efficiencies and fixed times carry over.
-CalibratedParams transfer_calibration(const CalibratedParams& params, const HardwareSpec& source,
-                                      HardwareSpec& target);
+// The tile-level simulator of a hardware template, as its own type (`simulate` reports where
+// its time goes, which only tilesim knows).
+struct LoadedTileSim {
+  HardwareSpec spec;
+  std::unique_ptr<TileSimCostModel> cost;
+  std::string source;
+};
+LoadedTileSim load_tilesim(const std::string& template_name);
 
 }  // namespace inferlab

@@ -1,4 +1,5 @@
 #pragma once
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
@@ -38,12 +39,25 @@ struct OpCost {
   void combine_parts();
 };
 
-// Prices operators on one device. Implementations: roofline (spec sheet + delay factors);
-// calibrated and tilesim come later behind the same interface.
+// Prices operators on one device. Implementations: roofline (spec sheet + delay factors),
+// calibrated (cost/calibrated/) and tilesim (cost/tilesim/); callers see only this interface.
 class CostModel {
  public:
   virtual ~CostModel() = default;
+  // In-stream time: what one instance adds to a step run back to back in a stream or a CUDA
+  // graph (the gap between kernels included). Steps add these up.
   virtual OpCost price(const Op& op) const = 0;
+  // Isolated time: one call timed alone with CUDA events right after an L2 flush, which is
+  // what torch.utils.benchmark, Triton's do_bench and `validate` measure. It adds to the
+  // in-stream time what timing one call alone costs. The rule per model: calibrated and
+  // tilesim model the event overhead, the launch wait of an op's further kernels and the
+  // write-back of the dirty lines the flush left; the roofline replaces its first kernel's
+  // in-stream latency by the single-op floor its delay factors were fitted with (the fastest
+  // op timed alone) and, with factors that carry no floor, answers the in-stream time.
+  virtual double isolated_time_s(const Op& op) const = 0;
+  // How the model runs `op`, for reports: calibrated gives a GEMM's cuBLAS tiling, tilesim
+  // the mapping its search chose; null when the model has nothing to say (the roofline).
+  virtual nlohmann::json describe(const Op& /*op*/) const { return nullptr; }
   virtual std::string name() const = 0;
   // How much slower compute-bound kernels run when the GPU computes without pause than when
   // each runs alone (a power-capped GPU lowers its clock under sustained tensor-core load).

@@ -6,6 +6,7 @@
 #include "util/data_dir.hpp"
 #include "util/error.hpp"
 #include "util/json_file.hpp"
+#include "util/json_writer.hpp"
 
 namespace inferlab {
 
@@ -42,6 +43,10 @@ DelayFactors load_delay_factors_file(const std::string& path) {
     throw InputError(context + ": kernel_latency_s must be in [0, 1 ms)");
   }
   f.gemv_max_rows = require_count(json, "gemv_max_rows", context, 1, 4096);
+  f.single_op_floor_s = optional_number(json, "single_op_floor_s", 0.0, context);
+  if (!(f.single_op_floor_s >= 0.0 && f.single_op_floor_s < 1e-3)) {
+    throw InputError(context + ": single_op_floor_s must be in [0, 1 ms)");
+  }
   if (!json.contains("factors") || !json["factors"].is_object()) {
     throw InputError(context + ": missing object 'factors'");
   }
@@ -50,6 +55,24 @@ DelayFactors load_delay_factors_file(const std::string& path) {
     f.set(cls, require_number(json["factors"], std::string(op_class_name(cls)), context));
   }
   return f;
+}
+
+nlohmann::json delay_factors_to_json(const DelayFactors& f, const nlohmann::json& fit_summary) {
+  nlohmann::json factors = nlohmann::json::object();
+  for (int i = 0; i < kOpClassCount; ++i) {
+    factors[std::string(op_class_name(static_cast<OpClass>(i)))] = f.factor[i];
+  }
+  return {{"source", f.source},
+          {"kernel_latency_s", f.kernel_latency_s},
+          {"gemv_max_rows", f.gemv_max_rows},
+          {"single_op_floor_s", f.single_op_floor_s},
+          {"factors", factors},
+          {"fit", fit_summary}};
+}
+
+void write_delay_factors_file(const std::string& path, const DelayFactors& factors,
+                              const nlohmann::json& fit_summary) {
+  write_json_file(path, delay_factors_to_json(factors, fit_summary));
 }
 
 void apply_delay_factor_overrides(DelayFactors& factors, const std::string& overrides) {

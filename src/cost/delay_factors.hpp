@@ -1,5 +1,6 @@
 #pragma once
 #include <array>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "cost/cost_model.hpp"
@@ -15,6 +16,9 @@ struct DelayFactors {
   double kernel_latency_s = 0.0;
   // Below this many rows (tokens), a projection is priced as a GEMV: weight streaming.
   int64_t gemv_max_rows = kGemvMaxRows;
+  // The fastest operator timed alone (CUDA events, launch included) among those the factors
+  // were fitted to: the fixed cost of one call timed alone. 0 when the file does not say.
+  double single_op_floor_s = 0.0;
   std::string source;
 
   double of(OpClass cls) const { return factor[static_cast<int>(cls)]; }
@@ -23,6 +27,12 @@ struct DelayFactors {
 
 // Reads a delay-factor file (data/delay_factors/*.json form).
 DelayFactors load_delay_factors_file(const std::string& path);
+// The file's form; `fit_summary` (what each class was fitted to) goes under "fit".
+nlohmann::json delay_factors_to_json(const DelayFactors& factors,
+                                     const nlohmann::json& fit_summary);
+// Writes delay_factors_to_json to `path`; InputError when it cannot.
+void write_delay_factors_file(const std::string& path, const DelayFactors& factors,
+                              const nlohmann::json& fit_summary);
 
 // The factors that match where the hardware's ceilings come from: data/delay_factors/<name>.json
 // when the ceilings are a measured profile and that GPU has a fit, data/delay_factors/spec.json

@@ -11,6 +11,19 @@ namespace inferlab {
 RooflineCostModel::RooflineCostModel(HardwareSpec hardware, DelayFactors factors)
     : hardware_(std::move(hardware)), factors_(std::move(factors)) {}
 
+double floor_isolated_time_s(double in_stream_s, int kernels, double kernel_latency_s,
+                             double floor_s) {
+  const double in_stream_work_s = in_stream_s - kernels * kernel_latency_s;
+  return in_stream_work_s + floor_s + (kernels - 1) * kernel_latency_s;
+}
+
+double RooflineCostModel::isolated_time_s(const Op& op) const {
+  const double in_stream_s = price(op).time_s;
+  if (!(factors_.single_op_floor_s > 0.0)) return in_stream_s;
+  return floor_isolated_time_s(in_stream_s, op.kernels, factors_.kernel_latency_s,
+                               factors_.single_op_floor_s);
+}
+
 OpClass RooflineCostModel::classify(const Op& op) const {
   return classify_op(op, factors_.gemv_max_rows);
 }

@@ -9,10 +9,13 @@ namespace inferlab {
 // Compute time of GEMMs counts the FLOPs the tiling occupies (padding, partial waves, split-K);
 // other ops run on the FP32 SIMT units. Memory time is bytes over HBM bandwidth.
 // Collectives: ring algorithm over the interconnect, latency per hop plus bytes over bandwidth.
+// Timed alone, an op pays the factors' single-op floor instead of its first kernel's latency
+// (floor_isolated_time_s); factors without a floor give the in-stream time.
 class RooflineCostModel : public CostModel {
  public:
   RooflineCostModel(HardwareSpec hardware, DelayFactors factors);
   OpCost price(const Op& op) const override;
+  double isolated_time_s(const Op& op) const override;
   std::string name() const override { return "roofline"; }
 
   OpClass classify(const Op& op) const;
@@ -29,5 +32,10 @@ class RooflineCostModel : public CostModel {
   HardwareSpec hardware_;
   DelayFactors factors_;
 };
+
+// An op timed alone, from its in-stream time: the fixed cost of one call timed alone
+// (`floor_s`, launch and events) in place of its first kernel's in-stream latency.
+double floor_isolated_time_s(double in_stream_s, int kernels, double kernel_latency_s,
+                             double floor_s);
 
 }  // namespace inferlab

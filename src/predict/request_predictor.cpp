@@ -60,11 +60,13 @@ RequestPrediction predict_request(const ModelConfig& model, const HardwareSpec& 
                                   const HostOverhead& host) {
   StepContext c = make_step_context(model, hardware, cost, o, host);
   RequestPrediction r;
+  c.price_isolated = true;  // the two reported steps' operators carry their isolated times
   r.prefill = predict_step(c, {Phase::prefill, o.batch, o.input_tokens, o.input_tokens});
   r.prefill_s = r.prefill.time_s;
   r.ttft_s = r.prefill_s;
   r.decode_steps = o.output_tokens - 1;
   r.first_decode = predict_step(c, {Phase::decode, o.batch, 1, o.input_tokens + 1});
+  c.price_isolated = false;
   r.decode_total_s = decode_total(c, r.first_decode, o.batch, o.input_tokens + 1, r.decode_steps);
   r.tpot_s = r.decode_steps > 0 ? r.decode_total_s / static_cast<double>(r.decode_steps) : 0.0;
   r.e2e_s = r.ttft_s + r.decode_total_s;

@@ -67,7 +67,8 @@ StepPrediction predict_step(const StepContext& c, const StepShape& shape) {
   StepPrediction step;
   step.ops.reserve(ops.size());
   for (const Op& op : ops) {
-    PricedOp priced{op, c.cost->price(op)};
+    PricedOp priced{op, c.cost->price(op), std::nullopt};
+    if (c.price_isolated) priced.isolated_s = c.cost->isolated_time_s(op);
     step.gpu_s += priced.total_s();
     step.kernels += op.count * op.kernels;
     step.ops.push_back(priced);

@@ -1,4 +1,5 @@
 #pragma once
+#include <optional>
 #include <vector>
 
 #include "cost/cost_model.hpp"
@@ -10,7 +11,10 @@ namespace inferlab {
 
 struct PricedOp {
   Op op;
-  OpCost cost;
+  OpCost cost;  // one instance in the step's stream (in-stream time)
+  // One instance timed alone, L2 flushed (CostModel::isolated_time_s); priced only when the
+  // step context asks for it (StepContext::price_isolated).
+  std::optional<double> isolated_s;
   double total_s() const { return cost.time_s * static_cast<double>(op.count); }
 };
 
@@ -31,6 +35,9 @@ struct StepContext {
   bool cuda_graphs = true;
   Framework framework = Framework::vllm;
   HostOverhead host;
+  // Also price each operator timed alone (PricedOp::isolated_s), for reports: it costs a
+  // second pricing of every operator, so steps that are only summed leave it off.
+  bool price_isolated = false;
 };
 
 // Prices every operator of the step and adds host overhead: with CUDA graphs one graph launch

@@ -6,7 +6,7 @@ namespace inferlab {
 
 nlohmann::json op_to_json(const PricedOp& p) {
   const double count = static_cast<double>(p.op.count);
-  return {
+  nlohmann::json out = {
       {"name", p.op.name},
       {"kind", std::string(op_kind_name(p.op.kind))},
       {"op_class", std::string(op_class_name(p.cost.op_class))},
@@ -22,6 +22,9 @@ nlohmann::json op_to_json(const PricedOp& p) {
       {"bound", std::string(bound_name(p.cost.bound))},
       {"efficiency", p.cost.efficiency()},
   };
+  // Each instance timed alone (L2 flushed), over all instances like `ms`.
+  if (p.isolated_s) out["isolated_ms"] = *p.isolated_s * count * 1e3;
+  return out;
 }
 
 nlohmann::json step_to_json(const StepPrediction& step) {

@@ -102,6 +102,50 @@ TEST(Cli, StepAndOpContracts) {
   EXPECT_GT(run_json("op softmax --rows 4096 --cols 4096")["ms"].get<double>(), 0.0);
 }
 
+// `op` answers both times a user can measure: `ms` in a stream or graph, back to back, and
+// `isolated_ms`, one call timed alone with the L2 flushed (what `validate` compares operators
+// with). On a small GEMM the fixed costs of a call timed alone dominate.
+TEST(Cli, OpReportsInStreamAndIsolatedTimes) {
+  const std::string gemm = "op gemm --m 1 --n 2048 --k 2048 --hardware h100-sxm --cost calibrated";
+  auto j = run_json(gemm);
+  ASSERT_TRUE(j.contains("ms"));
+  ASSERT_TRUE(j.contains("isolated_ms"));
+  EXPECT_GT(j["ms"].get<double>(), 0.0);
+  EXPECT_GE(j["isolated_ms"].get<double>(), j["ms"].get<double>());
+  // The same GEMM in a reference file: validate predicts exactly isolated_ms for it.
+  auto path = std::filesystem::temp_directory_path() /
+              ("inferlab_cli_isolated_" + std::to_string(::getpid()) + ".json");
+  std::ofstream(path) << R"({"ops": [{"op": "linear", "m": 1, "n": 2048, "k": 2048,
+                                      "median_s": 1e-5}]})";
+  auto v = run_json("validate --hardware h100-sxm --cost calibrated --data " + path.string());
+  std::filesystem::remove(path);
+  ASSERT_EQ(v["cases"].size(), 1u);
+  EXPECT_EQ(v["cases"][0]["predicted_ms"].get<double>(), j["isolated_ms"].get<double>());
+  // The table shows both.
+  auto table = run_inferlab(gemm);
+  EXPECT_NE(table.out.find("isolated_ms"), std::string::npos);
+  // Every cost model answers it.
+  for (const char* cost : {"roofline", "tilesim"}) {
+    auto other =
+        run_json("op gemm --m 1 --n 2048 --k 2048 --hardware h100-sxm --cost " + std::string(cost));
+    EXPECT_GE(other["isolated_ms"].get<double>(), other["ms"].get<double>()) << cost;
+  }
+}
+
+// step's and predict's per-operator rows carry isolated_ms beside ms (over all instances).
+TEST(Cli, StepAndPredictOpsCarryIsolatedTimes) {
+  auto s = run_json("step --phase decode --batch 1 --context 1024 --hardware h100-sxm");
+  ASSERT_FALSE(s["ops"].empty());
+  for (const auto& op : s["ops"]) {
+    ASSERT_TRUE(op.contains("isolated_ms")) << op["name"];
+    EXPECT_GT(op["isolated_ms"].get<double>(), 0.0) << op["name"];
+  }
+  auto p = run_json("predict --hardware h100-sxm");
+  for (const auto& phase : p["phases"]) {
+    for (const auto& op : phase["ops"]) EXPECT_TRUE(op.contains("isolated_ms")) << op["name"];
+  }
+}
+
 TEST(Cli, SimulateJsonContract) {
   // GPT-3 175B prefill of 2048 tokens on 4 A100s (tensor parallel): every operator mapped.
   auto j = run_json(

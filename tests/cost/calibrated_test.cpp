@@ -1,13 +1,15 @@
-#include "cost/calibrated.hpp"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 
+#include "cost/calibrated/calibrated_cost.hpp"
+#include "cost/calibrated/calibration_transfer.hpp"
+#include "cost/calibrated/gemm_tile_catalogue.hpp"
 #include "cost/cost_loader.hpp"
 #include "model/op_builders.hpp"
-#include "predict/fit_calibrated.hpp"
 #include "test_support.hpp"
 #include "util/error.hpp"
 #include "util/nelder_mead.hpp"
@@ -263,7 +265,6 @@ TEST(Calibrated, RopeStreamsAtItsOwnEfficiency) {
   const double in_stream = rope.bytes() / (0.5 * 3.35e12) + 10 * 1e-6;
   EXPECT_NEAR(model.price(rope).time_s, in_stream, 1e-12);
   EXPECT_NEAR(model.isolated_time_s(rope), in_stream + 9 * 2e-6, 1e-12);
-  EXPECT_EQ(calib_group_of(rope), CalibGroup::rope);
 }
 
 // Timed alone: + event overhead, + the dirty L2 the op evicts (min(bytes, 50 MB L2)), + the
@@ -302,31 +303,19 @@ TEST(Calibrated, TransferScalesTheSheetByTheSourceRatios) {
               p[P::gemm_l2_feed_bps] * h200.boost_clock_hz / h100.boost_clock_hz, 1.0);
 }
 
-// The fitter recovers parameters from data the model itself generated.
-TEST(Calibrated, FitRecoversKnownElementwiseParameters) {
-  HardwareSpec hw = load_hardware("h100-sxm", kProfileNone);
-  CalibratedParams truth = initial_calibrated_params();
-  truth[P::elementwise_efficiency] = 0.7;
-  truth[P::elementwise_fixed_s] = 2.5e-6;
-  truth[P::isolated_event_s] = 3e-6;
-  CalibratedCostModel model(hw, truth, testing::unit_factors());
-  std::vector<MeasuredOp> measured;
-  for (int64_t tokens : {1, 64, 512, 4096, 32768}) {
-    Op op = make_add_op("add", tokens, 4096, DType::bf16);
-    measured.push_back({op, "add", model.isolated_time_s(op)});
-  }
-  Op held = make_add_op("add", 1000, 1000, DType::bf16);
-  measured.push_back({held, "held", 1.0, /*held_out=*/true});  // absurd, must be ignored
-  // The event overhead is given (floor minus a small kernel in a graph); no profile here, so
-  // it keeps its initial value, which the truth shares.
-  CalibratedFit fit = fit_calibrated(hw, testing::unit_factors(), measured, 0.0);
-  EXPECT_NEAR(fit.params[P::elementwise_efficiency], 0.7, 0.7 * 0.01);
-  EXPECT_NEAR(fit.params[P::elementwise_fixed_s], 2.5e-6, 2.5e-8);
-  auto elementwise = std::find_if(fit.groups.begin(), fit.groups.end(),
-                                  [](const auto& g) { return g.group == CalibGroup::elementwise; });
-  ASSERT_NE(elementwise, fit.groups.end());
-  EXPECT_EQ(elementwise->points, 5);
-  EXPECT_LT(elementwise->mape, 0.005);
+// The cuBLAS tile catalogue is a measurement shipped as data (data/calibrated/gemm_tiles/).
+TEST(Calibrated, TileCatalogueIsReadFromData) {
+  const GemmTileCatalogue& tiles = cublas_gemm_tiles();
+  ASSERT_EQ(tiles.size(), 42u);
+  EXPECT_EQ(tiles.front(), std::make_pair(int64_t{8}, int64_t{64}));
+  EXPECT_EQ(tiles.back(), std::make_pair(int64_t{256}, int64_t{160}));
+  EXPECT_EQ(&tiles, &cublas_gemm_tiles());  // read once
+  auto path = std::filesystem::temp_directory_path() / "inferlab_bad_tiles.json";
+  std::ofstream(path) << R"({"source": "test", "tiles": [[8, 0]]})";
+  EXPECT_THROW(load_gemm_tile_catalogue(path), InputError);
+  std::ofstream(path) << R"({"source": "test"})";
+  EXPECT_THROW(load_gemm_tile_catalogue(path), InputError);
+  std::filesystem::remove(path);
 }
 
 TEST(Calibrated, BadCalibrationFilesAreInputErrors) {

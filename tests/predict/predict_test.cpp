@@ -2,7 +2,6 @@
 
 #include "cost/roofline.hpp"
 #include "model/op_builders.hpp"
-#include "predict/fit_delay_factors.hpp"
 #include "predict/request_predictor.hpp"
 #include "test_support.hpp"
 #include "util/error.hpp"
@@ -157,21 +156,25 @@ TEST(Predict, FlashAttentionOffCostsMoreAtLongPrompts) {
   EXPECT_GT(plain.memory.activations_bytes, flash.memory.activations_bytes + 2e9);
 }
 
-// The fit recovers a factor planted in synthetic measurements.
-TEST(FitDelayFactors, RecoversPlantedFactor) {
-  HardwareSpec hw = load_hardware("h100-sxm", kProfileNone);
-  RooflineCostModel unit(hw, testing::unit_factors());
-  std::vector<MeasuredOp> measured;
-  measured.push_back({make_add_op("tiny", 1, 1, DType::bf16), "floor", 4e-6});
-  for (int64_t t : {4096, 8192, 16384, 32768}) {
-    Op op = make_add_op("add", t, 4096, DType::bf16);
-    measured.push_back({op, "add", 1.25 * unit.price(op).time_s + 4e-6});
-  }
-  DelayFactorFit fit = fit_delay_factors(hw, testing::unit_factors(), measured);
-  EXPECT_NEAR(fit.factors.of(OpClass::elementwise), 1.25, 1e-9);
-  EXPECT_EQ(fit.classes[static_cast<int>(OpClass::elementwise)].points, 4);
-  EXPECT_NEAR(fit.classes[static_cast<int>(OpClass::elementwise)].mape, 0.0, 1e-9);
-  EXPECT_DOUBLE_EQ(fit.factors.of(OpClass::gemm), 1.0);  // no points: unchanged
+TEST(SustainedClock, StepScalesComputeBoundTimeByItsShare) {
+  // 3 ms compute bound + 1 ms memory bound: share 0.75, slowdown 1.2 -> factor 1.15.
+  StepPrediction step;
+  PricedOp gemm_op;
+  gemm_op.op.count = 1;
+  gemm_op.cost.compute_s = 3e-3;
+  gemm_op.cost.combine_parts();
+  PricedOp norm_op;
+  norm_op.op.count = 1;
+  norm_op.cost.memory_s = 1e-3;
+  norm_op.cost.combine_parts();
+  step.ops = {gemm_op, norm_op};
+  step.gpu_s = 4e-3;
+  apply_sustained_slowdown(1.2, step);
+  EXPECT_NEAR(step.ops[0].cost.time_s, 3e-3 * 1.15, 1e-15);
+  EXPECT_DOUBLE_EQ(step.ops[1].cost.time_s, 1e-3);
+  EXPECT_NEAR(step.gpu_s, 3e-3 * 1.15 + 1e-3, 1e-15);
+  apply_sustained_slowdown(1.0, step);  // no slowdown: unchanged
+  EXPECT_NEAR(step.gpu_s, 3e-3 * 1.15 + 1e-3, 1e-15);
 }
 
 }  // namespace

@@ -322,4 +322,10 @@ double TileSimCostModel::isolated_time_s(const Op& op) const {
          hw_->efficiency.kernel_isolated_s;
 }
 
+nlohmann::json TileSimCostModel::describe(const Op& op) const {
+  TileSimBreakdown b = simulate(op);
+  if (b.mapping.empty()) return nullptr;
+  return {{"mapping", b.mapping}};
+}
+
 }  // namespace inferlab

@@ -41,8 +41,11 @@ class TileSimCostModel : public CostModel {
     return hw_->efficiency.sustained_compute_slowdown;
   }
 
+  double isolated_time_s(const Op& op) const override;
+  // {"mapping": the mapping chosen, in words}; null when the op has none.
+  nlohmann::json describe(const Op& op) const override;
+
   TileSimBreakdown simulate(const Op& op) const;
-  double isolated_time_s(const Op& op) const;
   const HardwareTemplate& hardware() const { return *hw_; }
   const GemmMapper& mapper() const { return *mapper_; }
 

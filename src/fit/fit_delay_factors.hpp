@@ -1,9 +1,10 @@
 #pragma once
 #include <array>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "cost/roofline.hpp"
-#include "predict/reference_data.hpp"
+#include "fit/reference_data.hpp"
 
 namespace inferlab {
 
@@ -26,5 +27,8 @@ struct DelayFactorFit {
 DelayFactorFit fit_delay_factors(const HardwareSpec& hardware, const DelayFactors& start,
                                  const std::vector<MeasuredOp>& measured,
                                  double min_roofline_s = 5e-6);
+
+// What each class was fitted to (points, factor, mape, worst_error): the fitted file's "fit".
+nlohmann::json class_fit_summary(const DelayFactorFit& fit);
 
 }  // namespace inferlab

@@ -1,4 +1,4 @@
-#include "predict/fit_delay_factors.hpp"
+#include "fit/fit_delay_factors.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -26,6 +26,7 @@ DelayFactorFit fit_delay_factors(const HardwareSpec& hardware, const DelayFactor
   DelayFactorFit fit;
   fit.factors = start;
   fit.single_op_floor_s = fastest_measured_s(measured);
+  fit.factors.single_op_floor_s = fit.single_op_floor_s;
 
   std::array<std::vector<double>, kOpClassCount> ratios;
   std::array<std::vector<std::pair<double, double>>, kOpClassCount> points;  // roofline, measured
@@ -52,6 +53,19 @@ DelayFactorFit fit_delay_factors(const HardwareSpec& hardware, const DelayFactor
     fit.factors.set(static_cast<OpClass>(cls), cf.factor);
   }
   return fit;
+}
+
+nlohmann::json class_fit_summary(const DelayFactorFit& fit) {
+  nlohmann::json classes = nlohmann::json::object();
+  for (int i = 0; i < kOpClassCount; ++i) {
+    const ClassFit& cf = fit.classes[i];
+    classes[std::string(op_class_name(static_cast<OpClass>(i)))] = {
+        {"points", cf.points},
+        {"factor", fit.factors.of(static_cast<OpClass>(i))},
+        {"mape", cf.mape},
+        {"worst_error", cf.worst_error}};
+  }
+  return classes;
 }
 
 }  // namespace inferlab

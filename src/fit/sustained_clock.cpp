@@ -1,4 +1,4 @@
-#include "predict/sustained_clock.hpp"
+#include "fit/sustained_clock.hpp"
 
 #include <fmt/format.h>
 

@@ -1,10 +1,11 @@
-#include "cost/calibrated_params.hpp"
+#include "cost/calibrated/calibrated_params.hpp"
 
 #include <filesystem>
 
 #include "util/data_dir.hpp"
 #include "util/error.hpp"
 #include "util/json_file.hpp"
+#include "util/json_writer.hpp"
 
 namespace inferlab {
 
@@ -95,6 +96,10 @@ CalibratedParams calibrated_params_from_json(const nlohmann::json& json,
 CalibratedParams load_calibrated_params_file(const std::string& path) {
   return calibrated_params_from_json(read_json_file(path, "calibration"),
                                      "calibration '" + path + "'");
+}
+
+void write_calibrated_params_file(const std::string& path, const CalibratedParams& params) {
+  write_json_file(path, calibrated_params_to_json(params));
 }
 
 bool has_shipped_calibration(const std::string& hardware_name) {

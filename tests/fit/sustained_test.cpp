@@ -1,7 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "predict/step_predictor.hpp"
-#include "predict/sustained_clock.hpp"
+#include "fit/sustained_clock.hpp"
 #include "util/error.hpp"
 
 namespace inferlab {
@@ -42,27 +41,6 @@ TEST(SustainedClock, BadFilesAreInputErrors) {
                               {run("idle", 1980.0), run("gemm_alone", 1980.0, gemm(-1.0)),
                                run("gemm_back_to_back", 1400.0, gemm(4e-4))}}};
   EXPECT_THROW(sustained_slowdown_from(negative, "t"), InputError);
-}
-
-TEST(SustainedClock, StepScalesComputeBoundTimeByItsShare) {
-  // 3 ms compute bound + 1 ms memory bound: share 0.75, slowdown 1.2 -> factor 1.15.
-  StepPrediction step;
-  PricedOp gemm_op;
-  gemm_op.op.count = 1;
-  gemm_op.cost.compute_s = 3e-3;
-  gemm_op.cost.combine_parts();
-  PricedOp norm_op;
-  norm_op.op.count = 1;
-  norm_op.cost.memory_s = 1e-3;
-  norm_op.cost.combine_parts();
-  step.ops = {gemm_op, norm_op};
-  step.gpu_s = 4e-3;
-  apply_sustained_slowdown(1.2, step);
-  EXPECT_NEAR(step.ops[0].cost.time_s, 3e-3 * 1.15, 1e-15);
-  EXPECT_DOUBLE_EQ(step.ops[1].cost.time_s, 1e-3);
-  EXPECT_NEAR(step.gpu_s, 3e-3 * 1.15 + 1e-3, 1e-15);
-  apply_sustained_slowdown(1.0, step);  // no slowdown: unchanged
-  EXPECT_NEAR(step.gpu_s, 3e-3 * 1.15 + 1e-3, 1e-15);
 }
 
 }  // namespace

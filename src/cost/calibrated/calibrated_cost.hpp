@@ -1,5 +1,5 @@
 #pragma once
-#include "cost/calibrated_params.hpp"
+#include "cost/calibrated/calibrated_params.hpp"
 #include "cost/cost_model.hpp"
 #include "cost/roofline.hpp"
 #include "hw/hardware_spec.hpp"
@@ -62,7 +62,10 @@ class CalibratedCostModel : public CostModel {
   // An op timed alone with CUDA events right after an L2 flush, which is how reference
   // operators are measured: the in-stream time plus the event overhead plus the write-back of
   // the dirty lines the flush left in L2 that the op's traffic evicts.
-  double isolated_time_s(const Op& op) const;
+  double isolated_time_s(const Op& op) const override;
+  // A GEMM's tiling: the tile cuBLAS would run, the split of k, the CTAs and their waves
+  // (tile_m, tile_n, split_k, stream_k, ctas, waves); null for other ops.
+  nlohmann::json describe(const Op& op) const override;
   GemmWavePlan plan_gemm(const Op& op) const;
   // Share of a GEMM tile's operand stream kept when the operands' k rows are `row_bytes`
   // long: 1 when every row starts on a 128-byte line, a fitted share for each offset.

@@ -1,4 +1,4 @@
-#include "predict/validation.hpp"
+#include "fit/validation.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,10 +1,11 @@
-#include "cost/calibrated.hpp"
+#include "cost/calibrated/calibrated_cost.hpp"
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <utility>
 
+#include "cost/calibrated/gemm_tile_catalogue.hpp"
 #include "util/numeric.hpp"
 
 namespace inferlab {
@@ -12,20 +13,6 @@ namespace inferlab {
 namespace {
 using P = CalibParam;
 
-// Output tiles (token rows x output columns) cuBLAS 13 runs on Hopper: those of the nvjet
-// kernels (nvjet_sm90_tst_<columns>x<rows>_...) the PyTorch profiler recorded for the fit
-// split's F.linear shapes and the whole steps (validation/data/gemm_shapes_h100_*.json,
-// step_kernels*_h100_*.json, kernel_floors_h100_*.json, kernel_list_h100_*.json). The
-// library sizes its tiles to the shape, in steps of 8, so that few SMs idle in the last wave.
-// (Adding the seven further tiles of the alignment twins' kernels made the fit split worse,
-// GEMM 4.5 -> 4.6%, GEMV 2.7 -> 2.9%: the list stays as it was.)
-constexpr std::array<std::pair<int64_t, int64_t>, 42> kGemmTiles = {
-    {{8, 64},    {8, 128},   {8, 384},   {16, 64},   {16, 128},  {16, 512},  {24, 64},
-     {32, 64},   {32, 128},  {32, 512},  {40, 64},   {40, 128},  {48, 64},   {64, 8},
-     {64, 24},   {64, 48},   {64, 56},   {64, 64},   {64, 96},   {64, 112},  {64, 128},
-     {64, 512},  {80, 64},   {80, 128},  {104, 128}, {112, 256}, {128, 80},  {128, 96},
-     {128, 112}, {128, 128}, {128, 176}, {128, 200}, {128, 256}, {128, 320}, {152, 256},
-     {192, 72},  {192, 192}, {208, 192}, {216, 128}, {256, 96},  {256, 144}, {256, 160}}};
 constexpr std::array<int64_t, 5> kSplits = {1, 2, 4, 8, 16};
 constexpr int64_t kMinSliceK = 256;  // split-K slices shorter than this are not offered
 // cuBLAS's own split-K choice (kernels of the fit split's F.linear shapes on the H100): it
@@ -118,7 +105,8 @@ GemmWavePlan CalibratedCostModel::plan_gemm(const Op& op) const {
     plan.time_s = overlapped(plan.compute_s, plan.memory_s) + plan.fixed_s;
     if (best.waves == 0 || plan.time_s < best.time_s) best = plan;
   };
-  for (auto [tm, tn] : kGemmTiles) {
+  // The tiles cuBLAS runs (a measurement: data/calibrated/gemm_tiles/).
+  for (auto [tm, tn] : cublas_gemm_tiles()) {
     // A few token rows ride on the short side of the MMA: cuBLAS covers them with one row of
     // tiles 8 or 16 rows tall and at least 64 columns wide, and where k is long enough to
     // split it gets its CTAs from split-K rather than from narrower tiles.
@@ -330,6 +318,13 @@ double CalibratedCostModel::isolated_time_s(const Op& op) const {
       op.kind == OpKind::rope ? params_[P::rope_isolated_launch_s] : params_[P::isolated_launch_s];
   return in_stream_s + params_[P::isolated_event_s] + (kernels - 1) * launch_s +
          params_[P::isolated_flush_fraction] * dirty_bytes / hardware_.memory_bandwidth_bps;
+}
+
+nlohmann::json CalibratedCostModel::describe(const Op& op) const {
+  if (op.kind != OpKind::gemm) return nullptr;
+  const GemmWavePlan plan = plan_gemm(op);
+  return {{"tile_m", plan.tile_m},     {"tile_n", plan.tile_n}, {"split_k", plan.split_k},
+          {"stream_k", plan.stream_k}, {"ctas", plan.ctas},     {"waves", plan.waves}};
 }
 
 }  // namespace inferlab

@@ -1,4 +1,4 @@
-#include "predict/validation.hpp"
+#include "fit/validation.hpp"
 
 #include <fmt/format.h>
 
@@ -6,8 +6,9 @@
 #include <cmath>
 #include <sstream>
 
+#include "cost/roofline.hpp"
+#include "fit/reference_data.hpp"
 #include "model/model_config.hpp"
-#include "predict/reference_data.hpp"
 #include "predict/step_predictor.hpp"
 #include "util/error.hpp"
 #include "util/json_file.hpp"
@@ -69,9 +70,14 @@ void add_steps(ValidationReport& report, const nlohmann::json& steps, const std:
 IsolatedOpTime roofline_isolated_time(const CostModel& cost, double kernel_latency_s,
                                       double floor_s) {
   return [&cost, kernel_latency_s, floor_s](const Op& op) {
-    double in_stream_work = cost.price(op).time_s - op.kernels * kernel_latency_s;
-    return in_stream_work + floor_s + (op.kernels - 1) * kernel_latency_s;
+    return floor_isolated_time_s(cost.price(op).time_s, op.kernels, kernel_latency_s, floor_s);
   };
+}
+
+IsolatedOpTime isolated_time_for(const LoadedCost& loaded) {
+  if (loaded.method == CostMethod::roofline) return {};
+  const CostModel* model = loaded.cost.get();
+  return [model](const Op& op) { return model->isolated_time_s(op); };
 }
 
 SplitFilter parse_split_filter(const std::string& name) {

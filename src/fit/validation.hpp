@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "cost/cost_loader.hpp"
 #include "cost/cost_model.hpp"
 #include "predict/framework.hpp"
 
@@ -38,6 +39,11 @@ using IsolatedOpTime = std::function<double(const Op&)>;
 // (`floor_s`), added to the predicted in-stream time minus the kernel latency.
 IsolatedOpTime roofline_isolated_time(const CostModel& cost, double kernel_latency_s,
                                       double floor_s);
+
+// What `validate` prices an operator timed alone with: the model's own isolated time
+// (CostModel::isolated_time_s), except for the roofline, whose fixed cost of one timed call is
+// the fastest operator of the file being checked (empty: roofline_isolated_time).
+IsolatedOpTime isolated_time_for(const LoadedCost& loaded);
 
 enum class SplitFilter { all, fit, holdout };
 SplitFilter parse_split_filter(const std::string& name);  // all | fit | holdout

@@ -2,8 +2,8 @@
 #include <string>
 #include <vector>
 
-#include "cost/calibrated.hpp"
-#include "predict/reference_data.hpp"
+#include "cost/calibrated/calibrated_cost.hpp"
+#include "fit/reference_data.hpp"
 
 namespace inferlab {
 

@@ -1,4 +1,4 @@
-#include "predict/fit_calibrated.hpp"
+#include "fit/fit_calibrated.hpp"
 
 #include <cmath>
 

@@ -1,4 +1,4 @@
-#include "predict/reference_data.hpp"
+#include "fit/reference_data.hpp"
 
 #include <fmt/format.h>
 

@@ -7,8 +7,8 @@
 
 namespace inferlab {
 
-// The parameters of the calibrated cost model (cost/calibrated.hpp), fitted per GPU by
-// `inferlab fit --cost calibrated`. Efficiencies are fractions of the GPU's ceilings; *_s are
+// The parameters of the calibrated cost model (cost/calibrated/calibrated_cost.hpp), fitted per GPU
+// by `inferlab fit --cost calibrated`. Efficiencies are fractions of the GPU's ceilings; *_s are
 // fixed times per kernel (or per wave); *_bps are per-SM (per-CTA) streaming rates.
 enum class CalibParam : int {
   gemm_compute_efficiency,     // fraction of the per-SM matrix peak a tile's main loop reaches
@@ -78,6 +78,8 @@ nlohmann::json calibrated_params_to_json(const CalibratedParams& params);
 CalibratedParams calibrated_params_from_json(const nlohmann::json& json,
                                              const std::string& context);
 CalibratedParams load_calibrated_params_file(const std::string& path);
+// Writes calibrated_params_to_json to `path`; InputError when it cannot.
+void write_calibrated_params_file(const std::string& path, const CalibratedParams& params);
 // data/calibrated/<name>.json when it exists.
 bool has_shipped_calibration(const std::string& hardware_name);
 std::vector<std::string> calibrated_hardware();
