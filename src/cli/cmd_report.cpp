@@ -9,7 +9,7 @@
 #include "cli/commands.hpp"
 #include "cli/common_args.hpp"
 #include "cli/serve_args.hpp"
-#include "predict/validation.hpp"
+#include "fit/validation.hpp"
 #include "report/emit.hpp"
 #include "report/html_report_predict.hpp"
 #include "report/html_report_serve.hpp"

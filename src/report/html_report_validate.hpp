@@ -1,7 +1,7 @@
 #pragma once
 #include <string>
 
-#include "predict/validation.hpp"
+#include "fit/validation.hpp"
 #include "report/html_report.hpp"
 
 namespace inferlab {

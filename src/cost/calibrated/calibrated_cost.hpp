@@ -28,7 +28,7 @@ double overlapped_s(double compute_s, double memory_s, double exponent);
 double clock_dragged_s(double boost_s, double drop, double settle_s);
 
 // Operator cost fitted to measurements, generalising by the structure of the kernels rather
-// than by looking measurements up (cost/calibrated_params.hpp has the parameters):
+// than by looking measurements up (cost/calibrated/calibrated_params.hpp has the parameters):
 //  * GEMM: the output is cut into tiles (the tile shapes cuBLAS's own kernels use, split-K when
 //    the tiles underfill the SMs); tiles run in waves over the SMs, each tile's time being its
 //    FLOPs over a fitted share of the per-SM matrix peak, its operand bytes over a fitted
