@@ -1,5 +1,6 @@
 #include "cli/commands.hpp"
 #include "cli/common_args.hpp"
+#include "cli/field_grammar.hpp"
 #include "report/emit.hpp"
 #include "report/prediction_report.hpp"
 
@@ -24,7 +25,7 @@ void register_predict(CLI::App& app) {
   cmd->add_option("--batch", args->batch, "Sequences per batch")->capture_default_str();
   cmd->add_option("--input", args->input, "Prompt tokens per sequence")->capture_default_str();
   cmd->add_option("--output", args->output, "Generated tokens per sequence")->capture_default_str();
-  cmd->callback([args] {
+  cmd->callback(naming_flags([args] {
     const auto& a = *args;
     OutputFormat format = parse_output_format(a.common.format);
     ModelConfig model = load_model(a.common.model);
@@ -41,7 +42,7 @@ void register_predict(CLI::App& app) {
     nlohmann::json out = request_setup_json(setup);
     out.update(request_to_json(r));
     emit(out, request_text(setup, r), request_csv(r), format);
-  });
+  }));
 }
 
 }  // namespace inferlab::cli

@@ -11,6 +11,7 @@
 #include "util/data_dir.hpp"
 #include "util/enum_names.hpp"
 #include "util/error.hpp"
+#include "util/field_error.hpp"
 #include "util/json_file.hpp"
 
 namespace inferlab {
@@ -254,7 +255,7 @@ HardwareTemplate vary_template(const HardwareTemplate& base, const std::string& 
   const std::string what = key + "=" + text_value;
   auto need_positive = [&] {
     if (!(value > 0.0) || !std::isfinite(value)) {
-      throw InputError("--vary " + what + ": needs a positive number");
+      throw FieldError("`template_change` " + what + ": needs a positive number");
     }
   };
   if (key == "memory") {
@@ -292,7 +293,7 @@ HardwareTemplate vary_template(const HardwareTemplate& base, const std::string& 
     } else if (key == "local_kb") {
       doc["core"]["local_buffer_bytes"] = value * 1024.0;
     } else {
-      throw InputError("--vary: unknown key '" + key +
+      throw FieldError("`template_change`: unknown key '" + key +
                        "'; known: cores, clock_ghz, l2_mb, memory, memory_gb, memory_tbps, "
                        "tensor_rows, tensor_cols, local_kb");
     }
