@@ -8,6 +8,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "util/enum_names.hpp"
 #include "util/error.hpp"
 #include "util/field_error.hpp"
 #include "util/text.hpp"
@@ -30,6 +31,14 @@ double field_number(const std::string& text, const std::string& what) {
   if (!v) throw FieldError(what + ": '" + text + "' is not a number");
   return *v;
 }
+
+constexpr EnumNameTable<LengthDistribution::Kind, 5> kDistributionNames = {{
+    {LengthDistribution::Kind::fixed, "fixed"},
+    {LengthDistribution::Kind::uniform, "uniform"},
+    {LengthDistribution::Kind::normal, "normal"},
+    {LengthDistribution::Kind::lognormal, "lognormal"},
+    {LengthDistribution::Kind::empirical, "empirical"},
+}};
 
 int64_t clamp_tokens(double v) {
   return std::clamp<int64_t>(static_cast<int64_t>(std::llround(v)), 1, kMaxTokens);
@@ -96,27 +105,28 @@ LengthDistribution parse_length_distribution(const std::string& text, const std:
       throw FieldError(fmt::format("{}: token counts must be in [1, {}]", what, kMaxTokens));
     }
   };
-  if (kind == "fixed") {
-    d.kind = LengthDistribution::Kind::fixed;
+  try {
+    d.kind = parse_enum(kDistributionNames, kind, "distribution");
+  } catch (const InputError& e) {
+    throw FieldError(what + ": " + e.what());
+  }
+  using Kind = LengthDistribution::Kind;
+  if (d.kind == Kind::fixed) {
     d.a = params(1)[0];
     in_range(d.a);
-  } else if (kind == "uniform") {
-    d.kind = LengthDistribution::Kind::uniform;
+  } else if (d.kind == Kind::uniform) {
     auto v = params(2);
     d.a = v[0], d.b = v[1];
     in_range(d.a), in_range(d.b);
     if (d.b < d.a) throw FieldError(what + ": uniform needs LO <= HI");
-  } else if (kind == "normal" || kind == "lognormal") {
-    d.kind =
-        kind == "normal" ? LengthDistribution::Kind::normal : LengthDistribution::Kind::lognormal;
+  } else if (d.kind == Kind::normal || d.kind == Kind::lognormal) {
     auto v = params(2);
     d.a = v[0], d.b = v[1];
     in_range(d.a);
-    if (!(d.b >= 0.0) || (kind == "lognormal" && d.b > 5.0)) {
+    if (!(d.b >= 0.0) || (d.kind == Kind::lognormal && d.b > 5.0)) {
       throw FieldError(what + ": the spread must be >= 0 (lognormal sigma at most 5)");
     }
-  } else if (kind == "empirical") {
-    d.kind = LengthDistribution::Kind::empirical;
+  } else {  // empirical
     std::vector<std::string> items;
     if (!args.empty() && args[0] == '@') {
       std::ifstream in(args.substr(1));
@@ -136,9 +146,6 @@ LengthDistribution parse_length_distribution(const std::string& text, const std:
       d.values.push_back(static_cast<int64_t>(std::llround(v)));
     }
     if (d.values.empty()) throw FieldError(what + ": empirical needs at least one value");
-  } else {
-    throw FieldError(what + ": unknown distribution '" + kind +
-                     "'; known: fixed, uniform, normal, lognormal, empirical");
   }
   return d;
 }
