@@ -1,13 +1,13 @@
-#include <fmt/format.h>
-
-#include <algorithm>
 #include <cmath>
-#include <iostream>
 #include <map>
 
 #include "cli/commands.hpp"
 #include "cli/common_args.hpp"
+#include "cli/field_grammar.hpp"
 #include "cli/serve_args.hpp"
+#include "cli/slo_grammar.hpp"
+#include "report/capacity_report.hpp"
+#include "report/emit.hpp"
 #include "serve/capacity_plan.hpp"
 #include "util/error.hpp"
 #include "util/text.hpp"
@@ -44,8 +44,39 @@ std::map<std::string, double> parse_prices(const std::string& text) {
   return prices;
 }
 
-nlohmann::json maybe(double v) {
-  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
+std::vector<int> parse_tp_list(const std::string& text) {
+  std::vector<int> degrees;
+  for (const auto& t : split_list(text)) {
+    const double v = parse_number(t).value_or(0.0);
+    if (v < 1 || v > 1024 || v != std::floor(v)) {
+      throw InputError("--tp: '" + t + "' is not a degree in [1, 1024]");
+    }
+    degrees.push_back(static_cast<int>(v));
+  }
+  return degrees;
+}
+
+// The plan of the flags; `draft` keeps the draft model the plan points to.
+CapacityPlanRequest make_plan(const CapacityArgs& a, std::unique_ptr<ModelConfig>& draft) {
+  CapacityPlanRequest plan;
+  plan.slo = parse_capacity_slo(a.slo);
+  plan.usd_per_device_hour = parse_prices(a.prices);
+  plan.model = load_model(a.common.model);
+  plan.engine = make_engine_config(a.serve);
+  draft = load_draft_model(a.serve);
+  plan.draft_model = draft.get();
+  // The same requests at every rate: drawn at 1 request/s, or the trace's pattern at a mean
+  // of 1 request/s.
+  plan.unit_rate_requests = make_workload(a.serve, 1.0);
+  if (!a.serve.trace.empty()) normalise_to_unit_rate(plan.unit_rate_requests);
+  plan.tp_degrees = parse_tp_list(a.tp_list);
+  plan.hardware = split_list(a.hardware_list);
+  if (plan.hardware.empty() || plan.tp_degrees.empty()) {
+    throw InputError("--hardware and --tp need at least one value");
+  }
+  plan.cost = a.common.cost;
+  plan.options = to_predict_options(a.common);
+  return plan;
 }
 }  // namespace
 
@@ -69,76 +100,13 @@ void register_capacity(CLI::App& app) {
   cmd->add_option("--workload", args->serve.trace,
                   "A trace whose arrival pattern is replayed at each rate (same as --trace)");
   add_serve_options(cmd, args->serve, false);
-  cmd->callback([args] {
-    auto a = *args;
-    OutputFormat format = parse_output_format(a.common.format);
-    const CapacitySlo slo = parse_capacity_slo(a.slo);
-    const auto prices = parse_prices(a.prices);
-    ModelConfig model = load_model(a.common.model);
-    EngineConfig engine = make_engine_config(a.serve);
-    const std::unique_ptr<ModelConfig> draft = load_draft_model(a.serve);
-    // The same requests at every rate: drawn at 1 request/s, or the trace's pattern at a mean
-    // of 1 request/s.
-    CapacityPlanRequest plan;
-    plan.unit_rate_requests = make_workload(a.serve, 1.0);
-    if (!a.serve.trace.empty()) normalise_to_unit_rate(plan.unit_rate_requests);
-    for (const auto& t : split_list(a.tp_list)) {
-      const double v = parse_number(t).value_or(0.0);
-      if (v < 1 || v > 1024 || v != std::floor(v)) {
-        throw InputError("--tp: '" + t + "' is not a degree in [1, 1024]");
-      }
-      plan.tp_degrees.push_back(static_cast<int>(v));
-    }
-    plan.hardware = split_list(a.hardware_list);
-    if (plan.hardware.empty() || plan.tp_degrees.empty()) {
-      throw InputError("--hardware and --tp need at least one value");
-    }
-    plan.model = model;
-    plan.draft_model = draft.get();
-    plan.usd_per_device_hour = prices;
-    plan.cost = a.common.cost;
-    plan.options = to_predict_options(a.common);
-    plan.engine = engine;
-    plan.slo = slo;
+  cmd->callback(naming_flags([args] {
+    OutputFormat format = parse_output_format(args->common.format);
+    std::unique_ptr<ModelConfig> draft;
+    const CapacityPlanRequest plan = make_plan(*args, draft);
     const std::vector<CapacityOutcome> outcomes = plan_capacity(plan);
-    if (format == OutputFormat::json) {
-      nlohmann::json configs = nlohmann::json::array();
-      for (const auto& c : outcomes) {
-        const auto& s = c.search.at_max;
-        configs.push_back({{"hardware", c.hardware},
-                           {"tp", c.tp},
-                           {"fits", c.fits},
-                           {"note", c.note},
-                           {"kv_blocks", c.kv_blocks},
-                           {"max_rate_per_s", c.search.max_rate_per_s},
-                           {"output_tokens_per_s", s.output_tokens_per_s},
-                           {"ttft_p99_ms", s.ttft.p99_s * 1e3},
-                           {"tpot_p99_ms", s.tpot.p99_s * 1e3},
-                           {"usd_per_device_hour", maybe(c.usd_per_device_hour)},
-                           {"usd_per_million_output_tokens", maybe(c.usd_per_million_tokens)},
-                           {"simulations", c.search.simulations}});
-      }
-      print_json(
-          {{"model", model.name},
-           {"slo", {{"ttft_p99_ms", slo.ttft_p99_s * 1e3}, {"tpot_p99_ms", slo.tpot_p99_s * 1e3}}},
-           {"policy", schedule_policy_name(engine.policy)},
-           {"requests", plan.unit_rate_requests.size()},
-           {"configurations", configs}});
-      return;
-    }
-    Table t({"hardware", "tp", "max_rate_per_s", "output_tok_s", "ttft_p99_ms", "tpot_p99_ms",
-             "usd_per_m_tokens", "note"});
-    for (const auto& c : outcomes) {
-      const auto& s = c.search.at_max;
-      t.add_row(
-          {c.hardware, std::to_string(c.tp), format_fixed(c.search.max_rate_per_s, 2),
-           format_fixed(s.output_tokens_per_s, 0), format_fixed(s.ttft.p99_s * 1e3, 1),
-           format_fixed(s.tpot.p99_s * 1e3, 2),
-           std::isfinite(c.usd_per_million_tokens) ? format_fixed(c.usd_per_million_tokens, 3) : "",
-           c.note});
-    }
-    std::cout << (format == OutputFormat::csv ? t.to_csv() : t.to_text());
-  });
+    emit(capacity_json(plan, outcomes), capacity_table(outcomes), format);
+  }));
 }
 
 }  // namespace inferlab::cli

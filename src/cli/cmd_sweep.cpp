@@ -1,10 +1,9 @@
-#include <fmt/format.h>
-
-#include <iostream>
-
 #include "cli/commands.hpp"
 #include "cli/common_args.hpp"
+#include "cli/field_grammar.hpp"
 #include "predict/sweep.hpp"
+#include "report/emit.hpp"
+#include "report/sweep_report.hpp"
 
 namespace inferlab::cli {
 
@@ -30,7 +29,7 @@ void register_sweep(CLI::App& app) {
   cmd->add_option("--tp", args->tp, "Tensor-parallel degrees")->delimiter(',');
   cmd->add_option("--weights", args->weights, "Weight formats, e.g. bf16,int8,int4")
       ->delimiter(',');
-  cmd->callback([args] {
+  cmd->callback(naming_flags([args] {
     const auto& a = *args;
     OutputFormat format = parse_output_format(a.common.format);
     ModelConfig model = load_model(a.common.model);
@@ -42,43 +41,8 @@ void register_sweep(CLI::App& app) {
       grid.weights.push_back(hw.spec.supports(DType::bf16) ? DType::bf16 : DType::fp16);
     }
     auto rows = run_sweep(model, hw.spec, *hw.cost, base, load_host_overhead(), grid);
-    if (format == OutputFormat::json) {
-      nlohmann::json out = {{"model", model.name}, {"hardware", hw.spec.name}};
-      nlohmann::json list = nlohmann::json::array();
-      for (const auto& r : rows) {
-        list.push_back({{"batch", r.batch},
-                        {"input_tokens", r.input},
-                        {"output_tokens", r.output},
-                        {"tp", r.tp},
-                        {"weights", std::string(dtype_name(r.weights))},
-                        {"prefill_ms", r.prefill_s * 1e3},
-                        {"ttft_ms", r.prefill_s * 1e3},
-                        {"tpot_ms", r.tpot_s * 1e3},
-                        {"e2e_ms", r.e2e_s * 1e3},
-                        {"decode_tokens_per_s", r.decode_tokens_per_s},
-                        {"memory_total_bytes", r.memory_total_bytes},
-                        {"fits", r.fits}});
-      }
-      out["rows"] = list;
-      print_json(out);
-      return;
-    }
-    Table table({"batch", "input", "output", "tp", "weights", "prefill_ms", "tpot_ms", "e2e_ms",
-                 "decode_tok_per_s", "memory_bytes", "fits"});
-    bool csv = format == OutputFormat::csv;
-    for (const auto& r : rows) {
-      table.add_row(
-          {std::to_string(r.batch), std::to_string(r.input), std::to_string(r.output),
-           std::to_string(r.tp), std::string(dtype_name(r.weights)),
-           csv ? fmt::format("{:.6g}", r.prefill_s * 1e3) : format_ms(r.prefill_s),
-           csv ? fmt::format("{:.6g}", r.tpot_s * 1e3) : format_ms(r.tpot_s),
-           csv ? fmt::format("{:.6g}", r.e2e_s * 1e3) : format_ms(r.e2e_s),
-           fmt::format("{:.1f}", r.decode_tokens_per_s),
-           csv ? fmt::format("{:.6g}", r.memory_total_bytes) : format_bytes(r.memory_total_bytes),
-           r.fits ? "yes" : "no"});
-    }
-    std::cout << (csv ? table.to_csv() : table.to_text());
-  });
+    emit(sweep_json(model.name, hw.spec.name, rows), sweep_table(rows, format), format);
+  }));
 }
 
 }  // namespace inferlab::cli

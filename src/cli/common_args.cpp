@@ -1,6 +1,7 @@
 #include "cli/common_args.hpp"
 
 #include <iostream>
+#include <map>
 
 #include "util/error.hpp"
 
@@ -116,6 +117,15 @@ LoadedHardware load_cost_model(const CommonArgs& args) {
 
 void print_json(const nlohmann::json& json) {
   std::cout << json.dump(2) << '\n';
+}
+
+std::ofstream open_output(const std::string& path, const std::string& flag) {
+  std::ofstream out(path);
+  if (!out) {
+    throw InputError(flag.empty() ? "cannot write '" + path + "'"
+                                  : "cannot write " + flag + " file '" + path + "'");
+  }
+  return out;
 }
 
 }  // namespace inferlab::cli

@@ -1,5 +1,6 @@
 #pragma once
 #include <CLI/CLI.hpp>
+#include <fstream>
 #include <memory>
 #include <string>
 
@@ -49,5 +50,9 @@ LoadedHardware load_cost_model(const CommonArgs& args);
 
 // Prints a JSON object, a table or CSV on stdout.
 void print_json(const nlohmann::json& json);
+
+// A file the user named, open for writing; InputError "cannot write <flag> file '<path>'"
+// ("cannot write '<path>'" without a flag) when it cannot be created.
+std::ofstream open_output(const std::string& path, const std::string& flag = "");
 
 }  // namespace inferlab::cli

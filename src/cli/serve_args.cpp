@@ -45,8 +45,8 @@ std::vector<ServeRequest> make_workload(const ServeArgs& a, double rate) {
   spec.requests = a.requests;
   spec.rate_per_s = rate;
   spec.arrival = parse_arrival_process(a.arrival);
-  spec.input = parse_length_distribution(a.input_dist, "--input-dist");
-  spec.output = parse_length_distribution(a.output_dist, "--output-dist");
+  spec.input = parse_length_distribution(a.input_dist, "input");
+  spec.output = parse_length_distribution(a.output_dist, "output");
   if (!a.shared_prefix.empty()) spec.prefix = parse_shared_prefix(a.shared_prefix);
   spec.seed = a.seed;
   return generate_workload(spec);

@@ -11,7 +11,7 @@
 #include "cost/tilesim/tilesim_cost.hpp"
 #include "hw/hardware_spec.hpp"
 #include "predict/simulation.hpp"
-#include "util/error.hpp"
+#include "util/field_error.hpp"
 #include "util/text.hpp"
 
 namespace inferlab {
@@ -20,7 +20,7 @@ namespace {
 int64_t parse_count(const std::string& value, const std::string& what, int64_t max_value) {
   const auto n = parse_number(value);
   if (!n || *n != std::floor(*n) || *n < 1 || *n > static_cast<double>(max_value)) {
-    throw InputError(fmt::format("--workload: {} must be a whole number in [1, {}], got '{}'", what,
+    throw FieldError(fmt::format("`workload`: {} must be a whole number in [1, {}], got '{}'", what,
                                  max_value, value));
   }
   return static_cast<int64_t>(*n);
@@ -29,7 +29,7 @@ int64_t parse_count(const std::string& value, const std::string& what, int64_t m
 double parse_value(const std::string& key, const std::string& value) {
   if (key == "memory") return 0.0;  // a technology name, not a number
   const auto v = parse_number(value);
-  if (!v) throw InputError("--vary " + key + "=" + value + ": not a number");
+  if (!v) throw FieldError("`axes` " + key + "=" + value + ": not a number");
   return *v;
 }
 
@@ -86,21 +86,21 @@ std::vector<DesignAxis> parse_design_axes(const std::string& text) {
     const auto eq = token.find('=');
     if (eq != std::string::npos) {
       const std::string key = token.substr(0, eq);
-      if (key.empty()) throw InputError("--vary: '" + token + "' has no key before '='");
+      if (key.empty()) throw FieldError("`axes`: '" + token + "' has no key before '='");
       for (const auto& axis : axes) {
-        if (axis.key == key) throw InputError("--vary: key '" + key + "' given twice");
+        if (axis.key == key) throw FieldError("`axes`: key '" + key + "' given twice");
       }
       axes.push_back({key, {}});
       if (eq + 1 < token.size()) axes.back().values.push_back(token.substr(eq + 1));
     } else if (!token.empty()) {
-      if (axes.empty()) throw InputError("--vary: '" + token + "' comes before any key=");
+      if (axes.empty()) throw FieldError("`axes`: '" + token + "' comes before any key=");
       axes.back().values.push_back(token);
     }
   }
   for (const auto& axis : axes) {
-    if (axis.values.empty()) throw InputError("--vary: key '" + axis.key + "' has no values");
+    if (axis.values.empty()) throw FieldError("`axes`: key '" + axis.key + "' has no values");
   }
-  if (axes.empty()) throw InputError("--vary needs key=value[,value...], e.g. cores=66,132");
+  if (axes.empty()) throw FieldError("`axes` needs key=value[,value...], e.g. cores=66,132");
   return axes;
 }
 
@@ -115,12 +115,12 @@ DesignWorkload parse_design_workload(const std::string& text) {
   } else if (phase == "decode") {
     w.phase = Phase::decode;
   } else {
-    throw InputError("--workload must start with prefill or decode, got '" + text + "'");
+    throw FieldError("`workload` must start with prefill or decode, got '" + text + "'");
   }
   if (colon == std::string::npos) return w;
   for (const std::string& item : split_text(text.substr(colon + 1), ',')) {
     const auto eq = item.find('=');
-    if (eq == std::string::npos) throw InputError("--workload: '" + item + "' is not key=value");
+    if (eq == std::string::npos) throw FieldError("`workload`: '" + item + "' is not key=value");
     const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
     constexpr int64_t kMaxTokens = int64_t{1} << 24;
     if (key == "batch") {
@@ -132,7 +132,7 @@ DesignWorkload parse_design_workload(const std::string& text) {
     } else if (key == "context") {
       w.context = parse_count(value, "context", kMaxTokens);
     } else {
-      throw InputError("--workload: unknown key '" + key +
+      throw FieldError("`workload`: unknown key '" + key +
                        "'; known: batch (a number or max), max_batch, tokens, context");
     }
   }
@@ -145,8 +145,8 @@ std::vector<DesignPoint> explore_designs(const ExploreRequest& request) {
   for (const auto& axis : request.axes) {
     combinations *= static_cast<int64_t>(axis.values.size());
     if (combinations > request.max_designs) {
-      throw InputError(
-          fmt::format("--vary gives more than {} designs; narrow the axes", request.max_designs));
+      throw FieldError(
+          fmt::format("`axes` gives more than {} designs; narrow the axes", request.max_designs));
     }
   }
   std::vector<DesignPoint> points;

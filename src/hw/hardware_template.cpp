@@ -3,18 +3,21 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <cctype>
 #include <cmath>
 
 #include "hw/hardware_spec.hpp"
 #include "hw/memory_technology.hpp"
 #include "util/data_dir.hpp"
+#include "util/enum_names.hpp"
 #include "util/error.hpp"
+#include "util/field_error.hpp"
 #include "util/json_file.hpp"
 
 namespace inferlab {
 
 namespace {
-constexpr std::array<std::pair<MemoryType, const char*>, 7> kMemoryNames = {{
+constexpr EnumNameTable<MemoryType, 7> kMemoryNames = {{
     {MemoryType::hbm2, "HBM2"},
     {MemoryType::hbm2e, "HBM2e"},
     {MemoryType::hbm3, "HBM3"},
@@ -23,15 +26,20 @@ constexpr std::array<std::pair<MemoryType, const char*>, 7> kMemoryNames = {{
     {MemoryType::lpddr5, "LPDDR5"},
     {MemoryType::ddr5, "DDR5"},
 }};
-constexpr std::array<std::pair<Topology, const char*>, 3> kTopologyNames = {{
+constexpr EnumNameTable<Topology, 3> kTopologyNames = {{
     {Topology::ring, "ring"},
     {Topology::fully_connected, "fully_connected"},
     {Topology::switched, "switch"},
 }};
 // In KernelKind order.
-constexpr std::array<const char*, kKernelKindCount> kKernelKindNames = {
-    "gemm", "attention_prefill", "attention_decode",
-    "norm", "elementwise",       "noncontiguous_elementwise"};
+constexpr EnumNameTable<KernelKind, kKernelKindCount> kKernelKindNames = {{
+    {KernelKind::gemm, "gemm"},
+    {KernelKind::attention_prefill, "attention_prefill"},
+    {KernelKind::attention_decode, "attention_decode"},
+    {KernelKind::norm, "norm"},
+    {KernelKind::elementwise, "elementwise"},
+    {KernelKind::noncontiguous_elementwise, "noncontiguous_elementwise"},
+}};
 constexpr int kMaxBaseDepth = 4;
 
 const nlohmann::json& require_object(const nlohmann::json& json, const char* key,
@@ -82,44 +90,32 @@ nlohmann::json load_merged(const std::string& name_or_path, int depth) {
 }  // namespace
 
 std::string_view memory_type_name(MemoryType type) {
-  for (auto [t, name] : kMemoryNames) {
-    if (t == type) return name;
-  }
-  return "?";
+  return enum_name(kMemoryNames, type);
 }
 
 MemoryType parse_memory_type(std::string_view name) {
-  std::vector<std::string> known;
-  for (auto [t, n] : kMemoryNames) {
-    std::string lower(n);
-    for (auto& c : lower) c = static_cast<char>(std::tolower(c));
-    std::string given(name);
-    for (auto& c : given) c = static_cast<char>(std::tolower(c));
-    if (given == lower) return t;
-    known.push_back(n);
+  // Case does not matter ("hbm3" is HBM3); the table's spelling is the canonical one.
+  auto lower = [](std::string_view text) {
+    std::string out(text);
+    for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+  };
+  for (const auto& [type, known] : kMemoryNames) {
+    if (lower(known) == lower(name)) return type;
   }
-  throw InputError("unknown memory type '" + std::string(name) + "'; known: " + join_names(known));
+  return parse_enum(kMemoryNames, name, "memory type");  // throws, listing the known ones
 }
 
 std::string_view topology_name(Topology topology) {
-  for (auto [t, name] : kTopologyNames) {
-    if (t == topology) return name;
-  }
-  return "?";
+  return enum_name(kTopologyNames, topology);
 }
 
 std::string_view kernel_kind_name(KernelKind kind) {
-  const int index = static_cast<int>(kind);
-  return index >= 0 && index < kKernelKindCount ? kKernelKindNames[index] : "?";
+  return enum_name(kKernelKindNames, kind);
 }
 
 Topology parse_topology(std::string_view name) {
-  std::vector<std::string> known;
-  for (auto [t, n] : kTopologyNames) {
-    if (name == n) return t;
-    known.push_back(n);
-  }
-  throw InputError("unknown topology '" + std::string(name) + "'; known: " + join_names(known));
+  return parse_enum(kTopologyNames, name, "topology");
 }
 
 HardwareTemplate parse_hardware_template(const nlohmann::json& doc, const std::string& context) {
@@ -230,12 +226,13 @@ HardwareTemplate parse_hardware_template(const nlohmann::json& doc, const std::s
     const auto& floors = require_object(eff, "kernel_floor_s", eff_ctx);
     const std::string floors_ctx = eff_ctx + " kernel_floor_s";
     for (const auto& [key, value] : floors.items()) {
-      const auto* found = std::find(kKernelKindNames.begin(), kKernelKindNames.end(), key);
-      if (found == kKernelKindNames.end()) {
-        throw InputError(floors_ctx + ": unknown kernel kind '" + key +
-                         "'; known: " + join_names(kKernelKindNames));
+      KernelKind kernel = KernelKind::gemm;
+      try {
+        kernel = parse_enum(kKernelKindNames, key, "kernel kind");
+      } catch (const InputError& e) {
+        throw InputError(floors_ctx + ": " + e.what());
       }
-      const auto kind = static_cast<int>(found - kKernelKindNames.begin());
+      const auto kind = static_cast<int>(kernel);
       t.efficiency.kernel_floor_s[kind] = positive(floors, key.c_str(), floors_ctx, 1e-3);
     }
   }
@@ -258,7 +255,7 @@ HardwareTemplate vary_template(const HardwareTemplate& base, const std::string& 
   const std::string what = key + "=" + text_value;
   auto need_positive = [&] {
     if (!(value > 0.0) || !std::isfinite(value)) {
-      throw InputError("--vary " + what + ": needs a positive number");
+      throw FieldError("`template_change` " + what + ": needs a positive number");
     }
   };
   if (key == "memory") {
@@ -296,7 +293,7 @@ HardwareTemplate vary_template(const HardwareTemplate& base, const std::string& 
     } else if (key == "local_kb") {
       doc["core"]["local_buffer_bytes"] = value * 1024.0;
     } else {
-      throw InputError("--vary: unknown key '" + key +
+      throw FieldError("`template_change`: unknown key '" + key +
                        "'; known: cores, clock_ghz, l2_mb, memory, memory_gb, memory_tbps, "
                        "tensor_rows, tensor_cols, local_kb");
     }

@@ -1,57 +1,39 @@
 #include "model/op.hpp"
 
+#include "util/enum_names.hpp"
+
 namespace inferlab {
 
+namespace {
+constexpr EnumNameTable<OpKind, 23> kOpKindNames = {{
+    {OpKind::embedding, "embedding"},
+    {OpKind::rmsnorm, "rmsnorm"},
+    {OpKind::add_rmsnorm, "add_rmsnorm"},
+    {OpKind::layernorm, "layernorm"},
+    {OpKind::add_layernorm, "add_layernorm"},
+    {OpKind::gelu, "gelu"},
+    {OpKind::gemm, "gemm"},
+    {OpKind::moe_gemm, "moe_gemm"},
+    {OpKind::rope, "rope"},
+    {OpKind::kv_write, "kv_write"},
+    {OpKind::rope_kv_write, "rope_kv_write"},
+    {OpKind::attention, "attention"},
+    {OpKind::attention_scores, "attention_scores"},
+    {OpKind::attention_softmax, "attention_softmax"},
+    {OpKind::attention_context, "attention_context"},
+    {OpKind::repeat_kv, "repeat_kv"},
+    {OpKind::add, "add"},
+    {OpKind::silu, "silu"},
+    {OpKind::mul, "mul"},
+    {OpKind::silu_mul, "silu_mul"},
+    {OpKind::sampling, "sampling"},
+    {OpKind::all_reduce, "all_reduce"},
+    {OpKind::all_gather, "all_gather"},
+}};
+}  // namespace
+
 std::string_view op_kind_name(OpKind kind) {
-  switch (kind) {
-    case OpKind::embedding:
-      return "embedding";
-    case OpKind::rmsnorm:
-      return "rmsnorm";
-    case OpKind::add_rmsnorm:
-      return "add_rmsnorm";
-    case OpKind::layernorm:
-      return "layernorm";
-    case OpKind::add_layernorm:
-      return "add_layernorm";
-    case OpKind::gelu:
-      return "gelu";
-    case OpKind::gemm:
-      return "gemm";
-    case OpKind::moe_gemm:
-      return "moe_gemm";
-    case OpKind::rope:
-      return "rope";
-    case OpKind::kv_write:
-      return "kv_write";
-    case OpKind::rope_kv_write:
-      return "rope_kv_write";
-    case OpKind::attention:
-      return "attention";
-    case OpKind::attention_scores:
-      return "attention_scores";
-    case OpKind::attention_softmax:
-      return "attention_softmax";
-    case OpKind::attention_context:
-      return "attention_context";
-    case OpKind::repeat_kv:
-      return "repeat_kv";
-    case OpKind::add:
-      return "add";
-    case OpKind::silu:
-      return "silu";
-    case OpKind::mul:
-      return "mul";
-    case OpKind::silu_mul:
-      return "silu_mul";
-    case OpKind::sampling:
-      return "sampling";
-    case OpKind::all_reduce:
-      return "all_reduce";
-    case OpKind::all_gather:
-      return "all_gather";
-  }
-  return "?";
+  return enum_name(kOpKindNames, kind);
 }
 
 }  // namespace inferlab

@@ -1,19 +1,25 @@
 #include "predict/framework.hpp"
 
 #include "util/data_dir.hpp"
+#include "util/enum_names.hpp"
 #include "util/error.hpp"
 #include "util/json_file.hpp"
 
 namespace inferlab {
 
+namespace {
+constexpr EnumNameTable<Framework, 2> kFrameworkNames = {{
+    {Framework::pytorch, "pytorch"},
+    {Framework::vllm, "vllm"},
+}};
+}  // namespace
+
 Framework parse_framework(std::string_view name) {
-  if (name == "pytorch") return Framework::pytorch;
-  if (name == "vllm") return Framework::vllm;
-  throw InputError("unknown framework '" + std::string(name) + "'; known: pytorch, vllm");
+  return parse_enum(kFrameworkNames, name, "framework");
 }
 
 std::string_view framework_name(Framework framework) {
-  return framework == Framework::pytorch ? "pytorch" : "vllm";
+  return enum_name(kFrameworkNames, framework);
 }
 
 KernelPlan kernel_plan(Framework framework, bool flash_attention) {

@@ -2,29 +2,30 @@
 
 #include <string>
 
-#include "util/error.hpp"
+#include "util/field_error.hpp"
 
 namespace inferlab {
 
 namespace {
-void require_range(const char* flag, int64_t value, int64_t max_value) {
+void require_range(const char* field, int64_t value, int64_t max_value) {
   if (value < 1 || value > max_value) {
-    throw InputError(std::string(flag) + " must be in [1, " + std::to_string(max_value) +
+    throw FieldError(std::string("`") + field + "` must be in [1, " + std::to_string(max_value) +
                      "], got " + std::to_string(value));
   }
 }
 }  // namespace
 
 void validate_sizes(const PredictOptions& o) {
-  require_range("--batch", o.batch, 1 << 20);
-  require_range("--input", o.input_tokens, 1 << 24);
-  require_range("--output", o.output_tokens, 1 << 24);
-  require_range("--tp", o.tp, 1024);
+  require_range("batch", o.batch, 1 << 20);
+  require_range("input_tokens", o.input_tokens, 1 << 24);
+  require_range("output_tokens", o.output_tokens, 1 << 24);
+  require_range("tp", o.tp, 1024);
   if (o.batch * (o.input_tokens + o.output_tokens) > (int64_t{1} << 36)) {
-    throw InputError("--batch x (--input + --output) is over 2^36 tokens; no GPU holds that");
+    throw FieldError(
+        "`batch` x (`input_tokens` + `output_tokens`) is over 2^36 tokens; no GPU holds that");
   }
   if (!(o.gpu_memory_utilization > 0.0 && o.gpu_memory_utilization <= 1.0)) {
-    throw InputError("--gpu-memory-utilization must be in (0, 1]");
+    throw FieldError("`gpu_memory_utilization` must be in (0, 1]");
   }
 }
 
@@ -42,25 +43,25 @@ Precision resolve_precision(const PredictOptions& o, const HardwareSpec& hw) {
     return false;
   };
   if (!allowed(p.weights, {DType::bf16, DType::fp16, DType::fp8, DType::int8, DType::int4})) {
-    throw InputError("--weights " + name(p.weights) +
+    throw FieldError("`weights` " + name(p.weights) +
                      " is not supported; use bf16, fp16, fp8, "
                      "int8 or int4");
   }
   if (!allowed(p.kv, {DType::bf16, DType::fp16, DType::fp8, DType::int8})) {
-    throw InputError("--kv " + name(p.kv) + " is not supported; use bf16, fp16, fp8 or int8");
+    throw FieldError("`kv` " + name(p.kv) + " is not supported; use bf16, fp16, fp8 or int8");
   }
   if (!allowed(p.activations, {DType::bf16, DType::fp16, DType::fp8, DType::int8})) {
-    throw InputError("--activations " + name(p.activations) +
+    throw FieldError("`activations` " + name(p.activations) +
                      " is not supported; use bf16, fp16, fp8 or int8");
   }
   if ((p.weights == DType::bf16 || p.weights == DType::fp16) && !hw.supports(p.weights)) {
-    throw InputError(hw.name + " has no " + name(p.weights) + " matrix units; use --weights " +
+    throw FieldError(hw.name + " has no " + name(p.weights) + " matrix units; use `weights` " +
                      name(p.float_dtype));
   }
   bool w8a8 = is_8bit_or_less(p.activations);
   if (w8a8) {
     if (p.weights != p.activations) {
-      throw InputError("--activations " + name(p.activations) + " needs --weights " +
+      throw FieldError("`activations` " + name(p.activations) + " needs `weights` " +
                        name(p.activations) + " (W8A8 runs both in the same 8-bit format)");
     }
     if (!hw.supports(p.activations)) {

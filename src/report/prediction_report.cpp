@@ -100,3 +100,72 @@ Table step_csv_table(const StepPrediction& step, const std::string& phase) {
 }
 
 }  // namespace inferlab
+
+namespace inferlab {
+
+nlohmann::json request_setup_json(const RequestSetupView& v) {
+  const PredictOptions& o = v.options;
+  return {{"model", v.model},
+          {"hardware", v.hardware.name},
+          {"hardware_source", v.hardware.ceiling_source()},
+          {"cost_model", v.cost_model},
+          {"cost_source", v.cost_source},
+          {"batch", o.batch},
+          {"input_tokens", o.input_tokens},
+          {"output_tokens", o.output_tokens},
+          {"weights", std::string(dtype_name(v.precision.weights))},
+          {"activations", std::string(dtype_name(v.precision.activations))},
+          {"kv", std::string(dtype_name(v.precision.kv))},
+          {"framework", std::string(framework_name(o.framework))},
+          {"cuda_graphs", o.cuda_graphs},
+          {"flash_attention", o.flash_attention},
+          {"tp", o.tp}};
+}
+
+namespace {
+Table request_summary_table(const RequestPrediction& r) {
+  Table summary({"metric", "value"});
+  summary.add_row({"prefill (ms)", format_ms(r.prefill_s)});
+  summary.add_row({"TTFT (ms)", format_ms(r.ttft_s)});
+  summary.add_row({"TPOT (ms)", format_ms(r.tpot_s)});
+  summary.add_row({"end-to-end (ms)", format_ms(r.e2e_s)});
+  summary.add_row({"decode tokens/s", format_fixed(r.decode_tokens_per_s, 1)});
+  summary.add_row({"weights", format_bytes(r.memory.weights_bytes)});
+  summary.add_row({"KV cache", format_bytes(r.memory.kv_cache_bytes)});
+  summary.add_row({"activations", format_bytes(r.memory.activations_bytes)});
+  summary.add_row({"memory total", format_bytes(r.memory.total_bytes)});
+  summary.add_row({"usable / capacity", format_bytes(r.memory.usable_bytes) + " / " +
+                                            format_bytes(r.memory.capacity_bytes)});
+  summary.add_row({"fits", r.memory.fits ? "yes" : "NO"});
+  return summary;
+}
+}  // namespace
+
+std::string request_text(const RequestSetupView& v, const RequestPrediction& r) {
+  const PredictOptions& o = v.options;
+  std::string out = fmt::format(
+      "inferlab predict: {} on {} ({} cost model; ceilings from the {})\n"
+      "batch {}, input {}, output {}; weights {}, activations {}, KV {}; {} kernels, CUDA "
+      "graphs {}, FlashAttention {}, TP {}\n\n",
+      v.model, v.hardware.display_name, v.cost_model, v.hardware.ceiling_source(), o.batch,
+      o.input_tokens, o.output_tokens, dtype_name(v.precision.weights),
+      dtype_name(v.precision.activations), dtype_name(v.precision.kv), framework_name(o.framework),
+      o.cuda_graphs ? "on" : "off", o.flash_attention ? "on" : "off", o.tp);
+  out += request_summary_table(r).to_text() + '\n';
+  out += fmt::format("Prefill step: {} ms, {} kernels\n", format_ms(r.prefill.time_s),
+                     r.prefill.kernels) +
+         step_table(r.prefill).to_text() + '\n';
+  out += fmt::format("Decode step at context {}: {} ms, {} kernels (TPOT averages {} steps)\n",
+                     o.input_tokens + 1, format_ms(r.first_decode.time_s), r.first_decode.kernels,
+                     r.decode_steps) +
+         step_table(r.first_decode).to_text();
+  return out;
+}
+
+std::string request_csv(const RequestPrediction& r) {
+  std::string prefill = step_csv_table(r.prefill, "prefill").to_csv();
+  std::string decode = step_csv_table(r.first_decode, "decode").to_csv();
+  return prefill + decode.substr(decode.find('\n') + 1);
+}
+
+}  // namespace inferlab

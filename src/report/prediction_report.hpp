@@ -19,4 +19,19 @@ nlohmann::json request_to_json(const RequestPrediction& prediction);
 Table step_table(const StepPrediction& step, const std::string& phase = "");
 Table step_csv_table(const StepPrediction& step, const std::string& phase = "");
 
+// `predict`: what was asked (model, hardware, cost model, sizes, formats, switches), the
+// header of the JSON answer.
+struct RequestSetupView {
+  const std::string& model;
+  const HardwareSpec& hardware;
+  std::string cost_model, cost_source;
+  const PredictOptions& options;
+  const Precision& precision;  // as resolved for the hardware
+};
+nlohmann::json request_setup_json(const RequestSetupView& setup);
+// The text answer: a heading, the summary table, and the prefill and decode breakdowns.
+std::string request_text(const RequestSetupView& setup, const RequestPrediction& prediction);
+// Both steps' breakdowns in one CSV table with a phase column.
+std::string request_csv(const RequestPrediction& prediction);
+
 }  // namespace inferlab

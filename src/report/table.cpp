@@ -5,15 +5,20 @@
 #include <algorithm>
 #include <cmath>
 
-#include "util/error.hpp"
+#include "util/enum_names.hpp"
 
 namespace inferlab {
 
+namespace {
+constexpr EnumNameTable<OutputFormat, 3> kOutputFormatNames = {{
+    {OutputFormat::table, "table"},
+    {OutputFormat::json, "json"},
+    {OutputFormat::csv, "csv"},
+}};
+}  // namespace
+
 OutputFormat parse_output_format(std::string_view name) {
-  if (name == "table") return OutputFormat::table;
-  if (name == "json") return OutputFormat::json;
-  if (name == "csv") return OutputFormat::csv;
-  throw InputError("unknown format '" + std::string(name) + "'; known: table, json, csv");
+  return parse_enum(kOutputFormatNames, name, "format");
 }
 
 void Table::add_row(std::vector<std::string> row) {

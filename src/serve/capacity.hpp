@@ -15,8 +15,6 @@ struct CapacitySlo {
   double ttft_p99_s = 0.0;
   double tpot_p99_s = 0.0;
 };
-// "ttft_p99=500,tpot_p99=50": milliseconds, or with a unit ("0.5s", "500ms").
-CapacitySlo parse_capacity_slo(const std::string& text);
 
 struct RateSearch {
   double max_rate_per_s = 0.0;  // highest rate found within the SLO (0: not even a trickle)

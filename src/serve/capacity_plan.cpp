@@ -6,7 +6,7 @@
 #include "model/step_graph.hpp"
 #include "predict/framework.hpp"
 #include "serve/serving_setup.hpp"
-#include "util/error.hpp"
+#include "util/field_error.hpp"
 
 namespace inferlab {
 
@@ -14,7 +14,7 @@ std::vector<CapacityOutcome> plan_capacity(const CapacityPlanRequest& request) {
   for (const auto& [name, price] : request.usd_per_device_hour) {
     if (std::find(request.hardware.begin(), request.hardware.end(), name) ==
         request.hardware.end()) {
-      throw InputError("--price names '" + name + "', which is not in --hardware");
+      throw FieldError("`usd_per_device_hour` names '" + name + "', which is not in `hardware`");
     }
   }
   const HostOverhead host = load_host_overhead();

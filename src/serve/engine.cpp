@@ -7,6 +7,7 @@
 #include <random>
 
 #include "serve/block_manager.hpp"
+#include "util/enum_names.hpp"
 #include "util/error.hpp"
 
 namespace inferlab {
@@ -426,26 +427,21 @@ class Engine {
 
 }  // namespace
 
+namespace {
+constexpr EnumNameTable<SchedulePolicy, 4> kSchedulePolicyNames = {{
+    {SchedulePolicy::vllm, "vllm"},
+    {SchedulePolicy::chunked, "chunked"},
+    {SchedulePolicy::orca, "orca"},
+    {SchedulePolicy::static_batch, "static"},
+}};
+}  // namespace
+
 SchedulePolicy parse_schedule_policy(const std::string& name) {
-  if (name == "vllm") return SchedulePolicy::vllm;
-  if (name == "chunked") return SchedulePolicy::chunked;
-  if (name == "orca") return SchedulePolicy::orca;
-  if (name == "static") return SchedulePolicy::static_batch;
-  throw InputError("unknown scheduling policy '" + name + "'; known: vllm, chunked, orca, static");
+  return parse_enum(kSchedulePolicyNames, name, "scheduling policy");
 }
 
 std::string schedule_policy_name(SchedulePolicy policy) {
-  switch (policy) {
-    case SchedulePolicy::vllm:
-      return "vllm";
-    case SchedulePolicy::chunked:
-      return "chunked";
-    case SchedulePolicy::orca:
-      return "orca";
-    case SchedulePolicy::static_batch:
-      return "static";
-  }
-  return "?";
+  return std::string(enum_name(kSchedulePolicyNames, policy));
 }
 
 ServeResult run_engine(const std::vector<ServeRequest>& requests, const EngineConfig& config,

@@ -21,7 +21,9 @@ struct LengthDistribution {
   int64_t sample(std::mt19937_64& rng) const;
   double mean() const;
 };
-LengthDistribution parse_length_distribution(const std::string& text, const std::string& flag);
+// `field` is the WorkloadSpec field the distribution sets (input, output): errors name it
+// (FieldError) so that a front end can say which of its settings was wrong.
+LengthDistribution parse_length_distribution(const std::string& text, const std::string& field);
 
 // Arrivals at `rate` requests per second: "poisson", "gamma:CV" (gamma-distributed gaps with
 // that coefficient of variation: above 1 is burstier than Poisson), or

@@ -1,31 +1,25 @@
 #include "util/dtype.hpp"
 
-#include <vector>
-
-#include "util/error.hpp"
+#include "util/enum_names.hpp"
 
 namespace inferlab {
 
+namespace {
+// In kAllDTypes order.
+constexpr EnumNameTable<DType, kDTypeCount> kDTypeNames = {{
+    {DType::fp32, "fp32"},
+    {DType::tf32, "tf32"},
+    {DType::fp16, "fp16"},
+    {DType::bf16, "bf16"},
+    {DType::fp8, "fp8"},
+    {DType::int8, "int8"},
+    {DType::int4, "int4"},
+    {DType::fp4, "fp4"},
+}};
+}  // namespace
+
 std::string_view dtype_name(DType dtype) {
-  switch (dtype) {
-    case DType::fp32:
-      return "fp32";
-    case DType::tf32:
-      return "tf32";
-    case DType::fp16:
-      return "fp16";
-    case DType::bf16:
-      return "bf16";
-    case DType::fp8:
-      return "fp8";
-    case DType::int8:
-      return "int8";
-    case DType::int4:
-      return "int4";
-    case DType::fp4:
-      return "fp4";
-  }
-  return "?";
+  return enum_name(kDTypeNames, dtype);
 }
 
 double dtype_bytes(DType dtype) {
@@ -47,15 +41,11 @@ double dtype_bytes(DType dtype) {
 }
 
 DType parse_dtype(std::string_view name) {
-  std::vector<std::string> known;
-  for (DType d : kAllDTypes) {
-    if (dtype_name(d) == name) return d;
-    known.emplace_back(dtype_name(d));
-  }
+  // PyTorch's spellings are accepted too; the error lists the table's names only.
   if (name == "float16" || name == "half") return DType::fp16;
   if (name == "bfloat16") return DType::bf16;
   if (name == "float32" || name == "float") return DType::fp32;
-  throw InputError("unknown dtype '" + std::string(name) + "'; known: " + join_names(known));
+  return parse_enum(kDTypeNames, name, "dtype");
 }
 
 bool is_8bit_or_less(DType dtype) {

@@ -336,7 +336,15 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"capacity --slo ttft_p99=100,tpot_p99=10 --tp 0", "--tp"},
         BadInput{"capacity --slo ttft_p99=100,tpot_p99=10 --price h200=3", "not in --hardware"},
         BadInput{"capacity --slo ttft_p99=100,tpot_p99=10 --price h100-sxm=free", "USD"},
-        BadInput{"capacity --slo ttft_p99=100,tpot_p99=10 --hardware h900", "known: "}),
+        BadInput{"capacity --slo ttft_p99=100,tpot_p99=10 --hardware h900", "known: "},
+        // Library errors name request fields; the CLI shows the flags that set them.
+        BadInput{"predict --batch 1000000 --input 1000000", "--batch x (--input + --output)"},
+        BadInput{"sweep --weights fp4", "--weights fp4 is not supported"},
+        BadInput{"serve --arrival gamma:0", "--arrival gamma:CV"},
+        BadInput{"serve --shared-prefix tokens=10,colour=red", "--shared-prefix colour"},
+        BadInput{"serve --input-dist fixed:x", "--input-dist fixed:x: 'x' is not a number"},
+        BadInput{"explore --vary cores=-1", "--vary cores=-1: needs a positive number"},
+        BadInput{"explore --vary cores=1 --workload decode:speed=3", "--workload: unknown key"}),
     [](const ::testing::TestParamInfo<BadInput>& info) {
       return "case" + std::to_string(info.index);
     });

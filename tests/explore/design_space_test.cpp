@@ -4,6 +4,7 @@
 
 #include "model/model_config.hpp"
 #include "util/error.hpp"
+#include "util/field_error.hpp"
 
 namespace inferlab {
 namespace {
@@ -33,6 +34,21 @@ TEST(DesignSpace, ParsesWorkloads) {
   EXPECT_THROW(parse_design_workload("train"), InputError);
   EXPECT_THROW(parse_design_workload("decode:context=-1"), InputError);
   EXPECT_THROW(parse_design_workload("decode:speed=3"), InputError);
+}
+
+TEST(DesignSpace, ErrorsNameTheFieldNotAFlag) {
+  try {
+    parse_design_workload("train");
+    ADD_FAILURE() << "no error";
+  } catch (const FieldError& e) {
+    EXPECT_EQ(std::string(e.what()), "`workload` must start with prefill or decode, got 'train'");
+  }
+  try {
+    parse_design_axes("66");
+    ADD_FAILURE() << "no error";
+  } catch (const FieldError& e) {
+    EXPECT_EQ(std::string(e.what()), "`axes`: '66' comes before any key=");
+  }
 }
 
 TEST(DesignSpace, ParetoFrontByHand) {

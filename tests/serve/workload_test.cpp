@@ -8,6 +8,7 @@
 
 #include "serve/block_manager.hpp"
 #include "util/error.hpp"
+#include "util/field_error.hpp"
 
 namespace inferlab {
 namespace {
@@ -79,7 +80,7 @@ TEST(ServeWorkload, SharedPrefixIsAddedToTheChosenShare) {
 TEST(ServeWorkload, BadSpecsAreInputErrors) {
   for (const char* bad : {"fixed:0", "fixed:x", "uniform:5", "uniform:9,3", "normal:100,-1",
                           "pareto:1", "empirical:", "empirical:@/nonexistent", "fixed:1e9"}) {
-    EXPECT_THROW(parse_length_distribution(bad, "--input-dist"), InputError) << bad;
+    EXPECT_THROW(parse_length_distribution(bad, "input"), InputError) << bad;
   }
   for (const char* bad :
        {"weibull", "gamma:0", "gamma:x", "bursty:10", "bursty:0,0.5", "bursty:10,2"}) {
@@ -94,6 +95,25 @@ TEST(ServeWorkload, BadSpecsAreInputErrors) {
   w.requests = 1;
   w.rate_per_s = -1;
   EXPECT_THROW(generate_workload(w), InputError);
+}
+
+TEST(ServeWorkload, ErrorsNameTheFieldNotAFlag) {
+  auto message = [](auto&& call) -> std::string {
+    try {
+      call();
+    } catch (const FieldError& e) {
+      return e.what();
+    }
+    return "no FieldError";
+  };
+  EXPECT_EQ(message([] { parse_arrival_process("weibull"); }),
+            "unknown `arrival` 'weibull'; known: poisson, gamma:CV, bursty:PERIOD_S,DUTY");
+  EXPECT_EQ(message([] { parse_length_distribution("fixed:0", "input"); }),
+            "`input` fixed:0: token counts must be in [1, 1048576]");
+  EXPECT_EQ(message([] { parse_shared_prefix("groups=2"); }), "`prefix` needs tokens=N");
+  WorkloadSpec w;
+  w.requests = 0;
+  EXPECT_EQ(message([&] { generate_workload(w); }), "`requests` must be in [1, 16777216]");
 }
 
 class TraceFiles : public ::testing::Test {

@@ -1,0 +1,17 @@
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "predict/sweep.hpp"
+#include "report/table.hpp"
+
+namespace inferlab {
+
+// `sweep`: one row per point of the grid. The CSV table carries raw numbers (ms, bytes), the
+// text table human units.
+nlohmann::json sweep_json(const std::string& model, const std::string& hardware,
+                          const std::vector<SweepRow>& rows);
+Table sweep_table(const std::vector<SweepRow>& rows, OutputFormat format);
+
+}  // namespace inferlab
