@@ -33,8 +33,8 @@ inline int64_t kv_slot(std::span<const int32_t> table, int64_t block_size, int64
 std::vector<int64_t> slot_mapping(std::span<const int32_t> table, int64_t block_size, int64_t start,
                                   int64_t count);
 
-// Hands out blocks of the pool (lowest free id first). No prefix sharing here: that belongs to
-// the scheduler's block manager, which fills the same block tables.
+// Hands out blocks of the pool (the most recently freed first; lowest ids at the start). No prefix
+// sharing here: that belongs to the scheduler's block manager, which fills the same block tables.
 class BlockAllocator {
  public:
   explicit BlockAllocator(int64_t num_blocks);
@@ -45,7 +45,7 @@ class BlockAllocator {
   void release(BlockTable& table);
 
  private:
-  std::vector<int32_t> free_;  // a stack, lowest id on top
+  std::vector<int32_t> free_;  // a stack of free ids (lowest on top until blocks come back)
 };
 
 // The CPU backend's storage: fp32, [layer][slot][kv_head][head_dim] for keys and for values.

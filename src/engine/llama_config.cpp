@@ -43,20 +43,34 @@ LlamaConfig parse_llama_config(const nlohmann::json& config, const std::string& 
   result.rms_norm_eps = optional_number(config, "rms_norm_eps", 1e-6, context);
   if (!(result.rms_norm_eps >= 0)) throw InputError(context + ": rms_norm_eps is negative");
 
+  // transformers 4.x writes rope_theta and rope_scaling; 5.x writes one rope_parameters object
+  // (rope_theta, rope_type and the scaling fields). ModelConfig reads only the former.
+  const bool v5_rope = config.contains("rope_parameters") && config["rope_parameters"].is_object();
+  const nlohmann::json* scaling = nullptr;
+  std::string type;
+  std::string scaling_context = context + " rope_scaling";
   result.rope.theta = m.rope_theta;
+  if (v5_rope) {
+    scaling = &config["rope_parameters"];
+    scaling_context = context + " rope_parameters";
+    result.rope.theta = optional_number(*scaling, "rope_theta", m.rope_theta, scaling_context);
+    const char* type_key = scaling->contains("rope_type") ? "rope_type" : "type";
+    type = scaling->contains(type_key) ? require_string(*scaling, type_key, scaling_context)
+                                       : "default";
+  } else if (m.rope_scaling) {
+    scaling = &config["rope_scaling"];
+    type = m.rope_scaling->type;
+  }
   if (!(result.rope.theta > 1)) throw InputError(context + ": rope_theta must be above 1");
-  if (m.rope_scaling) {
-    const auto& scaling = config["rope_scaling"];
-    const std::string scaling_context = context + " rope_scaling";
-    const std::string& type = m.rope_scaling->type;
-    result.rope.factor = m.rope_scaling->factor;
+  if (scaling != nullptr && type != "default") {
+    result.rope.factor = optional_number(*scaling, "factor", 1.0, scaling_context);
     if (!(result.rope.factor > 0)) throw InputError(scaling_context + ": factor must be positive");
     if (type == "llama3") {
       result.rope.kind = RopeParams::Kind::llama3;
-      result.rope.low_freq_factor = require_number(scaling, "low_freq_factor", scaling_context);
-      result.rope.high_freq_factor = require_number(scaling, "high_freq_factor", scaling_context);
+      result.rope.low_freq_factor = require_number(*scaling, "low_freq_factor", scaling_context);
+      result.rope.high_freq_factor = require_number(*scaling, "high_freq_factor", scaling_context);
       result.rope.original_max_position_embeddings =
-          require_number(scaling, "original_max_position_embeddings", scaling_context);
+          require_number(*scaling, "original_max_position_embeddings", scaling_context);
       if (!(result.rope.low_freq_factor > 0) ||
           !(result.rope.high_freq_factor > result.rope.low_freq_factor) ||
           !(result.rope.original_max_position_embeddings > 0)) {
@@ -66,8 +80,6 @@ LlamaConfig parse_llama_config(const nlohmann::json& config, const std::string& 
       }
     } else if (type == "linear") {
       result.rope.kind = RopeParams::Kind::linear;
-    } else if (type == "default") {
-      result.rope.kind = RopeParams::Kind::plain;
     } else {
       throw InputError(scaling_context + ": type '" + type +
                        "' is not supported (known: llama3, linear, default)");

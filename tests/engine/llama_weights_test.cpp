@@ -64,6 +64,25 @@ TEST(LlamaConfig, ParsesWhatTheEngineNeeds) {
   EXPECT_EQ(parse_llama_config(json, "x", "cfg").sliding_window, 4096);
 }
 
+TEST(LlamaConfig, TransformersFiveRopeParameters) {
+  // transformers 5 writes rope_theta and the scaling into one rope_parameters object.
+  auto json = testing::tiny_llama_config_json();
+  json.erase("rope_theta");
+  json.erase("rope_scaling");
+  json["rope_parameters"] = {{"rope_type", "llama3"},   {"rope_theta", 250000.0},
+                             {"factor", 8.0},           {"low_freq_factor", 1.0},
+                             {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8192}};
+  auto config = parse_llama_config(json, "x", "cfg");
+  EXPECT_EQ(config.rope.kind, RopeParams::Kind::llama3);
+  EXPECT_DOUBLE_EQ(config.rope.theta, 250000.0);
+  EXPECT_DOUBLE_EQ(config.rope.factor, 8.0);
+  EXPECT_DOUBLE_EQ(config.rope.original_max_position_embeddings, 8192);
+  json["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 1e6}};
+  config = parse_llama_config(json, "x", "cfg");
+  EXPECT_EQ(config.rope.kind, RopeParams::Kind::plain);
+  EXPECT_DOUBLE_EQ(config.rope.theta, 1e6);
+}
+
 TEST(LlamaConfig, ShippedModels) {
   auto config = load_llama_config("llama-3.2-1b");
   EXPECT_EQ(config.rope.kind, RopeParams::Kind::llama3);
