@@ -110,6 +110,13 @@ TEST(CpuBackend, RejectsBadBatches) {
   EXPECT_THROW(backend.forward({{SequenceChunk{{1}, 0, {8}, false}}}), std::invalid_argument);
 }
 
+TEST(CpuBackend, MemoryEstimate) {
+  auto config = load_llama_config("llama-3.2-1b");
+  // 1.236 G parameters in fp32, and 16 layers x 8 KV heads x 64 x 2 x 4 bytes = 64 KiB a token.
+  EXPECT_EQ(cpu_backend_bytes(config, 1000, 16), 4 * config.model.total_params() + 1008 * 65536);
+  EXPECT_NEAR(static_cast<double>(cpu_backend_bytes(config, 1, 16)), 4.94e9, 0.01e9);
+}
+
 TEST(CpuBackend, TiedAndUntiedHeads) {
   auto tied = tiny_model(testing::tiny_llama_config_json(), 1);
   EXPECT_TRUE(tied.weights.lm_head.empty());

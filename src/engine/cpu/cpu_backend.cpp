@@ -121,6 +121,12 @@ void CpuBackend::forward_chunk(const SequenceChunk& chunk, std::vector<float>& l
   }
 }
 
+int64_t cpu_backend_bytes(const LlamaConfig& config, int64_t max_tokens, int64_t block_size) {
+  const auto layout = layout_of(config, block_size, (max_tokens + block_size - 1) / block_size);
+  // total_params counts a tied embedding once, as the backend holds it.
+  return 4 * config.model.total_params() + 4 * layout.slots() * layout.elements_per_token();
+}
+
 std::unique_ptr<CpuBackend> make_cpu_backend(LlamaModel model, int64_t max_tokens,
                                              int64_t block_size) {
   if (max_tokens < 1 || block_size < 1) {

@@ -33,6 +33,11 @@ class CpuBackend : public Backend {
   std::vector<double> inv_freq_;
 };
 
+// Memory the CPU backend takes for `config` with a cache of `max_tokens` tokens: fp32 weights
+// plus fp32 keys and values (the mapped checkpoint is released after loading). For "does not
+// fit" messages before anything is allocated.
+int64_t cpu_backend_bytes(const LlamaConfig& config, int64_t max_tokens, int64_t block_size = 16);
+
 // A CPU backend whose cache holds `max_tokens` tokens (rounded up to whole blocks).
 std::unique_ptr<CpuBackend> make_cpu_backend(LlamaModel model, int64_t max_tokens,
                                              int64_t block_size = 16);
