@@ -1,0 +1,38 @@
+#include "engine/backend.hpp"
+
+#include <stdexcept>
+#include <string>
+
+#include "util/error.hpp"
+
+namespace inferlab::engine {
+
+void validate_batch(const ForwardBatch& batch, const LlamaConfig& config,
+                    const KvCacheLayout& layout) {
+  for (size_t i = 0; i < batch.sequences.size(); ++i) {
+    const SequenceChunk& chunk = batch.sequences[i];
+    const std::string where = "forward: sequence " + std::to_string(i);
+    if (chunk.tokens.empty()) throw std::invalid_argument(where + " has no new tokens");
+    if (chunk.cached_tokens < 0) throw std::invalid_argument(where + ": negative cached_tokens");
+    for (int32_t token : chunk.tokens) {
+      if (token < 0 || token >= config.model.vocab_size) {
+        throw InputError("token id " + std::to_string(token) + " is outside the vocabulary (0 to " +
+                         std::to_string(config.model.vocab_size - 1) + ")");
+      }
+    }
+    const int64_t end = chunk.cached_tokens + static_cast<int64_t>(chunk.tokens.size());
+    if (static_cast<int64_t>(chunk.block_table.size()) < layout.blocks_for(end)) {
+      throw std::invalid_argument(where + ": the block table (" +
+                                  std::to_string(chunk.block_table.size()) +
+                                  " blocks) does not cover " + std::to_string(end) + " positions");
+    }
+    for (int32_t block : chunk.block_table) {
+      if (block < 0 || block >= layout.num_blocks) {
+        throw std::invalid_argument(where + ": block " + std::to_string(block) +
+                                    " is outside the pool of " + std::to_string(layout.num_blocks));
+      }
+    }
+  }
+}
+
+}  // namespace inferlab::engine

@@ -1,0 +1,140 @@
+#include "engine/cpu/cpu_backend.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "engine/cpu/ops.hpp"
+#include "engine/rope.hpp"
+
+namespace inferlab::engine {
+
+namespace {
+
+KvCacheLayout layout_of(const LlamaConfig& config, int64_t block_size, int64_t num_blocks) {
+  KvCacheLayout layout;
+  layout.num_layers = config.model.num_layers;
+  layout.num_kv_heads = config.model.num_kv_heads;
+  layout.head_dim = config.model.head_dim;
+  layout.block_size = block_size;
+  layout.num_blocks = num_blocks;
+  return layout;
+}
+
+const float* or_null(const std::vector<float>& values) {
+  return values.empty() ? nullptr : values.data();
+}
+
+}  // namespace
+
+CpuBackend::CpuBackend(LlamaConfig config, LlamaWeights weights, int64_t block_size,
+                       int64_t num_blocks)
+    : config_(std::move(config)),
+      weights_(std::move(weights)),
+      cache_(layout_of(config_, block_size, num_blocks)),
+      inv_freq_(rope_inverse_frequencies(config_.rope, config_.model.head_dim)) {
+  if (weights_.layers.size() != static_cast<size_t>(config_.model.num_layers)) {
+    throw std::invalid_argument("CpuBackend: the weights do not match the config");
+  }
+}
+
+ForwardResult CpuBackend::forward(const ForwardBatch& batch) {
+  validate_batch(batch, config_, cache_.layout());
+  ForwardResult result;
+  result.vocab_size = config_.model.vocab_size;
+  result.first_row.push_back(0);
+  for (const auto& chunk : batch.sequences) {
+    forward_chunk(chunk, result.logits);
+    result.first_row.push_back(static_cast<int64_t>(result.logits.size()) / result.vocab_size);
+  }
+  return result;
+}
+
+void CpuBackend::forward_chunk(const SequenceChunk& chunk, std::vector<float>& logits) {
+  const ModelConfig& m = config_.model;
+  const int64_t tokens = static_cast<int64_t>(chunk.tokens.size());
+  const int64_t hidden = m.hidden_size, q_dim = m.q_dim(), kv_dim = m.kv_dim();
+  const int64_t inter = m.intermediate_size, d = m.head_dim;
+  const double eps = config_.rms_norm_eps;
+  const auto slots =
+      slot_mapping(chunk.block_table, cache_.layout().block_size, chunk.cached_tokens, tokens);
+  const cpu::AttentionShape shape{m.num_heads, m.num_kv_heads, d, config_.sliding_window};
+
+  auto buffer = [](int64_t n) { return std::vector<float>(static_cast<size_t>(n)); };
+  std::vector<float> x = buffer(tokens * hidden), h = buffer(tokens * hidden);
+  std::vector<float> q = buffer(tokens * q_dim), k = buffer(tokens * kv_dim);
+  std::vector<float> v = buffer(tokens * kv_dim), attn = buffer(tokens * q_dim);
+  std::vector<float> proj = buffer(tokens * hidden);
+  std::vector<float> gate = buffer(tokens * inter), up = buffer(tokens * inter);
+
+  for (int64_t t = 0; t < tokens; ++t) {
+    const float* row = weights_.embed_tokens.data() + int64_t{chunk.tokens[t]} * hidden;
+    std::copy(row, row + hidden, x.begin() + t * hidden);
+  }
+
+  for (int64_t layer = 0; layer < m.num_layers; ++layer) {
+    const LayerWeights& w = weights_.layers[static_cast<size_t>(layer)];
+    // Attention block.
+    for (int64_t t = 0; t < tokens; ++t) {
+      cpu::rms_norm(&x[t * hidden], w.input_layernorm.data(), hidden, eps, &h[t * hidden]);
+    }
+    cpu::linear(h.data(), tokens, w.q_proj.data(), or_null(w.q_bias), hidden, q_dim, q.data());
+    cpu::linear(h.data(), tokens, w.k_proj.data(), or_null(w.k_bias), hidden, kv_dim, k.data());
+    cpu::linear(h.data(), tokens, w.v_proj.data(), or_null(w.v_bias), hidden, kv_dim, v.data());
+    for (int64_t t = 0; t < tokens; ++t) {
+      const int64_t position = chunk.cached_tokens + t;
+      for (int64_t head = 0; head < m.num_heads; ++head) {
+        apply_rope(&q[t * q_dim + head * d], d, position, inv_freq_);
+      }
+      for (int64_t head = 0; head < m.num_kv_heads; ++head) {
+        apply_rope(&k[t * kv_dim + head * d], d, position, inv_freq_);
+      }
+      std::copy_n(&k[t * kv_dim], kv_dim, cache_.key(layer, slots[static_cast<size_t>(t)]));
+      std::copy_n(&v[t * kv_dim], kv_dim, cache_.value(layer, slots[static_cast<size_t>(t)]));
+    }
+    for (int64_t t = 0; t < tokens; ++t) {
+      cpu::paged_attention(&q[t * q_dim], chunk.cached_tokens + t, cache_, layer, chunk.block_table,
+                           shape, &attn[t * q_dim]);
+    }
+    cpu::linear(attn.data(), tokens, w.o_proj.data(), nullptr, q_dim, hidden, proj.data());
+    for (int64_t i = 0; i < tokens * hidden; ++i) x[i] += proj[i];
+
+    // MLP block.
+    for (int64_t t = 0; t < tokens; ++t) {
+      cpu::rms_norm(&x[t * hidden], w.post_attention_layernorm.data(), hidden, eps, &h[t * hidden]);
+    }
+    cpu::linear(h.data(), tokens, w.gate_proj.data(), nullptr, hidden, inter, gate.data());
+    cpu::linear(h.data(), tokens, w.up_proj.data(), nullptr, hidden, inter, up.data());
+    cpu::silu_mul(gate.data(), up.data(), tokens * inter);
+    cpu::linear(gate.data(), tokens, w.down_proj.data(), nullptr, inter, hidden, proj.data());
+    for (int64_t i = 0; i < tokens * hidden; ++i) x[i] += proj[i];
+  }
+
+  const int64_t first = chunk.all_logits ? 0 : tokens - 1;
+  const int64_t vocab = m.vocab_size;
+  const size_t offset = logits.size();
+  logits.resize(offset + static_cast<size_t>((tokens - first) * vocab));
+  std::vector<float> normed = buffer(hidden);
+  for (int64_t t = first; t < tokens; ++t) {
+    cpu::rms_norm(&x[t * hidden], weights_.final_norm.data(), hidden, eps, normed.data());
+    cpu::linear(normed.data(), 1, weights_.output_embedding().data(), nullptr, hidden, vocab,
+                logits.data() + offset + (t - first) * vocab);
+  }
+}
+
+int64_t cpu_backend_bytes(const LlamaConfig& config, int64_t max_tokens, int64_t block_size) {
+  const auto layout = layout_of(config, block_size, (max_tokens + block_size - 1) / block_size);
+  // total_params counts a tied embedding once, as the backend holds it.
+  return 4 * config.model.total_params() + 4 * layout.slots() * layout.elements_per_token();
+}
+
+std::unique_ptr<CpuBackend> make_cpu_backend(LlamaModel model, int64_t max_tokens,
+                                             int64_t block_size) {
+  if (max_tokens < 1 || block_size < 1) {
+    throw std::invalid_argument("make_cpu_backend: max_tokens and block_size must be positive");
+  }
+  const int64_t blocks = (max_tokens + block_size - 1) / block_size;
+  return std::make_unique<CpuBackend>(std::move(model.config), std::move(model.weights), block_size,
+                                      blocks);
+}
+
+}  // namespace inferlab::engine

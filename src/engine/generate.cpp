@@ -1,0 +1,77 @@
+#include "engine/generate.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "util/error.hpp"
+
+namespace inferlab::engine {
+
+GenerateResult generate(Backend& backend, std::span<const int32_t> prompt,
+                        const GenerateOptions& options,
+                        const std::function<void(int32_t)>& on_token) {
+  using Clock = std::chrono::steady_clock;
+  const auto& layout = backend.kv_layout();
+  const int64_t context = backend.config().model.max_position_embeddings;
+  const int64_t prompt_tokens = static_cast<int64_t>(prompt.size());
+  if (prompt.empty()) throw InputError("the prompt has no tokens");
+  if (options.max_new_tokens < 1) throw InputError("max new tokens must be at least 1");
+  // The last generated token is never fed back, so the cache needs prompt + max_new - 1 slots.
+  const int64_t needed = prompt_tokens + options.max_new_tokens - 1;
+  if (context > 0 && prompt_tokens + options.max_new_tokens > context) {
+    throw InputError("the prompt (" + std::to_string(prompt_tokens) + " tokens) plus " +
+                     std::to_string(options.max_new_tokens) +
+                     " new tokens is longer than the model's context of " +
+                     std::to_string(context) + " tokens; shorten the prompt or --max-tokens");
+  }
+  if (layout.blocks_for(needed) > layout.num_blocks) {
+    throw InputError("the prompt (" + std::to_string(prompt_tokens) + " tokens) plus " +
+                     std::to_string(options.max_new_tokens) + " new tokens needs " +
+                     std::to_string(layout.blocks_for(needed)) + " KV blocks; the cache holds " +
+                     std::to_string(layout.num_blocks) + " of " +
+                     std::to_string(layout.block_size) + " tokens");
+  }
+
+  GenerateResult result;
+  Sampler sampler(options.seed);
+  BlockAllocator allocator(layout.num_blocks);
+  ForwardBatch batch;
+  batch.sequences.resize(1);
+  SequenceChunk& chunk = batch.sequences[0];
+  chunk.tokens.assign(prompt.begin(), prompt.end());
+
+  const auto start = Clock::now();
+  auto first_token_time = start;
+  while (true) {
+    allocator.grow(chunk.block_table,
+                   chunk.cached_tokens + static_cast<int64_t>(chunk.tokens.size()),
+                   layout.block_size);
+    ForwardResult logits = backend.forward(batch);
+    const int32_t token = sampler.sample(logits.last(0), options.sampling);
+    result.tokens.push_back(token);
+    if (result.tokens.size() == 1) first_token_time = Clock::now();
+    if (on_token) on_token(token);
+    if (std::find(options.stop_token_ids.begin(), options.stop_token_ids.end(), token) !=
+        options.stop_token_ids.end()) {
+      result.finish_reason = "stop";
+      break;
+    }
+    if (static_cast<int64_t>(result.tokens.size()) >= options.max_new_tokens) {
+      result.finish_reason = "length";
+      break;
+    }
+    chunk.cached_tokens += static_cast<int64_t>(chunk.tokens.size());
+    chunk.tokens.assign(1, token);
+  }
+  const auto end = Clock::now();
+  allocator.release(chunk.block_table);
+  result.ttft_s = std::chrono::duration<double>(first_token_time - start).count();
+  result.e2e_s = std::chrono::duration<double>(end - start).count();
+  if (result.tokens.size() > 1) {
+    result.tpot_s = std::chrono::duration<double>(end - first_token_time).count() /
+                    static_cast<double>(result.tokens.size() - 1);
+  }
+  return result;
+}
+
+}  // namespace inferlab::engine

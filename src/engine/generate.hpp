@@ -1,0 +1,37 @@
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/backend.hpp"
+#include "engine/sampling.hpp"
+
+namespace inferlab::engine {
+
+struct GenerateOptions {
+  int64_t max_new_tokens = 64;
+  SamplingParams sampling;
+  uint64_t seed = 0;
+  std::vector<int64_t> stop_token_ids;  // e.g. config.eos_token_ids; the stop token is kept
+};
+
+struct GenerateResult {
+  std::vector<int32_t> tokens;  // new tokens only
+  std::string finish_reason;    // "stop" or "length"
+  double ttft_s = 0;            // prompt in → first token out
+  double tpot_s = 0;            // mean time per later token (0 with one token)
+  double e2e_s = 0;
+};
+
+// Runs one sequence: prefill of the whole prompt, then decode steps, each sampling from the last
+// token's logits; on_token sees each token as it is chosen (for streaming). Blocks come from a
+// BlockAllocator over the backend's pool and go back at the end. An empty prompt, a prompt plus
+// max_new_tokens past the model's context (max_position_embeddings) or past the KV cache are
+// InputErrors that say the sizes.
+GenerateResult generate(Backend& backend, std::span<const int32_t> prompt,
+                        const GenerateOptions& options,
+                        const std::function<void(int32_t)>& on_token = {});
+
+}  // namespace inferlab::engine

@@ -1,0 +1,187 @@
+#include "engine/init_weights.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <stdexcept>
+
+#include "engine/bf16.hpp"
+#include "engine/llama_weights.hpp"
+#include "engine/rng.hpp"
+#include "engine/safetensors_writer.hpp"
+#include "util/error.hpp"
+
+namespace inferlab::engine {
+
+namespace {
+
+struct Distribution {
+  float mean;
+  float stddev;
+};
+
+Distribution init_of(const WeightSpec& spec, const ModelConfig& m) {
+  switch (spec.role) {
+    case WeightRole::embed_tokens:
+    case WeightRole::lm_head:
+      return {0.0f, static_cast<float>(1.0 / std::sqrt(static_cast<double>(m.hidden_size)))};
+    case WeightRole::input_layernorm:
+    case WeightRole::post_attention_layernorm:
+    case WeightRole::final_norm:
+      return {1.0f, 0.1f};
+    case WeightRole::q_bias:
+    case WeightRole::k_bias:
+    case WeightRole::v_bias:
+      return {0.0f, 0.1f};
+    default:  // projections, [out, in]
+      return {0.0f, static_cast<float>(1.0 / std::sqrt(static_cast<double>(spec.shape.back())))};
+  }
+}
+
+// The bf16 values of one tensor, chunk by chunk, to `sink`.
+template <typename Sink>
+void generate_tensor(const WeightSpec& spec, const ModelConfig& m, uint64_t seed, Sink sink) {
+  uint64_t mix = seed ^ fnv1a64(spec.name);
+  Xoshiro256 rng(splitmix64(mix));
+  const Distribution dist = init_of(spec, m);
+  constexpr int64_t kChunk = 1 << 20;
+  std::vector<uint16_t> buffer(static_cast<size_t>(std::min(kChunk, spec.elements())));
+  const int64_t total = spec.elements();
+  for (int64_t done = 0; done < total; done += kChunk) {
+    const int64_t count = std::min(kChunk, total - done);
+    for (int64_t i = 0; i < count; ++i) {
+      buffer[static_cast<size_t>(i)] = float_to_bf16(dist.mean + dist.stddev * rng.approx_normal());
+    }
+    sink(std::span<const uint16_t>(buffer.data(), static_cast<size_t>(count)));
+  }
+}
+
+void write_json(const std::filesystem::path& path, const nlohmann::json& value) {
+  std::ofstream out(path);
+  out << value.dump(2) << "\n";
+  if (!out) throw std::runtime_error("writing '" + path.string() + "' failed");
+}
+
+void copy_into(const std::filesystem::path& source, const std::filesystem::path& target,
+               const char* what) {
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(source, error)) {
+    throw InputError(std::string(what) + " '" + source.string() + "' does not exist");
+  }
+  std::filesystem::copy_file(source, target, std::filesystem::copy_options::overwrite_existing,
+                             error);
+  if (error) {
+    throw std::runtime_error("copying '" + source.string() + "' to '" + target.string() +
+                             "' failed: " + error.message());
+  }
+}
+
+}  // namespace
+
+InitWeightsResult init_weights(const LlamaConfig& config, const InitWeightsOptions& options) {
+  namespace fs = std::filesystem;
+  if (options.out_dir.empty()) throw InputError("init-weights: no output folder given");
+  std::error_code error;
+  fs::create_directories(options.out_dir, error);
+  if (!fs::is_directory(options.out_dir, error)) {
+    throw InputError("cannot create the output folder '" + options.out_dir.string() + "'");
+  }
+  // Stale weights of an earlier run would shadow or mix with these.
+  static const std::regex kWeightFile(R"(model(-\d+-of-\d+)?\.safetensors(\.index\.json)?)");
+  for (const auto& entry : fs::directory_iterator(options.out_dir)) {
+    if (entry.is_regular_file() &&
+        std::regex_match(entry.path().filename().string(), kWeightFile)) {
+      fs::remove(entry.path());
+    }
+  }
+
+  InitWeightsResult result;
+  const auto specs = llama_weight_specs(config);
+  // Shards: tensors in HF order, a new shard when the next tensor would pass the bound.
+  std::vector<std::vector<size_t>> shards(1);
+  uint64_t shard_bytes = 0;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    uint64_t bytes = 2 * static_cast<uint64_t>(specs[i].elements());
+    if (!shards.back().empty() && shard_bytes + bytes > options.max_shard_bytes) {
+      shards.emplace_back();
+      shard_bytes = 0;
+    }
+    shards.back().push_back(i);
+    shard_bytes += bytes;
+  }
+
+  const fs::path config_path = options.out_dir / "config.json";
+  write_json(config_path, config.hf_config);
+  result.files.push_back(config_path);
+
+  nlohmann::json weight_map = nlohmann::json::object();
+  for (size_t s = 0; s < shards.size(); ++s) {
+    std::string file_name = kSafetensorsFile;
+    if (shards.size() > 1) {
+      char name[64];
+      std::snprintf(name, sizeof name, "model-%05zu-of-%05zu.safetensors", s + 1, shards.size());
+      file_name = name;
+    }
+    std::vector<TensorSpec> tensor_specs;
+    for (size_t i : shards[s])
+      tensor_specs.push_back({specs[i].name, TensorDType::bf16, specs[i].shape});
+    const fs::path path = options.out_dir / file_name;
+    SafetensorsWriter writer(path, tensor_specs, {{"format", "pt"}});
+    for (size_t i : shards[s]) {
+      generate_tensor(specs[i], config.model, options.seed, [&](std::span<const uint16_t> chunk) {
+        writer.write({reinterpret_cast<const uint8_t*>(chunk.data()), chunk.size() * 2});
+      });
+      weight_map[specs[i].name] = file_name;
+      result.weight_bytes += 2 * static_cast<uint64_t>(specs[i].elements());
+      result.parameters += specs[i].elements();
+      ++result.tensors;
+    }
+    writer.finish();
+    result.files.push_back(path);
+  }
+  if (shards.size() > 1) {
+    const fs::path index_path = options.out_dir / kSafetensorsIndexFile;
+    write_json(index_path,
+               {{"metadata", {{"total_size", result.weight_bytes}}}, {"weight_map", weight_map}});
+    result.files.push_back(index_path);
+  }
+
+  nlohmann::json generation = {{"_from_model_config", true}};
+  for (const char* key : {"bos_token_id", "eos_token_id", "pad_token_id"}) {
+    if (config.hf_config.contains(key) && !config.hf_config[key].is_null()) {
+      generation[key] = config.hf_config[key];
+    }
+  }
+  const fs::path generation_path = options.out_dir / "generation_config.json";
+  write_json(generation_path, generation);
+  result.files.push_back(generation_path);
+
+  if (!options.tokenizer_json.empty()) {
+    copy_into(options.tokenizer_json, options.out_dir / "tokenizer.json", "tokenizer file");
+    result.files.push_back(options.out_dir / "tokenizer.json");
+  }
+  if (!options.tokenizer_config_json.empty()) {
+    copy_into(options.tokenizer_config_json, options.out_dir / "tokenizer_config.json",
+              "tokenizer config file");
+    result.files.push_back(options.out_dir / "tokenizer_config.json");
+  }
+  return result;
+}
+
+LlamaWeights random_llama_weights(const LlamaConfig& config, uint64_t seed) {
+  LlamaWeights weights;
+  weights.layers.resize(static_cast<size_t>(config.model.num_layers));
+  for (const auto& spec : llama_weight_specs(config)) {
+    std::vector<float> values;
+    values.reserve(static_cast<size_t>(spec.elements()));
+    generate_tensor(spec, config.model, seed, [&](std::span<const uint16_t> chunk) {
+      for (uint16_t bits : chunk) values.push_back(bf16_to_float(bits));
+    });
+    weights.set(spec, std::move(values));
+  }
+  return weights;
+}
+
+}  // namespace inferlab::engine

@@ -1,0 +1,116 @@
+#include "engine/llama_config.hpp"
+
+#include "util/data_dir.hpp"
+#include "util/error.hpp"
+#include "util/json_file.hpp"
+
+namespace inferlab::engine {
+
+namespace {
+
+std::vector<int64_t> token_ids(const nlohmann::json& config, const char* key) {
+  std::vector<int64_t> ids;
+  if (!config.contains(key)) return ids;
+  const auto& value = config[key];
+  if (value.is_number_integer()) ids.push_back(value.get<int64_t>());
+  if (value.is_array()) {
+    for (const auto& id : value) {
+      if (id.is_number_integer()) ids.push_back(id.get<int64_t>());
+    }
+  }
+  return ids;
+}
+
+}  // namespace
+
+LlamaConfig parse_llama_config(const nlohmann::json& config, const std::string& name,
+                               const std::string& context) {
+  LlamaConfig result;
+  result.model = parse_model_config(config, name, context);
+  result.hf_config = config;
+  const ModelConfig& m = result.model;
+  if (m.gpt_style)
+    throw InputError(context + ": GPT-2 style models are not supported by the engine");
+  if (m.is_moe())
+    throw InputError(context + ": mixture-of-experts models are not supported by the engine yet");
+  if (config.contains("hidden_act") && config["hidden_act"] != "silu") {
+    throw InputError(context + ": hidden_act " + config["hidden_act"].dump() +
+                     " is not supported (the engine runs SiLU-gated MLPs)");
+  }
+  if (optional_bool(config, "mlp_bias", false, context)) {
+    throw InputError(context + ": mlp_bias is not supported");
+  }
+  result.rms_norm_eps = optional_number(config, "rms_norm_eps", 1e-6, context);
+  if (!(result.rms_norm_eps >= 0)) throw InputError(context + ": rms_norm_eps is negative");
+
+  // transformers 4.x writes rope_theta and rope_scaling; 5.x writes one rope_parameters object
+  // (rope_theta, rope_type and the scaling fields). ModelConfig reads only the former.
+  const bool v5_rope = config.contains("rope_parameters") && config["rope_parameters"].is_object();
+  const nlohmann::json* scaling = nullptr;
+  std::string type;
+  std::string scaling_context = context + " rope_scaling";
+  result.rope.theta = m.rope_theta;
+  if (v5_rope) {
+    scaling = &config["rope_parameters"];
+    scaling_context = context + " rope_parameters";
+    result.rope.theta = optional_number(*scaling, "rope_theta", m.rope_theta, scaling_context);
+    const char* type_key = scaling->contains("rope_type") ? "rope_type" : "type";
+    type = scaling->contains(type_key) ? require_string(*scaling, type_key, scaling_context)
+                                       : "default";
+  } else if (m.rope_scaling) {
+    scaling = &config["rope_scaling"];
+    type = m.rope_scaling->type;
+  }
+  if (!(result.rope.theta > 1)) throw InputError(context + ": rope_theta must be above 1");
+  if (scaling != nullptr && type != "default") {
+    result.rope.factor = optional_number(*scaling, "factor", 1.0, scaling_context);
+    if (!(result.rope.factor > 0)) throw InputError(scaling_context + ": factor must be positive");
+    if (type == "llama3") {
+      result.rope.kind = RopeParams::Kind::llama3;
+      result.rope.low_freq_factor = require_number(*scaling, "low_freq_factor", scaling_context);
+      result.rope.high_freq_factor = require_number(*scaling, "high_freq_factor", scaling_context);
+      result.rope.original_max_position_embeddings =
+          require_number(*scaling, "original_max_position_embeddings", scaling_context);
+      if (!(result.rope.low_freq_factor > 0) ||
+          !(result.rope.high_freq_factor > result.rope.low_freq_factor) ||
+          !(result.rope.original_max_position_embeddings > 0)) {
+        throw InputError(scaling_context +
+                         ": needs 0 < low_freq_factor < high_freq_factor and a positive "
+                         "original_max_position_embeddings");
+      }
+    } else if (type == "linear") {
+      result.rope.kind = RopeParams::Kind::linear;
+    } else {
+      throw InputError(scaling_context + ": type '" + type +
+                       "' is not supported (known: llama3, linear, default)");
+    }
+  }
+  // Qwen2 configs carry sliding_window but apply it only with use_sliding_window.
+  bool sliding = optional_bool(config, "use_sliding_window", m.model_type != "qwen2", context);
+  if (sliding && config.contains("sliding_window") && !config["sliding_window"].is_null()) {
+    result.sliding_window = require_count(config, "sliding_window", context, 1);
+  }
+  auto bos = token_ids(config, "bos_token_id");
+  if (!bos.empty()) result.bos_token_id = bos.front();
+  result.eos_token_ids = token_ids(config, "eos_token_id");
+  return result;
+}
+
+LlamaConfig load_llama_config(const std::string& name_or_path) {
+  std::filesystem::path path = name_or_path;
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    path /= "config.json";
+    if (!std::filesystem::exists(path, error)) {
+      throw InputError("checkpoint folder '" + name_or_path + "' has no config.json");
+    }
+  } else {
+    path = resolve_data_file(name_or_path, "models", "model");
+  }
+  auto config = read_json_file(path, "model config");
+  std::string name = path.stem().string();
+  if (name == "config") name = path.parent_path().filename().string();
+  return parse_llama_config(config, name, "model config '" + path.string() + "'");
+}
+
+}  // namespace inferlab::engine

@@ -1,0 +1,85 @@
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/checkpoint.hpp"
+#include "engine/llama_config.hpp"
+
+namespace inferlab::engine {
+
+// What a weight is for; the CPU and CUDA backends both index weights by it.
+enum class WeightRole {
+  embed_tokens,
+  input_layernorm,
+  q_proj,
+  k_proj,
+  v_proj,
+  q_bias,
+  k_bias,
+  v_bias,
+  o_proj,
+  post_attention_layernorm,
+  gate_proj,
+  up_proj,
+  down_proj,
+  final_norm,
+  lm_head,
+};
+
+struct WeightSpec {
+  std::string name;  // Hugging Face name, e.g. "model.layers.3.self_attn.q_proj.weight"
+  WeightRole role;
+  int64_t layer = -1;          // -1 for the embedding, final norm and LM head
+  std::vector<int64_t> shape;  // [out, in] for projections (nn.Linear layout), [n] for vectors
+  int64_t elements() const;
+};
+
+// The tensors a Llama-family checkpoint holds for `config`, in HF order: embedding, per layer
+// (input norm, q/k/v (+ biases when qkv_bias), o, post-attention norm, gate/up/down), final
+// norm, and lm_head unless the embeddings are tied.
+std::vector<WeightSpec> llama_weight_specs(const LlamaConfig& config);
+
+// Checks that the checkpoint holds exactly the tensors of llama_weight_specs with those shapes
+// and a float dtype (BF16, F16, F32). Tensors that transformers ignores are allowed:
+// rotary_emb.inv_freq buffers and lm_head.weight beside tied embeddings. One InputError names
+// every missing, unexpected, misshapen or mistyped tensor (the first few of each kind).
+void check_llama_checkpoint(const Checkpoint& checkpoint, const LlamaConfig& config);
+
+struct LayerWeights {
+  std::vector<float> input_layernorm;           // [hidden]
+  std::vector<float> q_proj, k_proj, v_proj;    // [q_dim, hidden], [kv_dim, hidden] x2
+  std::vector<float> q_bias, k_bias, v_bias;    // empty unless qkv_bias
+  std::vector<float> o_proj;                    // [hidden, q_dim]
+  std::vector<float> post_attention_layernorm;  // [hidden]
+  std::vector<float> gate_proj, up_proj;        // [intermediate, hidden]
+  std::vector<float> down_proj;                 // [hidden, intermediate]
+};
+
+// All weights as fp32 (converted once at load), nn.Linear layout ([out, in], row-major).
+struct LlamaWeights {
+  std::vector<float> embed_tokens;  // [vocab, hidden]
+  std::vector<LayerWeights> layers;
+  std::vector<float> final_norm;  // [hidden]
+  std::vector<float> lm_head;     // [vocab, hidden]; empty when tied to embed_tokens
+  // Stores one tensor where its spec's role and layer say.
+  void set(const WeightSpec& spec, std::vector<float> values);
+  const std::vector<float>& output_embedding() const {
+    return lm_head.empty() ? embed_tokens : lm_head;
+  }
+};
+
+// Checks (check_llama_checkpoint) and converts.
+LlamaWeights load_llama_weights(const Checkpoint& checkpoint, const LlamaConfig& config);
+
+// Converts one tensor (BF16, F16 or F32) to fp32.
+std::vector<float> tensor_to_float(const TensorView& view);
+
+// A checkpoint folder: config.json + safetensors, checked and loaded.
+struct LlamaModel {
+  LlamaConfig config;
+  LlamaWeights weights;
+};
+LlamaModel load_llama_model(const std::filesystem::path& folder);
+
+}  // namespace inferlab::engine
