@@ -1,0 +1,39 @@
+#pragma once
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "engine/tokenizer/tokenizer_file.hpp"
+
+namespace inferlab::engine {
+
+// A stretch of input: either an added token (id >= 0) or plain text for the pre-tokenizer.
+struct TextSpan {
+  size_t begin, end;
+  int32_t token_id;  // -1 for plain text
+};
+
+// Finds added tokens in text as Hugging Face's AddedVocabulary does: leftmost-longest,
+// non-overlapping literal matches (a byte trie; O(n * longest token)), then each token's
+// single_word, lstrip and rstrip options. Whitespace for lstrip/rstrip is Unicode
+// White_Space; "word" characters for single_word are ASCII letters, digits, '_' and any
+// non-ASCII character that is not whitespace.
+class AddedTokenMatcher {
+ public:
+  explicit AddedTokenMatcher(const std::vector<AddedToken>& tokens);
+
+  // Cuts text into spans covering it in order, none empty.
+  std::vector<TextSpan> split(std::string_view text) const;
+  bool empty() const { return tokens_.empty(); }
+
+ private:
+  struct Node {
+    std::vector<std::pair<unsigned char, int32_t>> next;  // sorted by byte
+    int32_t token = -1;                                   // index into tokens_
+  };
+  int32_t child(int32_t node, unsigned char byte) const;
+  std::vector<Node> nodes_;
+  std::vector<AddedToken> tokens_;
+};
+
+}  // namespace inferlab::engine
