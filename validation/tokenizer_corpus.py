@@ -304,6 +304,12 @@ def fixed_cases():
         "#!/bin/sh", "==>", "!==", "...", "…", "---", "***", "~~~", "```python\nprint(1)\n```",
         "$$\\int_0^1 x^2\\,dx$$", "∀x∈ℝ: x²≥0", "½ + ¼ = ¾", "①②③", "ⅫⅣ", "٣٤٥", "१२३",
         "１２３４", "𝟏𝟐𝟑", "𝔘𝔫𝔦𝔠𝔬𝔡𝔢", "𓀀𓀁", "🀄", "\U0010fffd", "\ue000", "\U000f0000",
+        # NFC (Qwen normalizes): combining marks out of canonical order, conjoining Hangul
+        # jamo, singletons, composition exclusions, Vietnamese stacked marks.
+        "a\u0301\u0323", "a\u0323\u0301", "q\u0307\u0323", "\u1100\u1161\u11a8",
+        "\u1100\u1161 \u110b\u1175", "\u212b\u2126\u212a", "\u0958\u0959", "\u0344",
+        "Vie\u0302\u0323t Nam", "\u0065\u0302\u0301", "\u1e9b\u0323", "\uac00\u11a8",
+        "\u0301a", "a\u0301" * 50, "\u0301" * 200,
         "A" * 1000, " " * 1000, "\n" * 500, "1" * 1000, "ab" * 500, "😀" * 300, "'s" * 300,
         "a " * 500, "! " * 500, "\t" * 300 + "x", "x" + " " * 700 + "y", "\r\n" * 300,
     ]

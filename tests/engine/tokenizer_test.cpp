@@ -7,11 +7,14 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
 
 #include "engine/tokenizer/byte_level.hpp"
 #include "engine/tokenizer/chat.hpp"
+#include "engine/tokenizer/normalizer.hpp"
 #include "engine/tokenizer/pre_tokenizer.hpp"
 #include "engine/tokenizer/stream_decoder.hpp"
 #include "engine/tokenizer/tokenizer_file.hpp"
@@ -287,36 +290,46 @@ TEST(Utf8, Validation) {
   EXPECT_EQ(utf8_lossy("a\xF0\x9F\x98z"), "a\xEF\xBF\xBDz");
 }
 
-// ---- the real Llama 3 tokenizer (scripts/fetch-tokenizer.sh) ----
+// ---- the real tokenizers (scripts/fetch-tokenizer.sh) ----
 
 std::filesystem::path source_root() {
   return std::filesystem::path(testing::test_data_dir()).parent_path();
 }
 
-// INFERLAB_LLAMA3_TOKENIZER (a tokenizer.json or its folder) or the fetched copy.
-std::filesystem::path llama3_dir() {
-  if (const char* env = std::getenv("INFERLAB_LLAMA3_TOKENIZER")) {
-    std::filesystem::path p(env);
-    return std::filesystem::is_directory(p) ? p : p.parent_path();
+// INFERLAB_TOKENIZERS_DIR/<name>/tokenizer.json, else the fetched third_party/tokenizers/<name>.
+std::filesystem::path tokenizer_dir(const std::string& name) {
+  if (const char* env = std::getenv("INFERLAB_TOKENIZERS_DIR")) {
+    return std::filesystem::path(env) / name;
   }
-  return source_root() / "third_party" / "tokenizers" / "llama3";
+  return source_root() / "third_party" / "tokenizers" / name;
+}
+std::filesystem::path llama3_dir() {
+  return tokenizer_dir("llama3");
 }
 
-const Tokenizer* llama3() {
-  static std::unique_ptr<Tokenizer> t = [] {
-    std::unique_ptr<Tokenizer> p;
-    if (std::filesystem::exists(llama3_dir() / "tokenizer.json")) {
-      p = std::make_unique<Tokenizer>(Tokenizer::from_file(llama3_dir()));
+// Loaded once per name; nullptr when the file is absent.
+const Tokenizer* real_tokenizer(const std::string& name) {
+  static std::map<std::string, std::unique_ptr<Tokenizer>> loaded;
+  auto it = loaded.find(name);
+  if (it == loaded.end()) {
+    std::unique_ptr<Tokenizer> t;
+    if (std::filesystem::exists(tokenizer_dir(name) / "tokenizer.json")) {
+      t = std::make_unique<Tokenizer>(Tokenizer::from_file(tokenizer_dir(name)));
     }
-    return p;
-  }();
-  return t.get();
+    it = loaded.emplace(name, std::move(t)).first;
+  }
+  return it->second.get();
+}
+const Tokenizer* llama3() {
+  return real_tokenizer("llama3");
 }
 
-#define REQUIRE_LLAMA3()                                     \
-  if (!llama3())                                             \
-  GTEST_SKIP() << "no Llama 3 tokenizer at " << llama3_dir() \
-               << " (run scripts/fetch-tokenizer.sh or set INFERLAB_LLAMA3_TOKENIZER)"
+#define REQUIRE_TOKENIZER(name)                                                         \
+  if (!real_tokenizer(name)) {                                                          \
+    GTEST_SKIP() << "no " << name << " tokenizer at " << tokenizer_dir(name)            \
+                 << " (run scripts/fetch-tokenizer.sh or set INFERLAB_TOKENIZERS_DIR)"; \
+  }
+#define REQUIRE_LLAMA3() REQUIRE_TOKENIZER("llama3")
 
 TEST(TokenizerLlama3, KnownIds) {
   REQUIRE_LLAMA3();
@@ -383,12 +396,12 @@ TEST(TokenizerLlama3, LongInputs) {
 }
 
 // The committed corpus against ids from Hugging Face tokenizers (validation/tokenizer_reference.py
-// on the GPU machine): 100% identical, and every line round-trips.
-TEST(TokenizerLlama3, CorpusMatchesHuggingFace) {
-  REQUIRE_LLAMA3();
-  const Tokenizer& t = *llama3();
+// on the GPU machine): 100% identical, and every line round-trips (to its NFC form where the
+// tokenizer normalizes).
+void check_corpus(const std::string& name) {
+  const Tokenizer& t = *real_tokenizer(name);
   auto data = source_root() / "validation" / "data";
-  auto ids_path = data / "tokenizer_ids_llama3.json";
+  auto ids_path = data / ("tokenizer_ids_" + name + ".json");
   if (!std::filesystem::exists(ids_path)) {
     GTEST_SKIP() << "no reference ids at " << ids_path
                  << " (produce them on the GPU machine with validation/tokenizer_reference.py)";
@@ -405,20 +418,61 @@ TEST(TokenizerLlama3, CorpusMatchesHuggingFace) {
     reference = json::parse(in);
   }
   const auto& expected = reference.at("ids");
-  ASSERT_EQ(expected.size(), texts.size()) << "corpus and reference ids differ in length";
+  ASSERT_EQ(expected.size(), texts.size())
+      << "the corpus changed since " << ids_path << " was made: regenerate it";
   ASSERT_GE(texts.size(), 5000u);
+  const bool nfc = name == "qwen3";
   size_t mismatches = 0;
   for (size_t i = 0; i < texts.size(); ++i) {
     Ids ids = t.encode(texts[i]);
-    if (ids != expected[i].get<Ids>()) {
-      if (++mismatches <= 10) {
-        ADD_FAILURE() << "line " << i + 1 << ": " << json(texts[i]).dump() << "\n ours "
-                      << json(ids).dump() << "\n   HF " << expected[i].dump();
-      }
+    if (ids != expected[i].get<Ids>() && ++mismatches <= 10) {
+      ADD_FAILURE() << "line " << i + 1 << ": " << json(texts[i]).dump() << "\n ours "
+                    << json(ids).dump() << "\n   HF " << expected[i].dump();
     }
-    if (t.decode(ids) != texts[i]) ADD_FAILURE() << "line " << i + 1 << " does not round-trip";
+    if (t.decode(ids) != (nfc ? normalize_nfc(texts[i]) : texts[i])) {
+      ADD_FAILURE() << "line " << i + 1 << " does not round-trip";
+    }
   }
   EXPECT_EQ(mismatches, 0u) << "of " << texts.size() << " strings";
+}
+
+TEST(TokenizerLlama3, CorpusMatchesHuggingFace) {
+  REQUIRE_LLAMA3();
+  check_corpus("llama3");
+}
+
+TEST(TokenizerQwen3, CorpusMatchesHuggingFace) {
+  REQUIRE_TOKENIZER("qwen3");
+  check_corpus("qwen3");
+}
+
+TEST(TokenizerQwen3, KnownIdsAndNfc) {
+  REQUIRE_TOKENIZER("qwen3");
+  const Tokenizer& t = *real_tokenizer("qwen3");
+  EXPECT_EQ(t.encode("Hello, world"), (Ids{9707, 11, 1879}));
+  EXPECT_EQ(t.token_id("<|im_end|>"), 151645);
+  EXPECT_FALSE(t.bos_id().has_value());
+  EXPECT_THROW(t.encode("x", true), InputError);
+  // Digits one by one; "e" + U+0301 is normalized to "é" before splitting.
+  EXPECT_EQ(t.encode("123"), (Ids{16, 17, 18}));
+  EXPECT_EQ(t.encode("cafe\u0301"), t.encode("caf\u00e9"));
+  EXPECT_EQ(t.decode(t.encode("<|im_start|>user\nhi<|im_end|>")), "<|im_start|>user\nhi<|im_end|>");
+}
+
+TEST(Normalizer, Nfc) {
+  EXPECT_EQ(normalize_nfc("plain ascii"), "plain ascii");
+  EXPECT_EQ(normalize_nfc("e\u0301"), "\u00e9");
+  EXPECT_EQ(normalize_nfc("a\u0323\u0301"), normalize_nfc("a\u0301\u0323"));  // canonical order
+  EXPECT_EQ(normalize_nfc("\u1100\u1161\u11a8"), "\uac01");                   // conjoining jamo
+  EXPECT_EQ(normalize_nfc("\u212b"), "\u00c5");                               // singleton
+  EXPECT_EQ(normalize_nfc("\u0958"), "\u0915\u093c");                         // exclusion
+  EXPECT_EQ(normalize_nfc("\u0301a"), "\u0301a");                             // no starter
+  EXPECT_EQ(normalize_nfc("e\xff\u0301"), "e\xff\u0301");  // ill-formed bytes are a boundary
+  std::string marks;
+  for (int i = 0; i < 200000; ++i) marks += i % 2 ? "\u0301" : "\u0323";
+  std::clock_t start = std::clock();
+  EXPECT_EQ(normalize_nfc("a" + marks).size(), marks.size() + 1);
+  EXPECT_LT(double(std::clock() - start) / CLOCKS_PER_SEC, 5.0);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include "engine/tokenizer/added_tokens.hpp"
 #include "engine/tokenizer/bpe.hpp"
 #include "engine/tokenizer/byte_level.hpp"
+#include "engine/tokenizer/normalizer.hpp"
 #include "engine/tokenizer/pre_tokenizer.hpp"
 #include "engine/tokenizer/tokenizer_file.hpp"
 #include "util/error.hpp"
@@ -14,7 +15,10 @@ namespace inferlab::engine {
 
 struct Tokenizer::Impl {
   Impl(const TokenizerSpec& spec, const std::string& context)
-      : bpe(spec, context), added(spec.added_tokens), add_prefix_space(spec.add_prefix_space) {
+      : bpe(spec, context),
+        added(spec.added_tokens),
+        add_prefix_space(spec.add_prefix_space),
+        nfc(spec.normalize_nfc) {
     for (const auto& pattern : spec.split_patterns) {
       splitters.push_back(std::make_unique<RegexSplitter>(pattern, context));
     }
@@ -44,9 +48,15 @@ struct Tokenizer::Impl {
   }
 
   void encode_plain(std::string_view text, std::vector<int32_t>& ids) const {
-    std::string prefixed;
+    std::string normalized, prefixed;
+    if (nfc) {
+      normalized = normalize_nfc(text);
+      text = normalized;
+    }
     if (add_prefix_space && !text.empty() && text.front() != ' ') {
-      prefixed = " " + std::string(text);
+      prefixed.reserve(text.size() + 1);
+      prefixed += ' ';
+      prefixed.append(text);
       text = prefixed;
     }
     std::vector<std::string_view> pieces{text}, next;
@@ -66,6 +76,7 @@ struct Tokenizer::Impl {
   BpeModel bpe;
   AddedTokenMatcher added;
   bool add_prefix_space;
+  bool nfc;
   std::vector<std::unique_ptr<RegexSplitter>> splitters;
   std::vector<std::string> id_bytes;
   std::vector<bool> known, special;

@@ -10,11 +10,12 @@
 
 namespace inferlab::engine {
 
-// A Hugging Face byte-level BPE tokenizer (Llama 3, and Qwen2-style files without a
-// normalizer), read from tokenizer.json; ids identical to HF `tokenizers` with
-// add_special_tokens=False. Encoding: added/special tokens first (literal, leftmost-longest),
-// then the pre-tokenizer regex, byte -> unicode mapping, merges by rank. Any bytes encode
-// (ill-formed UTF-8 is byte-encoded) and decode(encode(x)) == x. Thread-safe once built.
+// A Hugging Face byte-level BPE tokenizer (Llama 3, Qwen2, Qwen3), read from tokenizer.json;
+// ids identical to HF `tokenizers` with add_special_tokens=False. Encoding: added/special
+// tokens first (literal, leftmost-longest), then the normalizer (none or NFC) on the text
+// between them, the pre-tokenizer regex, byte -> unicode mapping, merges by rank. Any bytes encode
+// (ill-formed UTF-8 is byte-encoded) and decode(encode(x)) == x (NFC(x) where the tokenizer
+// normalizes). Thread-safe once built.
 class Tokenizer {
  public:
   static constexpr size_t kMaxTextBytes = size_t{64} << 20;

@@ -128,19 +128,23 @@ void read_added_tokens(const json& root, TokenizerSpec& spec, const std::string&
   }
 }
 
-void check_normalizer(const json& node, const std::string& context) {
+void read_normalizer(const json& node, TokenizerSpec& spec, const std::string& context) {
   if (node.is_null()) return;
   std::string type = type_of(node);
   if (type == "Sequence") {
     auto list = node.find("normalizers");
-    if (list == node.end() || !list->is_array())
+    if (list == node.end() || !list->is_array()) {
       fail(context, "normalizer Sequence without a list");
-    for (const json& n : *list) check_normalizer(n, context);
+    }
+    for (const json& n : *list) read_normalizer(n, spec, context);
+    return;
+  }
+  if (type == "NFC" && !spec.normalize_nfc) {
+    spec.normalize_nfc = true;
     return;
   }
   fail(context, "normalizer '" + type +
-                    "' is not supported yet (inferlab tokenizes without a normalizer, as "
-                    "Llama 3 ships)");
+                    "' is not supported (known: none, NFC; Llama 3 has none, Qwen2 and Qwen3 NFC)");
 }
 
 void read_pre_tokenizer(const json& node, TokenizerSpec& spec, bool& byte_level,
@@ -222,7 +226,7 @@ TokenizerSpec parse_tokenizer_json(std::string_view json_text, const std::string
   try {
     read_model(root.contains("model") ? root["model"] : json(), spec, context);
     read_added_tokens(root, spec, context);
-    check_normalizer(root.value("normalizer", json()), context);
+    read_normalizer(root.value("normalizer", json()), spec, context);
     bool byte_level = false;
     read_pre_tokenizer(root.value("pre_tokenizer", json()), spec, byte_level, context);
     if (!byte_level) {

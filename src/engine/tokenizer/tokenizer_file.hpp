@@ -29,6 +29,7 @@ struct TokenizerSpec {
   std::unordered_map<std::string, int32_t> vocab;           // the model's tokens
   std::vector<std::pair<std::string, std::string>> merges;  // in rank order
   bool ignore_merges = false;  // a word that is a whole token is taken as is (Llama 3)
+  bool normalize_nfc = false;  // the normalizer is NFC (Qwen2, Qwen3); none otherwise
   std::vector<AddedToken> added_tokens;
   // The pre-tokenizer: regexes applied one after another (each splits the pieces of the
   // previous one, HF's Split with "Isolated"), then the byte-level mapping.
