@@ -261,6 +261,68 @@ TEST(TokenizerTiny, LongInputsTakeLinearTime) {
   }
 }
 
+TEST(TokenizerTiny, HostileFiles) {
+  // A catastrophic regex: PCRE2's step limit turns it into an InputError, in bounded time.
+  auto j = tiny_json();
+  j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "(a+)+[^a]";
+  auto t = Tokenizer::from_json(j.dump(), "t.json");
+  std::clock_t start = std::clock();
+  EXPECT_THROW(t.encode(std::string(64, 'a')), InputError);
+  EXPECT_LT(double(std::clock() - start) / CLOCKS_PER_SEC, 10.0);
+  // Nesting a million deep: an error, not a stack overflow.
+  std::string deep =
+      "{\"model\": " + std::string(1'000'000, '[') + std::string(1'000'000, ']') + "}";
+  EXPECT_THROW(Tokenizer::from_json(deep, "t.json"), InputError);
+  // Sequences nested deeply (written as text: nlohmann's dump recurses).
+  j = tiny_json();
+  j["pre_tokenizer"] = "NESTED";
+  std::string nested;
+  for (int i = 0; i < 100000; ++i) nested += R"({"type":"Sequence","pretokenizers":[)";
+  nested += R"({"type":"ByteLevel"})";
+  for (int i = 0; i < 100000; ++i) nested += "]}";
+  std::string text = j.dump();
+  text.replace(text.find("\"NESTED\""), 8, nested);
+  EXPECT_THROW(Tokenizer::from_json(text, "t.json"), InputError);
+  // Truncated files.
+  std::string whole = tiny_json().dump();
+  for (size_t cut : {size_t{1}, whole.size() / 3, whole.size() - 1}) {
+    EXPECT_THROW(Tokenizer::from_json(whole.substr(0, cut), "t.json"), InputError);
+  }
+  // Wrong types where objects, strings and numbers belong.
+  for (const char* path :
+       {"/model", "/model/vocab", "/model/merges", "/added_tokens", "/added_tokens/0/id",
+        "/pre_tokenizer/pretokenizers", "/pre_tokenizer/pretokenizers/0/pattern",
+        "/post_processor/single", "/model/vocab/he", "/model/ignore_merges"}) {
+    for (json bad : {json(7), json("x"), json::array(), json::object(), json(-1), json(nullptr)}) {
+      auto k = tiny_json();
+      k[json::json_pointer(path)] = bad;
+      try {
+        Tokenizer::from_json(k.dump(), "t.json");  // either fine or an InputError
+      } catch (const InputError&) {
+      }
+    }
+  }
+}
+
+TEST(TokenizerTiny, AddedTokenStripOptions) {
+  auto j = tiny_json();
+  j["added_tokens"].push_back(json{{"id", 264}, {"content", "<L>"}, {"lstrip", true}});
+  j["added_tokens"].push_back(json{{"id", 263}, {"content", "<R>"}, {"rstrip", true}});
+  j["added_tokens"].push_back(json{{"id", 260}, {"content", "<W>"}, {"single_word", true}});
+  auto t = Tokenizer::from_json(j.dump(), "t.json");
+  // lstrip takes the spaces before the token, rstrip those after.
+  EXPECT_EQ(t.encode("a  <L>b"), (Ids{'a', 264, 'b'}));
+  EXPECT_EQ(t.encode("a<R>  b"), (Ids{'a', 263, 'b'}));
+  // single_word: only where no word character touches it.
+  EXPECT_EQ(t.encode("a <W> b"), (Ids{'a', ' ', 260, ' ', 'b'}));
+  EXPECT_EQ(t.encode("a<W>"), (Ids{'a', '<', 'W', '>'}));
+  // Longest match among overlapping added tokens, leftmost first.
+  auto k = tiny_json();
+  k["added_tokens"].push_back(json{{"id", 264}, {"content", "<|eot|>x"}});
+  auto u = Tokenizer::from_json(k.dump(), "t.json");
+  EXPECT_EQ(u.encode("<|eot|>x<|eot|>"), (Ids{264, 261}));
+}
+
 TEST(PreTokenizer, WhitespaceIsOnigurumas) {
   // \s in HF's Oniguruma is White_Space: U+180E (a format character since Unicode 6.3) is not.
   EXPECT_EQ(onig_compatible_pattern(R"(\s+(?!\S)|[^\s\p{L}])"),

@@ -89,9 +89,10 @@ void BpeModel::encode_word(std::string_view word, std::vector<int32_t>& ids) con
 // HF tokenizers' Word::merge_all, step for step (including how it skips stale heap entries),
 // so ties and odd vocabularies resolve the same way.
 void BpeModel::merge_word(std::string_view word, std::vector<int32_t>& ids) const {
+  // 32-bit links: a word is at most Tokenizer::kMaxTextBytes long.
   struct Symbol {
     int32_t id;
-    int64_t prev, next;
+    int32_t prev, next;  // -1: none
     bool removed;
   };
   std::vector<Symbol> symbols;
@@ -103,7 +104,7 @@ void BpeModel::merge_word(std::string_view word, std::vector<int32_t>& ids) cons
     auto it = vocab_.find(std::string(word.substr(pos, n)));
     pos += n;
     if (it == vocab_.end()) continue;  // HF drops characters it has no token for
-    int64_t index = static_cast<int64_t>(symbols.size());
+    auto index = static_cast<int32_t>(symbols.size());
     symbols.push_back(Symbol{it->second, index - 1, index + 1, false});
   }
   if (symbols.empty()) return;
@@ -111,27 +112,27 @@ void BpeModel::merge_word(std::string_view word, std::vector<int32_t>& ids) cons
 
   struct Candidate {
     int32_t rank;
-    int64_t pos;
+    int32_t pos;
     int32_t new_id;
     bool operator<(const Candidate& o) const {  // a max-heap: lowest rank, then leftmost, on top
       return rank != o.rank ? rank > o.rank : pos > o.pos;
     }
   };
   std::priority_queue<Candidate> queue;
-  auto push_pair = [&](int64_t left) {
-    int64_t right = symbols[left].next;
+  auto push_pair = [&](int32_t left) {
+    int32_t right = symbols[left].next;
     if (right < 0) return;
     auto m = merges_.find(pair_key(symbols[left].id, symbols[right].id));
     if (m != merges_.end()) queue.push(Candidate{m->second.rank, left, m->second.new_id});
   };
-  for (int64_t i = 0; i + 1 < static_cast<int64_t>(symbols.size()); ++i) push_pair(i);
+  for (int32_t i = 0; i + 1 < static_cast<int32_t>(symbols.size()); ++i) push_pair(i);
 
   while (!queue.empty()) {
     Candidate top = queue.top();
     queue.pop();
     Symbol& left = symbols[top.pos];
     if (left.removed || left.next < 0) continue;
-    int64_t right_pos = left.next;
+    int32_t right_pos = left.next;
     auto m = merges_.find(pair_key(left.id, symbols[right_pos].id));
     if (m == merges_.end() || m->second.new_id != top.new_id) continue;  // stale entry
     left.id = top.new_id;
@@ -141,7 +142,7 @@ void BpeModel::merge_word(std::string_view word, std::vector<int32_t>& ids) cons
     if (left.prev >= 0) push_pair(left.prev);
     push_pair(top.pos);
   }
-  for (int64_t i = 0; i >= 0; i = symbols[i].next) ids.push_back(symbols[i].id);
+  for (int32_t i = 0; i >= 0; i = symbols[i].next) ids.push_back(symbols[i].id);
 }
 
 }  // namespace inferlab::engine

@@ -3,6 +3,9 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <algorithm>
+#include <cstdint>
+
 #include "engine/tokenizer/utf8.hpp"
 #include "util/error.hpp"
 
@@ -139,6 +142,13 @@ void RegexSplitter::split_valid(std::string_view text,
   r.data = pcre2_match_data_create_from_pattern(code_->code, nullptr);
   r.context = pcre2_match_context_create(nullptr);
   if (!r.data || !r.context) throw std::bad_alloc();
+  // PCRE2's default limits (10 million backtracking steps) would refuse a few MB of
+  // whitespace, which \s*[\r\n]+ scans once per match; allow steps in proportion to the
+  // text, still bounding a catastrophic pattern from a hostile tokenizer.json.
+  const uint32_t limit = static_cast<uint32_t>(
+      std::min<uint64_t>(uint64_t{10'000'000} + uint64_t{64} * text.size(), 0xFFFFFFFFu));
+  pcre2_set_match_limit(r.context, limit);
+  pcre2_set_depth_limit(r.context, limit);
   bool jit = code_->jit;
   if (jit) {
     r.stack = pcre2_jit_stack_create(32 * 1024, 8 * 1024 * 1024, nullptr);

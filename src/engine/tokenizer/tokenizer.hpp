@@ -18,7 +18,9 @@ namespace inferlab::engine {
 // normalizes). Thread-safe once built.
 class Tokenizer {
  public:
-  static constexpr size_t kMaxTextBytes = size_t{64} << 20;
+  // About a million tokens, 8x Llama 3.1's context: bounds time and memory on hostile text
+  // (one 4 MiB word needs ~100 MB of merge state).
+  static constexpr size_t kMaxTextBytes = size_t{4} << 20;
 
   // Reads tokenizer.json (or, given a folder, the tokenizer.json in it). The BOS is the first
   // special token of the post-processor's template, else tokenizer_config.json's "bos_token"

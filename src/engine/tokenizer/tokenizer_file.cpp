@@ -18,6 +18,19 @@ using nlohmann::json;
   throw InputError(context + ": " + what);
 }
 
+// A member by reference (never a copy: a hostile file may nest a million levels deep, and
+// copying recurses), or null.
+const json& member(const json& object, const char* key) {
+  static const json null_value;
+  auto it = object.find(key);
+  return it == object.end() ? null_value : *it;
+}
+
+// Sequences of normalizers, pre-tokenizers and processors nest; real files nest one level.
+void check_depth(int depth, const std::string& context) {
+  if (depth > 16) fail(context, "Sequences nest more than 16 levels deep");
+}
+
 std::string type_of(const json& node) {
   if (!node.is_object()) return "";
   auto it = node.find("type");
@@ -128,15 +141,17 @@ void read_added_tokens(const json& root, TokenizerSpec& spec, const std::string&
   }
 }
 
-void read_normalizer(const json& node, TokenizerSpec& spec, const std::string& context) {
+void read_normalizer(const json& node, TokenizerSpec& spec, const std::string& context,
+                     int depth = 0) {
   if (node.is_null()) return;
+  check_depth(depth, context);
   std::string type = type_of(node);
   if (type == "Sequence") {
     auto list = node.find("normalizers");
     if (list == node.end() || !list->is_array()) {
       fail(context, "normalizer Sequence without a list");
     }
-    for (const json& n : *list) read_normalizer(n, spec, context);
+    for (const json& n : *list) read_normalizer(n, spec, context, depth + 1);
     return;
   }
   if (type == "NFC" && !spec.normalize_nfc) {
@@ -148,14 +163,15 @@ void read_normalizer(const json& node, TokenizerSpec& spec, const std::string& c
 }
 
 void read_pre_tokenizer(const json& node, TokenizerSpec& spec, bool& byte_level,
-                        const std::string& context) {
+                        const std::string& context, int depth = 0) {
   if (node.is_null()) return;
+  check_depth(depth, context);
   std::string type = type_of(node);
   const std::string where = context + ": pre_tokenizer " + type;
   if (type == "Sequence") {
     auto list = node.find("pretokenizers");
     if (list == node.end() || !list->is_array()) fail(where, "missing 'pretokenizers' list");
-    for (const json& p : *list) read_pre_tokenizer(p, spec, byte_level, context);
+    for (const json& p : *list) read_pre_tokenizer(p, spec, byte_level, context, depth + 1);
   } else if (type == "Split") {
     if (byte_level) fail(where, "a Split after ByteLevel is not supported");
     auto behavior = node.find("behavior");
@@ -183,12 +199,14 @@ void read_pre_tokenizer(const json& node, TokenizerSpec& spec, bool& byte_level,
 }
 
 // The first special token of the single-sequence template, if it comes before the text.
-void read_post_processor(const json& node, TokenizerSpec& spec, const std::string& context) {
+void read_post_processor(const json& node, TokenizerSpec& spec, const std::string& context,
+                         int depth = 0) {
+  check_depth(depth, context);
   std::string type = type_of(node);
   if (type == "Sequence") {
     auto list = node.find("processors");
     if (list != node.end() && list->is_array()) {
-      for (const json& p : *list) read_post_processor(p, spec, context);
+      for (const json& p : *list) read_post_processor(p, spec, context, depth + 1);
     }
     return;
   }
@@ -224,17 +242,17 @@ TokenizerSpec parse_tokenizer_json(std::string_view json_text, const std::string
   if (!root.is_object()) fail(context, "expected a JSON object (a Hugging Face tokenizer.json)");
   TokenizerSpec spec;
   try {
-    read_model(root.contains("model") ? root["model"] : json(), spec, context);
+    read_model(member(root, "model"), spec, context);
     read_added_tokens(root, spec, context);
-    read_normalizer(root.value("normalizer", json()), spec, context);
+    read_normalizer(member(root, "normalizer"), spec, context);
     bool byte_level = false;
-    read_pre_tokenizer(root.value("pre_tokenizer", json()), spec, byte_level, context);
+    read_pre_tokenizer(member(root, "pre_tokenizer"), spec, byte_level, context);
     if (!byte_level) {
       fail(context,
            "the pre-tokenizer has no ByteLevel step (inferlab reads byte-level BPE "
            "tokenizers only)");
     }
-    read_post_processor(root.value("post_processor", json()), spec, context);
+    read_post_processor(member(root, "post_processor"), spec, context);
   } catch (const json::exception& e) {
     fail(context, std::string("unexpected content: ") + e.what());
   }
