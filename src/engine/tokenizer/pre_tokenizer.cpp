@@ -129,40 +129,41 @@ void RegexSplitter::split(std::string_view text, std::vector<std::string_view>& 
 
 void RegexSplitter::split_valid(std::string_view text,
                                 std::vector<std::string_view>& pieces) const {
-  struct Resources {
-    pcre2_match_data* data = nullptr;
-    pcre2_match_context* context = nullptr;
-    pcre2_jit_stack* stack = nullptr;
-    ~Resources() {
-      if (data) pcre2_match_data_free(data);
+  // The match context and JIT stack are per thread and reused (creating a JIT stack maps
+  // memory: too slow for every call); the match data is per call.
+  struct ThreadResources {
+    pcre2_match_context* context = pcre2_match_context_create(nullptr);
+    pcre2_jit_stack* stack = pcre2_jit_stack_create(32 * 1024, 8 * 1024 * 1024, nullptr);
+    ThreadResources() {
+      if (context && stack) pcre2_jit_stack_assign(context, nullptr, stack);
+    }
+    ~ThreadResources() {
       if (context) pcre2_match_context_free(context);
       if (stack) pcre2_jit_stack_free(stack);
     }
-  } r;
-  r.data = pcre2_match_data_create_from_pattern(code_->code, nullptr);
-  r.context = pcre2_match_context_create(nullptr);
-  if (!r.data || !r.context) throw std::bad_alloc();
+  };
+  thread_local ThreadResources resources;
+  struct MatchData {
+    pcre2_match_data* data;
+    ~MatchData() {
+      if (data) pcre2_match_data_free(data);
+    }
+  } match{pcre2_match_data_create_from_pattern(code_->code, nullptr)};
+  if (!match.data || !resources.context) throw std::bad_alloc();
+  pcre2_match_context* context = resources.context;
+  bool jit = code_->jit && resources.stack;
   // PCRE2's default limits (10 million backtracking steps) would refuse a few MB of
   // whitespace, which \s*[\r\n]+ scans once per match; allow steps in proportion to the
   // text, still bounding a catastrophic pattern from a hostile tokenizer.json.
   const uint32_t limit = static_cast<uint32_t>(
       std::min<uint64_t>(uint64_t{10'000'000} + uint64_t{64} * text.size(), 0xFFFFFFFFu));
-  pcre2_set_match_limit(r.context, limit);
-  pcre2_set_depth_limit(r.context, limit);
-  bool jit = code_->jit;
-  if (jit) {
-    r.stack = pcre2_jit_stack_create(32 * 1024, 8 * 1024 * 1024, nullptr);
-    if (r.stack) {
-      pcre2_jit_stack_assign(r.context, nullptr, r.stack);
-    } else {
-      jit = false;
-    }
-  }
+  pcre2_set_match_limit(context, limit);
+  pcre2_set_depth_limit(context, limit);
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   size_t gap_start = 0, search = 0;
   while (search < text.size()) {
     uint32_t options = PCRE2_NO_UTF_CHECK | (jit ? 0u : PCRE2_NO_JIT);
-    int rc = pcre2_match(code_->code, subject, text.size(), search, options, r.data, r.context);
+    int rc = pcre2_match(code_->code, subject, text.size(), search, options, match.data, context);
     if (rc < 0 && rc != PCRE2_ERROR_NOMATCH && jit) {
       jit = false;  // JIT stack exhausted: the interpreter keeps its frames on the heap
       continue;
@@ -172,7 +173,7 @@ void RegexSplitter::split_valid(std::string_view text,
       throw InputError("the text is too hard for the tokenizer's pre-tokenizer regex at byte " +
                        std::to_string(search) + " (" + pcre2_message(rc) + ")");
     }
-    const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(r.data);
+    const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(match.data);
     size_t start = ovector[0], end = ovector[1];
     if (end == start) {  // an empty match splits nothing: move on one character
       size_t n = utf8_sequence_length(text, start);
