@@ -3,6 +3,7 @@
 #include "engine/tokenizer/tokenizer.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <ctime>
 #include <filesystem>
