@@ -270,6 +270,15 @@ TEST(TokenizerTiny, HostileFiles) {
   std::clock_t start = std::clock();
   EXPECT_THROW(t.encode(std::string(64, 'a')), InputError);
   EXPECT_LT(double(std::clock() - start) / CLOCKS_PER_SEC, 10.0);
+  // A long added token that the text almost matches everywhere: still linear.
+  auto k = tiny_json();
+  k["added_tokens"].push_back(json{{"id", 264}, {"content", std::string(4000, 'a') + "b"}});
+  auto u = Tokenizer::from_json(k.dump(), "t.json");
+  std::string almost(1 << 20, 'a');
+  start = std::clock();
+  EXPECT_EQ(u.decode(u.encode(almost)), almost);
+  EXPECT_EQ(u.encode(almost + "b").back(), 264);
+  EXPECT_LT(double(std::clock() - start) / CLOCKS_PER_SEC, 10.0);
   // Nesting a million deep: an error, not a stack overflow.
   std::string deep =
       "{\"model\": " + std::string(1'000'000, '[') + std::string(1'000'000, ']') + "}";

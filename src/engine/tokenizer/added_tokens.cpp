@@ -34,8 +34,9 @@ AddedTokenMatcher::AddedTokenMatcher(const std::vector<AddedToken>& tokens) : to
   nodes_.emplace_back();
   for (size_t t = 0; t < tokens_.size(); ++t) {
     int32_t node = 0;
-    for (char ch : tokens_[t].content) {
-      auto byte = static_cast<unsigned char>(ch);
+    const std::string& content = tokens_[t].content;
+    for (auto it = content.rbegin(); it != content.rend(); ++it) {
+      auto byte = static_cast<unsigned char>(*it);
       int32_t next = child(node, byte);
       if (next < 0) {
         next = static_cast<int32_t>(nodes_.size());
@@ -49,6 +50,19 @@ AddedTokenMatcher::AddedTokenMatcher(const std::vector<AddedToken>& tokens) : to
     // Two added tokens with the same text: the first one listed wins.
     if (nodes_[node].token < 0) nodes_[node].token = static_cast<int32_t>(t);
   }
+  // Failure links breadth first; a node's own token is the longest suffix token it has.
+  std::vector<int32_t> queue{0};
+  for (size_t head = 0; head < queue.size(); ++head) {
+    int32_t u = queue[head];
+    for (auto [byte, v] : nodes_[u].next) {
+      int32_t f = nodes_[u].fail;
+      while (u != 0 && f != 0 && child(f, byte) < 0) f = nodes_[f].fail;
+      int32_t target = u == 0 ? -1 : child(f, byte);
+      nodes_[v].fail = target >= 0 ? target : 0;
+      nodes_[v].longest = nodes_[v].token >= 0 ? nodes_[v].token : nodes_[nodes_[v].fail].longest;
+      queue.push_back(v);
+    }
+  }
 }
 
 int32_t AddedTokenMatcher::child(int32_t node, unsigned char byte) const {
@@ -59,23 +73,28 @@ int32_t AddedTokenMatcher::child(int32_t node, unsigned char byte) const {
 
 std::vector<TextSpan> AddedTokenMatcher::split(std::string_view text) const {
   std::vector<TextSpan> spans;
+  if (tokens_.empty()) {
+    if (!text.empty()) spans.push_back({0, text.size(), -1});
+    return spans;
+  }
+  // The longest token starting at each position: the reversed text through the automaton.
+  std::vector<int32_t> longest_at(text.size(), -1);
+  int32_t state = 0;
+  for (size_t i = text.size(); i-- > 0;) {
+    auto byte = static_cast<unsigned char>(text[i]);
+    while (state != 0 && child(state, byte) < 0) state = nodes_[state].fail;
+    int32_t next = child(state, byte);
+    state = next >= 0 ? next : 0;
+    longest_at[i] = nodes_[state].longest;
+  }
   size_t plain_start = 0, pos = 0;
   while (pos < text.size()) {
-    // The longest token starting at pos.
-    int32_t node = 0, best = -1;
-    size_t best_end = pos;
-    for (size_t i = pos; i < text.size(); ++i) {
-      node = child(node, static_cast<unsigned char>(text[i]));
-      if (node < 0) break;
-      if (nodes_[node].token >= 0) {
-        best = nodes_[node].token;
-        best_end = i + 1;
-      }
-    }
+    int32_t best = longest_at[pos];
     if (best < 0) {
       ++pos;
       continue;
     }
+    size_t best_end = pos + tokens_[best].content.size();
     const AddedToken& token = tokens_[best];
     size_t start = pos, stop = best_end;
     if (token.single_word && ((start > 0 && is_word(char_before(text, start))) ||
