@@ -9,6 +9,7 @@
 #include "cli/commands.hpp"
 #include "cli/common_args.hpp"
 #include "cli/serve_args.hpp"
+#include "cli/slo_grammar.hpp"
 #include "fit/validation.hpp"
 #include "report/emit.hpp"
 #include "report/html_report_predict.hpp"
@@ -133,14 +134,7 @@ HtmlPage validate_page(const ReportArgs& a) {
   SplitFilter split = parse_split_filter(a.split);
   auto reference = read_json_file(a.data, "measured reference");
   LoadedHardware hw = load_cost_model(a.common);
-  IsolatedOpTime isolated;
-  if (hw.calibrated) {
-    const CalibratedCostModel* model = hw.calibrated;
-    isolated = [model](const Op& op) { return model->isolated_time_s(op); };
-  } else if (hw.tilesim) {
-    const TileSimCostModel* model = hw.tilesim;
-    isolated = [model](const Op& op) { return model->isolated_time_s(op); };
-  }
+  IsolatedOpTime isolated = isolated_time_for(hw);
   ValidationReport report = validate_against_reference(
       reference, "measured reference '" + a.data + "'", *hw.cost, hw.factors.kernel_latency_s,
       load_host_overhead(), isolated, split);

@@ -22,4 +22,9 @@ void register_serve(CLI::App& app);
 void register_capacity(CLI::App& app);
 void register_report(CLI::App& app);  // HTML page of predict, serve or validate
 
+// The engine: checkpoints, tokenizer, generation.
+void register_init_weights(CLI::App& app);
+void register_tokenize(CLI::App& app);
+void register_generate(CLI::App& app);
+
 }  // namespace inferlab::cli

@@ -6,7 +6,9 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/field_grammar.hpp"
 #include "util/error.hpp"
+#include "util/field_error.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"inferlab: how long an LLM takes on given hardware, and why"};
@@ -26,6 +28,9 @@ int main(int argc, char** argv) {
   inferlab::cli::register_explore(app);
   inferlab::cli::register_serve(app);
   inferlab::cli::register_capacity(app);
+  inferlab::cli::register_init_weights(app);
+  inferlab::cli::register_tokenize(app);
+  inferlab::cli::register_generate(app);
   inferlab::cli::register_report(app);
   if (argc > 1 && argv[1][0] != '-') {
     std::vector<std::string> known;
@@ -44,6 +49,11 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::cerr << "inferlab: error: " << e.what() << " (see inferlab --help)\n";
+    return 2;
+  } catch (const inferlab::FieldError& e) {
+    // Library errors name fields; the user sees the flags.
+    std::cerr << "inferlab: error: "
+              << inferlab::rename_fields(e.what(), inferlab::cli::flag_of_field) << '\n';
     return 2;
   } catch (const inferlab::InputError& e) {
     std::cerr << "inferlab: error: " << e.what() << '\n';

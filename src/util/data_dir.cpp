@@ -80,4 +80,22 @@ std::filesystem::path resolve_data_file(const std::string& name_or_path,
   return path;
 }
 
+std::filesystem::path fetched_tokenizer_dir(const std::string& name) {
+  std::vector<std::filesystem::path> places;
+  if (const char* env = std::getenv("INFERLAB_TOKENIZERS_DIR"); env != nullptr && *env != '\0') {
+    places.push_back(std::filesystem::path(env) / name);
+  }
+  places.push_back(data_dir() / "tokenizers" / name);
+  places.push_back(std::filesystem::path(INFERLAB_SOURCE_DATA_DIR).parent_path() / "third_party" /
+                   "tokenizers" / name);
+  std::vector<std::string> looked;
+  for (const auto& place : places) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(place / "tokenizer.json", ec)) return place;
+    looked.push_back(place.string());
+  }
+  throw InputError("no fetched " + name + " tokenizer (looked in: " + join_names(looked) +
+                   "); run scripts/fetch-tokenizer.sh or give --tokenizer FILE");
+}
+
 }  // namespace inferlab

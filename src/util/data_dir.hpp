@@ -32,4 +32,10 @@ std::vector<std::string> data_names(const std::string& subfolder);
 std::filesystem::path resolve_data_file(const std::string& name_or_path,
                                         const std::string& subfolder, const std::string& what);
 
+// The folder of a fetched Hugging Face tokenizer (`llama3`, `qwen3`: tokenizer.json and
+// tokenizer_config.json): $INFERLAB_TOKENIZERS_DIR/<name>, then data_dir()/tokenizers/<name>
+// (what `cmake --install` writes), then the source tree's third_party/tokenizers/<name> (what
+// scripts/fetch-tokenizer.sh fetches). InputError saying where it looked when none has it.
+std::filesystem::path fetched_tokenizer_dir(const std::string& name);
+
 }  // namespace inferlab

@@ -1,0 +1,120 @@
+// `inferlab generate`: text from a prompt on the engine, streamed to stdout as it is decoded;
+// TTFT, TPOT and tokens/s on stderr (--format json: one object instead).
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "cli/common_args.hpp"
+#include "cli/engine_args.hpp"
+#include "engine/cpu/cpu_backend.hpp"
+#include "engine/generate.hpp"
+#include "engine/tokenizer/chat.hpp"
+#include "engine/tokenizer/stream_decoder.hpp"
+#include "engine/tokenizer/tokenizer.hpp"
+#include "engine/tokenizer/utf8.hpp"
+#include "report/emit.hpp"
+#include "report/engine_report.hpp"
+
+namespace inferlab::cli {
+
+namespace {
+struct GenerateArgs {
+  CommonArgs common;
+  std::string model, tokenizer, prompt, device = "cpu";
+  bool chat = false;
+  int64_t max_tokens = 64, top_k = 0;
+  double temperature = 0.0, top_p = 1.0;
+  uint64_t seed = 0;
+};
+
+// Refuses, before any weight is read, a run that would not fit in this machine's memory.
+void check_cpu_memory(const engine::LlamaConfig& config, int64_t max_tokens) {
+  double physical_bytes =
+      static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  double needed_bytes = static_cast<double>(engine::cpu_backend_bytes(config, max_tokens));
+  if (needed_bytes > 0.9 * physical_bytes) {
+    throw InputError(fmt::format(
+        "{} on the CPU needs {:.1f} GB (fp32 weights and KV cache for {} tokens); this machine "
+        "has {:.1f} GB",
+        config.model.name, needed_bytes / 1e9, max_tokens, physical_bytes / 1e9));
+  }
+}
+
+void check_args(const GenerateArgs& a) {
+  if (a.device == "cuda") {
+    throw InputError(
+        "--device cuda: this engine has only its CPU reference backend so far; use --device cpu");
+  }
+  if (a.device != "cpu") throw InputError("unknown --device '" + a.device + "'; known: cpu, cuda");
+  if (a.max_tokens < 1 || a.max_tokens > 1'000'000) {
+    throw InputError("--max-tokens must be in [1, 1000000], got " + std::to_string(a.max_tokens));
+  }
+  if (!(a.temperature >= 0.0 && a.temperature <= 100.0)) {
+    throw InputError("--temperature must be in [0, 100]");
+  }
+  if (!(a.top_p > 0.0 && a.top_p <= 1.0)) throw InputError("--top-p must be in (0, 1]");
+  if (a.top_k < 0) throw InputError("--top-k must be ≥ 0");
+}
+
+std::vector<int32_t> prompt_ids(const GenerateArgs& a, const engine::Tokenizer& tok) {
+  if (!a.chat) return tok.encode(a.prompt, /*add_bos=*/tok.bos_id().has_value());
+  std::vector<engine::ChatMessage> messages{{"user", a.prompt}};
+  return engine::encode_llama3_chat(tok, messages);
+}
+
+void run_generate(const GenerateArgs& a) {
+  OutputFormat format = parse_output_format(a.common.format);
+  check_args(a);
+  auto tok = engine::Tokenizer::from_file(tokenizer_path(a.model, a.tokenizer));
+  std::vector<int32_t> prompt = prompt_ids(a, tok);
+  engine::LlamaConfig config = engine::load_llama_config(a.model);
+  const int64_t max_tokens = static_cast<int64_t>(prompt.size()) + a.max_tokens;
+  check_cpu_memory(config, max_tokens);
+  auto backend = engine::make_cpu_backend(load_engine_model(a.model, a.seed), max_tokens);
+  std::vector<int32_t> stops =
+      engine::stop_token_ids(tok, is_checkpoint_folder(a.model) ? a.model : "");
+  engine::GenerateOptions options{a.max_tokens,
+                                  {a.temperature, a.top_k, a.top_p},
+                                  a.seed,
+                                  std::vector<int64_t>(stops.begin(), stops.end())};
+  engine::StreamDecoder stream(tok, /*skip_special_tokens=*/true);
+  bool streaming = format == OutputFormat::table;
+  auto result = engine::generate(*backend, prompt, options, [&](int32_t id) {
+    std::string piece = stream.push(id);
+    if (streaming) std::cout << piece << std::flush;
+  });
+  std::string tail = stream.finish();
+  int64_t prompt_tokens = static_cast<int64_t>(prompt.size());
+  if (streaming) {
+    std::cout << tail << '\n';
+    std::cerr << generate_summary(prompt_tokens, result, a.device);
+    return;
+  }
+  std::string text = engine::utf8_lossy(tok.decode(result.tokens, /*skip_special_tokens=*/true));
+  nlohmann::json json = generate_json(text, prompt_tokens, result, a.device);
+  emit(json, "", json.dump() + "\n", format);
+}
+}  // namespace
+
+void register_generate(CLI::App& app) {
+  auto args = std::make_shared<GenerateArgs>();
+  CLI::App* cmd = app.add_subcommand("generate", "Generate text on the engine");
+  cmd->add_option("--model", args->model, "Checkpoint folder, or a shipped model (random weights)")
+      ->required();
+  cmd->add_option("--tokenizer", args->tokenizer, "tokenizer.json (default: the checkpoint's)");
+  cmd->add_option("--prompt", args->prompt, "Prompt text")->required();
+  cmd->add_flag("--chat", args->chat, "Wrap the prompt in Llama 3's chat format");
+  cmd->add_option("--max-tokens", args->max_tokens, "Tokens to generate")->capture_default_str();
+  cmd->add_option("--temperature", args->temperature, "0: greedy")->capture_default_str();
+  cmd->add_option("--top-p", args->top_p, "Nucleus sampling mass")->capture_default_str();
+  cmd->add_option("--top-k", args->top_k, "0: no limit")->capture_default_str();
+  cmd->add_option("--seed", args->seed, "Sampling seed (and random weights for a shipped model)")
+      ->capture_default_str();
+  cmd->add_option("--device", args->device, "cpu (fp32 reference) or cuda")->capture_default_str();
+  add_format_option(cmd, args->common);
+  cmd->callback([args] { run_generate(*args); });
+}
+
+}  // namespace inferlab::cli
