@@ -20,8 +20,8 @@ struct InitWeightsArgs {
 // the fetched Llama 3 tokenizer.
 void choose_tokenizer(const std::string& flag, engine::InitWeightsOptions& options) {
   if (flag == "none") return;
-  std::filesystem::path json =
-      flag.empty() ? fetched_tokenizer_dir("llama3") / "tokenizer.json" : flag;
+  std::filesystem::path json = flag.empty() ? fetched_tokenizer_dir("llama3") / "tokenizer.json"
+                                            : std::filesystem::path(flag);
   if (std::filesystem::is_directory(json)) json /= "tokenizer.json";
   if (!std::filesystem::is_regular_file(json)) {
     throw InputError("tokenizer file '" + json.string() + "' does not exist");
