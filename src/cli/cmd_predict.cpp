@@ -1,6 +1,7 @@
 #include "cli/commands.hpp"
 #include "cli/common_args.hpp"
 #include "cli/field_grammar.hpp"
+#include "predict/validity.hpp"
 #include "report/emit.hpp"
 #include "report/prediction_report.hpp"
 
@@ -37,8 +38,14 @@ void register_predict(CLI::App& app) {
     HostOverhead host = load_host_overhead();
     StepContext context = make_step_context(model, hw.spec, *hw.cost, o, host);
     RequestPrediction r = predict_request(model, hw.spec, *hw.cost, o, host);
-    const RequestSetupView setup{model.name, hw.spec, hw.cost->name(),
-                                 hw.source,  o,       context.precision};
+    const RequestSetupView setup{
+        model.name,
+        hw.spec,
+        hw.cost->name(),
+        hw.source,
+        o,
+        context.precision,
+        unvalidated_paths(model, o, context.precision, hw.spec, hw.cost->name())};
     nlohmann::json out = request_setup_json(setup);
     out.update(request_to_json(r));
     emit(out, request_text(setup, r), request_csv(r), format);

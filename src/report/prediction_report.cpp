@@ -119,7 +119,8 @@ nlohmann::json request_setup_json(const RequestSetupView& v) {
           {"framework", std::string(framework_name(o.framework))},
           {"cuda_graphs", o.cuda_graphs},
           {"flash_attention", o.flash_attention},
-          {"tp", o.tp}};
+          {"tp", o.tp},
+          {"unvalidated", v.unvalidated}};
 }
 
 namespace {
@@ -159,6 +160,8 @@ std::string request_text(const RequestSetupView& v, const RequestPrediction& r) 
                      o.input_tokens + 1, format_ms(r.first_decode.time_s), r.first_decode.kernels,
                      r.decode_steps) +
          step_table(r.first_decode).to_text();
+  for (const std::string& note : v.unvalidated) out += "\nnote: unvalidated: " + note;
+  if (!v.unvalidated.empty()) out += '\n';
   return out;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "predict/request_predictor.hpp"
 #include "report/table.hpp"
@@ -27,6 +28,9 @@ struct RequestSetupView {
   std::string cost_model, cost_source;
   const PredictOptions& options;
   const Precision& precision;  // as resolved for the hardware
+  // What the prediction rests on that no measurement checked (predict/validity.hpp): JSON
+  // "unvalidated", and a note under the text tables.
+  std::vector<std::string> unvalidated;
 };
 nlohmann::json request_setup_json(const RequestSetupView& setup);
 // The text answer: a heading, the summary table, and the prefill and decode breakdowns.

@@ -58,6 +58,20 @@ TEST(Cli, PredictJsonContract) {
               j["ttft_ms"].get<double>() + 15 * j["tpot_ms"].get<double>(), 1e-6);
 }
 
+// Outputs that rest on paths no measurement checked say so (predict/validity.hpp).
+TEST(Cli, PredictNamesUnvalidatedPaths) {
+  auto measured = run_json("predict --framework pytorch --hardware h100-sxm");
+  EXPECT_TRUE(measured["unvalidated"].empty());
+  auto vllm = run_json("predict --hardware h100-sxm");
+  ASSERT_EQ(vllm["unvalidated"].size(), 1u);
+  EXPECT_NE(vllm["unvalidated"][0].get<std::string>().find("vLLM run"), std::string::npos);
+  auto table = run_inferlab("predict --hardware a100-80g --weights int4");
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("note: unvalidated: no step was measured on a100-80g"),
+            std::string::npos);
+  EXPECT_NE(table.out.find("note: unvalidated: quantized kernels"), std::string::npos);
+}
+
 TEST(Cli, Llama70BFitsOnlyWithTensorParallelism) {
   auto one = run_json("predict --model llama-3-70b --hardware h100-sxm");
   EXPECT_FALSE(one["memory"]["fits"].get<bool>());
