@@ -10,7 +10,11 @@ softmax_fp32, softmax_bf16_to_fp32) and a step row's "layout" (fused_qkv_gate_up
 before that `validate` and `fit` stop at an unknown op kind or price a fused step as an unfused
 one. Each row keeps the split the run gave it.
 
+With --only-ops KIND[,KIND] only those op rows are merged and no step (e.g. the softmax grid
+into the calibration's fit data, whose other groups then stay as they were).
+
 Usage: python3 validation/merge_family_reference.py RUN.json REFERENCE.json [--pending]
+       [--only-ops softmax]
 """
 import os
 import sys
@@ -39,6 +43,10 @@ def main():
     run, reference = load_same_device(run_path, reference_path)
     ops = run["ops"] + (run["ops_pending"] if pending else [])
     steps = run["steps"] + (run["fused_steps"] if pending else [])
+    if "--only-ops" in sys.argv[3:]:
+        kinds = set(sys.argv[sys.argv.index("--only-ops") + 1].split(","))
+        ops = [row for row in ops if row.get("op") in kinds]
+        steps = []
     reference["ops"], n_ops = append_new(reference.get("ops", []), ops, OP_KEYS)
     reference["steps"], n_steps = append_new(reference.get("steps", []), steps, STEP_KEYS)
     write_merged(reference, reference_path, "family_measured_at", run["measured_at"],

@@ -19,8 +19,9 @@ std::vector<P> params_of(CalibGroup group) {
     case CalibGroup::norm:
       return {P::norm_efficiency, P::norm_fixed_s, P::norm_round_trip_s};
     case CalibGroup::softmax:
-      return {P::softmax_efficiency, P::softmax_fixed_s, P::softmax_row_stream_bps,
-              P::softmax_rows_per_sm};
+      return {P::softmax_efficiency,      P::softmax_fixed_s,    P::softmax_row_stream_bps,
+              P::softmax_rows_per_sm,     P::softmax_warp_col_s, P::softmax_warp_rows_per_sm,
+              P::softmax_block_efficiency};
     case CalibGroup::attention_prefill:
       return {P::attn_prefill_efficiency, P::attn_prefill_fixed_s, P::attn_prefill_wave_fixed_s};
     case CalibGroup::attention_decode:

@@ -44,6 +44,10 @@ struct NormKernelShape {
 constexpr NormKernelShape kTorchNorm = {128.0 * 4.0, 2048.0 / 128.0};
 constexpr NormKernelShape kFusedNorm = {1024.0, 2048.0 / 1024.0};
 constexpr double kNormPasses = 2.0;  // sum of squares, then scale and write
+// Longest row PyTorch's softmax gives to one warp (read off the H100 softmax grid,
+// validation/data/family_reference_h100_2026-11-23.json: the time falls from 2048 to 4096
+// columns, where the CTA-per-row kernel takes over).
+constexpr int64_t kWarpSoftmaxMaxCols = 2048;
 
 }  // namespace
 
@@ -243,6 +247,26 @@ OpCost CalibratedCostModel::price_row_reduction(const Op& op, double efficiency,
   return cost;
 }
 
+OpCost CalibratedCostModel::price_softmax(const Op& op) const {
+  if (op.rows <= 0 || op.cols <= 0 || op.cols > kWarpSoftmaxMaxCols) {
+    // One CTA per row, at a bandwidth of its own (it passes over each row more than once).
+    return price_row_reduction(op, params_[P::softmax_block_efficiency],
+                               params_[P::softmax_fixed_s], params_[P::softmax_row_stream_bps],
+                               params_[P::softmax_rows_per_sm]);
+  }
+  // PyTorch gives a row of at most kWarpSoftmaxMaxCols columns to one warp, which holds it in
+  // registers and walks it (max, exp and sum, scale) as one chain that grows with the columns:
+  // measured on the H100, 32 rows take 5.8 us at 128 columns and 14.3 us at 2048, but 6.7 us at
+  // 4096 columns on the CTA-per-row kernel. Rows beyond what the SMs hold at once wait.
+  OpCost cost = price_streaming(op, params_[P::softmax_efficiency], params_[P::softmax_fixed_s]);
+  const double slots = std::max(1, hardware_.sm_count) * params_[P::softmax_warp_rows_per_sm];
+  const double row_chain_s = static_cast<double>(op.cols) * params_[P::softmax_warp_col_s];
+  cost.memory_s =
+      std::max(cost.memory_s, ceil_div(static_cast<double>(op.rows), slots) * row_chain_s);
+  cost.combine_parts();
+  return cost;
+}
+
 OpCost CalibratedCostModel::price_norm(const Op& op) const {
   OpCost cost = price_streaming(op, params_[P::norm_efficiency], params_[P::norm_fixed_s]);
   if (op.rows > 0 && op.cols > 0) {
@@ -293,9 +317,10 @@ OpCost CalibratedCostModel::price(const Op& op) const {
     case OpKind::rope:
       return price_streaming(op, params_[P::rope_efficiency], params_[P::elementwise_fixed_s]);
     case OpKind::attention_softmax:
-    case OpKind::sampling:
-      return price_row_reduction(op, params_[P::softmax_efficiency], params_[P::softmax_fixed_s],
-                                 params_[P::softmax_row_stream_bps],
+      return price_softmax(op);
+    case OpKind::sampling:  // vocabulary rows: the CTA-per-row kind of kernel
+      return price_row_reduction(op, params_[P::softmax_block_efficiency],
+                                 params_[P::softmax_fixed_s], params_[P::softmax_row_stream_bps],
                                  params_[P::softmax_rows_per_sm]);
     default:
       return price_streaming(op, params_[P::elementwise_efficiency],

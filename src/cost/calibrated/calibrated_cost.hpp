@@ -79,6 +79,7 @@ class CalibratedCostModel : public CostModel {
   OpCost price_gemm(const Op& op, const GemmWavePlan& plan) const;
   OpCost price_attention(const Op& op) const;
   OpCost price_norm(const Op& op) const;
+  OpCost price_softmax(const Op& op) const;
   OpCost price_row_reduction(const Op& op, double efficiency, double fixed_s, double row_stream_bps,
                              double rows_per_sm) const;
   OpCost price_streaming(const Op& op, double efficiency, double fixed_s) const;

@@ -41,7 +41,10 @@ enum class CalibParam : int {
   softmax_fixed_s,
   softmax_row_stream_bps,
   softmax_rows_per_sm,
-  isolated_event_s,  // an op timed alone with CUDA events: the events and launch
+  softmax_warp_col_s,        // a warp-per-row softmax row's chain, per column
+  softmax_warp_rows_per_sm,  // warp-per-row rows in flight on one SM
+  softmax_block_efficiency,  // share of HBM bandwidth the CTA-per-row kernel reaches
+  isolated_event_s,          // an op timed alone with CUDA events: the events and launch
   // RoPE in the unfused (PyTorch) form runs PyTorch's generic elementwise kernel on the
   // transposed q/k views: its own share of HBM bandwidth, and its ten kernels issued from
   // Python wait for their launches when the op is timed alone.
