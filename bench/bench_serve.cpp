@@ -3,6 +3,7 @@
 // parallel degrees (under 30 s). Each iteration starts from cold price caches.
 #include <benchmark/benchmark.h>
 
+#include "cli/workload_grammar.hpp"
 #include "cost/cost_loader.hpp"
 #include "model/model_config.hpp"
 #include "serve/capacity_plan.hpp"
@@ -16,8 +17,8 @@ WorkloadSpec chat_workload(int64_t requests, double rate) {
   WorkloadSpec w;
   w.requests = requests;
   w.rate_per_s = rate;
-  w.input = parse_length_distribution("lognormal:1024,0.6", "input");
-  w.output = parse_length_distribution("lognormal:256,0.6", "output");
+  w.input = cli::parse_length_distribution("lognormal:1024,0.6", "input");
+  w.output = cli::parse_length_distribution("lognormal:256,0.6", "output");
   return w;
 }
 

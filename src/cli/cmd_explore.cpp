@@ -1,5 +1,6 @@
 #include "cli/commands.hpp"
 #include "cli/common_args.hpp"
+#include "cli/explore_grammar.hpp"
 #include "cli/field_grammar.hpp"
 #include "explore/design_space.hpp"
 #include "report/emit.hpp"

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "cli/workload_grammar.hpp"
 #include "util/error.hpp"
 #include "util/text.hpp"
 

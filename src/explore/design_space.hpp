@@ -15,9 +15,7 @@ struct DesignAxis {
   std::vector<std::string> values;
 };
 
-// Parses "cores=66,132,memory=HBM3,DDR5": a token with '=' starts a key, the tokens after it
-// are more values of that key. InputError for an empty value list or a missing key.
-std::vector<DesignAxis> parse_design_axes(const std::string& text);
+// cli/explore_grammar parses the text form "cores=66,132,memory=HBM3,DDR5".
 
 // What each design runs: one prefill (batch x tokens) or one decode step (batch sequences at
 // `context` tokens each). batch 0 means "the most sequences that fit" (capped at max_batch):
@@ -30,8 +28,8 @@ struct DesignWorkload {
   int64_t max_batch = 1024;
   std::string text;  // as given
 };
-// "decode:context=2048,batch=max" or "prefill:tokens=2048,batch=1".
-DesignWorkload parse_design_workload(const std::string& text);
+// cli/explore_grammar parses the text form "decode:context=2048,batch=max" or
+// "prefill:tokens=2048,batch=1".
 
 struct DesignPoint {
   std::string name;

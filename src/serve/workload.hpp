@@ -8,6 +8,9 @@
 
 namespace inferlab {
 
+// Token counts of a request are kept in [1, kMaxWorkloadTokens].
+inline constexpr int64_t kMaxWorkloadTokens = int64_t{1} << 20;
+
 // Token-count distributions: "fixed:N", "uniform:LO,HI", "normal:MEAN,SD",
 // "lognormal:MEAN,SIGMA" (SIGMA of the underlying normal; the mean is MEAN), or
 // "empirical:V1,V2,..." / "empirical:@FILE" (one count per line, drawn uniformly). Draws are
@@ -21,9 +24,6 @@ struct LengthDistribution {
   int64_t sample(std::mt19937_64& rng) const;
   double mean() const;
 };
-// `field` is the WorkloadSpec field the distribution sets (input, output): errors name it
-// (FieldError) so that a front end can say which of its settings was wrong.
-LengthDistribution parse_length_distribution(const std::string& text, const std::string& field);
 
 // Arrivals at `rate` requests per second: "poisson", "gamma:CV" (gamma-distributed gaps with
 // that coefficient of variation: above 1 is burstier than Poisson), or
@@ -35,7 +35,6 @@ struct ArrivalProcess {
   double cv = 1.0, period_s = 10.0, duty = 0.25;
   std::string text;
 };
-ArrivalProcess parse_arrival_process(const std::string& text);
 
 // A shared system prompt: "tokens=N,groups=G[,share=F]": a fraction F of requests (default
 // all) start with one of G prefixes of N tokens, added in front of their own prompt.
@@ -43,7 +42,6 @@ struct SharedPrefixSpec {
   int64_t tokens = 0, groups = 1;
   double share = 1.0;
 };
-SharedPrefixSpec parse_shared_prefix(const std::string& text);
 
 struct WorkloadSpec {
   int64_t requests = 1000;

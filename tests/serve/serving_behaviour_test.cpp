@@ -2,6 +2,7 @@
 // H100 (predicted iteration costs from the shipped calibration).
 #include <gtest/gtest.h>
 
+#include "cli/workload_grammar.hpp"
 #include "cost/cost_loader.hpp"
 #include "model/model_config.hpp"
 #include "predict/request_predictor.hpp"
@@ -35,8 +36,8 @@ std::vector<ServeRequest> workload(double rate, int64_t requests, const std::str
   WorkloadSpec w;
   w.requests = requests;
   w.rate_per_s = rate;
-  w.input = parse_length_distribution(input, "input");
-  w.output = parse_length_distribution(output, "output");
+  w.input = cli::parse_length_distribution(input, "input");
+  w.output = cli::parse_length_distribution(output, "output");
   if (prefix_tokens > 0) w.prefix = {prefix_tokens, 4, 1.0};
   return generate_workload(w);
 }
