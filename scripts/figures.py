@@ -193,6 +193,39 @@ def within(measured, figure):
     raise ManifestError(f"figure {figure['id']}: unknown tolerance {tol}")
 
 
+def format_like(old, value):
+    """`value` written the way the quoted `old` is: its decimals, thousands commas, sign style."""
+    digits = old.lstrip("+−-")
+    decimals = len(digits.split(".")[1]) if "." in digits else 0
+    text = f"{abs(value):,.{decimals}f}" if "," in digits else f"{abs(value):.{decimals}f}"
+    minus = "−" if "−" in old else "-"
+    if value < 0 and float(text.replace(",", "")) != 0:
+        return minus + text
+    return ("+" if old.startswith("+") else "") + text
+
+
+def update_quote(figure, new_value, figures):
+    """Rewrites one figure's number in its document and in the manifest entry (--update): the
+    quote is replaced once inside its section. False when the quote cannot be found as written
+    there (wrapped over lines, say): then edit it by hand."""
+    new_quote = figure["quote"].replace(figure["value"], new_value, 1)
+    path = os.path.join(ROOT, figure["file"])
+    text = open(path, encoding="utf-8").read()
+    section = section_text(figure["file"], figure.get("section", ""))
+    start = text.find(section)
+    at = text.find(figure["quote"], start)
+    if new_quote == figure["quote"] or at < 0 or at > start + len(section):
+        return False
+    open(path, "w", encoding="utf-8").write(
+        text[:at] + new_quote + text[at + len(figure["quote"]):])
+    for other in figures:  # figures quoted in the same words (one table row, say) follow
+        if other is not figure and other["file"] == figure["file"] and \
+                other["quote"] == figure["quote"]:
+            other["quote"] = new_quote
+    figure["quote"], figure["value"] = new_quote, new_value
+    return True
+
+
 def section_text(path, heading):
     """The text from the heading whose title contains `heading` up to the next heading of the
     same or a higher level (the whole file when heading is empty)."""
@@ -224,6 +257,9 @@ def main():
     parser.add_argument("--manifest", default=os.path.join(ROOT, "docs", "figures.json"))
     parser.add_argument("--only", default="", help="check only figures whose id starts so")
     parser.add_argument("--list", action="store_true", help="list the figures, run nothing")
+    parser.add_argument("--update", action="store_true",
+                        help="rewrite quoted numbers that moved (only those checked by their "
+                             "quoted rounding) in the docs and the manifest; review the diff")
     args = parser.parse_args()
     args.inferlab = os.path.abspath(args.inferlab)
     if args.bench_dir:
@@ -288,6 +324,8 @@ def main():
                 continue
         measured *= f.get("scale", 1.0)
         ok, tol_text = within(measured, f)
+        if not ok and args.update and f.get("tol") is None:
+            ok = update_quote(f, format_like(f["value"], measured), manifest["figures"])
         if not ok:
             failures.append(f"{f['id']}: quoted {f['value']}, now {measured:.6g} ({tol_text}); "
                             f"run '{run_id}', {f.get('path', f.get('regex', f.get('pooled_mape')))}")
@@ -295,6 +333,10 @@ def main():
         if normalise(f["quote"]) not in text:
             failures.append(f"{f['id']}: '{f['quote']}' is not in {f['file']}"
                             + (f" section '{f['section']}'" if f.get("section") else ""))
+    if args.update:
+        with open(args.manifest, "w", encoding="utf-8") as out:
+            json.dump(manifest, out, indent=1, ensure_ascii=False)
+            out.write("\n")
     for run_id, seconds in sorted(timings.items(), key=lambda kv: -kv[1]):
         print(f"run {run_id}: {seconds:.1f} s")
     checked = len(figures) - len(skipped)
