@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "report/svg_text.hpp"
+
 namespace inferlab {
 
 namespace {
@@ -76,27 +78,13 @@ constexpr const char* kScript = R"js(
 }  // namespace
 
 std::string html_escape(const std::string& text) {
+  // SVG's escapes, plus the single quote (attribute values may be in either quote).
   std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
+  for (char c : svg_escape(text)) {
+    if (c == '\'') {
+      out += "&#39;";
+    } else {
+      out += c;
     }
   }
   return out;

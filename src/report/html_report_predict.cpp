@@ -6,6 +6,7 @@
 #include <map>
 
 #include "report/html_report_charts.hpp"
+#include "report/roofline_report.hpp"
 #include "report/table.hpp"
 
 namespace inferlab {
@@ -119,28 +120,8 @@ std::string ops_table(const RequestPrediction& r) {
 }  // namespace
 
 RooflineChart prediction_roofline(const HardwareSpec& hw, const RequestPrediction& r) {
-  RooflineChart chart;
-  chart.subtitle = "ceilings: " + hw.ceiling_source();
-  if (hw.profile) {
-    const auto& doc = hw.profile->document;
-    for (const char* key :
-         {"fp8_tensor", "int8_tensor", "bf16_tensor", "tf32_tensor", "fp32_simt", "fp64_simt"}) {
-      if (doc["compute"].contains(key)) {
-        chart.compute.push_back({key, doc["compute"][key]["flops_per_s"].get<double>()});
-      }
-    }
-    for (const char* level : {"shared", "l2", "hbm"}) {
-      chart.memory.push_back(
-          {std::string(level) + " read", doc["memory"][level]["read_bps"].get<double>()});
-    }
-  } else {
-    for (DType d : {DType::fp8, DType::int8, DType::bf16, DType::fp16, DType::tf32, DType::fp32}) {
-      if (auto peak = hw.peak_flops(d)) {
-        chart.compute.push_back({std::string(dtype_name(d)), *peak});
-      }
-    }
-    chart.memory.push_back({"hbm (datasheet)", hw.memory_bandwidth_bps});
-  }
+  RooflineChart chart = roofline_chart(hw);  // the same ceilings as `inferlab roofline`
+  chart.title.clear();
   for (auto [phase, step] : {std::pair{"prefill", &r.prefill}, {"decode", &r.first_decode}}) {
     for (const auto& p : step->ops) {
       if (p.op.flops <= 0 || p.op.bytes() <= 0 || p.cost.time_s <= 0) continue;
