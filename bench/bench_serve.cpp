@@ -24,7 +24,7 @@ WorkloadSpec chat_workload(int64_t requests, double rate) {
 
 void BM_Serve10kRequestsLlama3_8bH100(benchmark::State& state) {
   const ModelConfig model = load_model("llama-3-8b");
-  const LoadedCost hw = load_cost("h100-sxm", "auto", "auto");
+  const LoadedCost hw = load_cost({"h100-sxm"});
   const auto requests = generate_workload(chat_workload(10000, 20.0));
   EngineConfig engine;
   engine.policy = SchedulePolicy::chunked;

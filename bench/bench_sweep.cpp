@@ -1,7 +1,7 @@
 // Speed of the predictor itself: `inferlab sweep` must price 10,000 points in under 1 s.
-#include "cost/cost_loader.hpp"
 #include <benchmark/benchmark.h>
 
+#include "cost/cost_loader.hpp"
 #include "cost/roofline.hpp"
 #include "predict/sweep.hpp"
 
@@ -47,7 +47,7 @@ BENCHMARK(BM_PredictDefault)->Unit(benchmark::kMicrosecond);
 void BM_PredictDefaultCalibrated(benchmark::State& state) {
   using namespace inferlab;
   ModelConfig model = load_model("llama-3.2-1b");
-  LoadedCost loaded = load_cost("h100-sxm", kProfileAuto, "calibrated");
+  LoadedCost loaded = load_cost({"h100-sxm", kProfileAuto, CostMethod::calibrated});
   HostOverhead host = load_host_overhead();
   PredictOptions options;
   for (auto _ : state) {

@@ -74,7 +74,7 @@ CapacityPlanRequest make_plan(const CapacityArgs& a, std::unique_ptr<ModelConfig
   if (plan.hardware.empty() || plan.tp_degrees.empty()) {
     throw InputError("--hardware and --tp need at least one value");
   }
-  plan.cost = a.common.cost;
+  plan.cost = parse_cost_method(a.common.cost);
   plan.options = to_predict_options(a.common);
   return plan;
 }

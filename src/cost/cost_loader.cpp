@@ -53,13 +53,4 @@ LoadedCost load_cost(const CostRequest& request) {
   return loaded;
 }
 
-LoadedCost load_cost(const std::string& hardware, const std::string& profile,
-                     const std::string& cost) {
-  CostRequest request;
-  request.hardware = hardware;
-  request.profile = profile;
-  request.method = parse_cost_method(cost);
-  return load_cost(request);
-}
-
 }  // namespace inferlab

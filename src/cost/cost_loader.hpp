@@ -52,9 +52,6 @@ struct LoadedCost {
 
 // InputError for unknown names, or for calibrated when no calibration applies.
 LoadedCost load_cost(const CostRequest& request);
-// For callers holding the method by name (`cost` as parse_cost_method reads it).
-LoadedCost load_cost(const std::string& hardware, const std::string& profile,
-                     const std::string& cost);
 
 // The tile-level simulator of a hardware template, as its own type (`simulate` reports where
 // its time goes, which only tilesim knows).

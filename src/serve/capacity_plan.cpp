@@ -20,7 +20,11 @@ std::vector<CapacityOutcome> plan_capacity(const CapacityPlanRequest& request) {
   const HostOverhead host = load_host_overhead();
   std::vector<CapacityOutcome> outcomes;
   for (const auto& hw_name : request.hardware) {
-    const LoadedCost hw = load_cost(hw_name, request.profile, request.cost);
+    CostRequest cost_request;
+    cost_request.hardware = hw_name;
+    cost_request.profile = request.profile;
+    cost_request.method = request.cost;
+    const LoadedCost hw = load_cost(cost_request);
     for (int tp : request.tp_degrees) {
       CapacityOutcome c;
       c.hardware = hw_name;

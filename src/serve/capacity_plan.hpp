@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "cost/cost_loader.hpp"
 #include "model/model_config.hpp"
 #include "predict/options.hpp"
 #include "serve/capacity.hpp"
@@ -18,7 +19,8 @@ struct CapacityPlanRequest {
   std::vector<std::string> hardware;
   std::vector<int> tp_degrees;
   std::map<std::string, double> usd_per_device_hour;  // by hardware name; may be partial
-  std::string cost = "auto", profile = "auto";
+  CostMethod cost = CostMethod::auto_;
+  std::string profile = kProfileAuto;
   PredictOptions options;  // tp is set per configuration
   EngineConfig engine;     // KV size is set per configuration
   std::vector<ServeRequest> unit_rate_requests;

@@ -326,8 +326,9 @@ TEST(Calibrated, BadCalibrationFilesAreInputErrors) {
   EXPECT_THROW(calibrated_params_from_json(j, "test"), InputError);
   j["params"].erase("gemm_compute_efficiency");
   EXPECT_THROW(calibrated_params_from_json(j, "test"), InputError);
-  EXPECT_THROW(load_cost("h100-sxm", kProfileAuto, "magic"), InputError);
-  EXPECT_THROW(load_cost("mi210", kProfileAuto, "calibrated"), InputError);  // no CDNA2 calibration
+  EXPECT_THROW(load_cost({"h100-sxm", kProfileAuto, parse_cost_method("magic")}), InputError);
+  EXPECT_THROW(load_cost({"mi210", kProfileAuto, CostMethod::calibrated}),
+               InputError);  // no CDNA2 calibration
 }
 
 }  // namespace

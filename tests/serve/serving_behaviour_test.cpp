@@ -17,7 +17,7 @@ namespace {
 
 struct Deployment {
   ModelConfig model = load_model("llama-3-8b");
-  LoadedCost hw = load_cost("h100-sxm", "auto", "auto");
+  LoadedCost hw = load_cost({"h100-sxm"});
   PredictOptions options;
   PredictedIterationCost cost{model, hw.spec, *hw.cost, options, load_host_overhead()};
   EngineConfig engine(SchedulePolicy policy, double memory_utilization = 0.9) const {

@@ -11,12 +11,12 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "test_support.hpp"
 #include "cost/cost_loader.hpp"
 #include "model/model_config.hpp"
 #include "serve/iteration_cost.hpp"
 #include "serve/metrics.hpp"
 #include "serve/serving_setup.hpp"
+#include "test_support.hpp"
 
 namespace inferlab {
 namespace {
@@ -43,7 +43,7 @@ TEST(ServingReference, EagerPyTorchServerOnH100) {
   ASSERT_TRUE(in.good());
   const auto reference = nlohmann::json::parse(in);
   const ModelConfig model = load_model("llama-3-8b");
-  const LoadedCost hw = load_cost("h100-sxm", "auto", "auto");
+  const LoadedCost hw = load_cost({"h100-sxm"});
   PredictOptions options;
   options.framework = Framework::pytorch;
   options.cuda_graphs = false;
@@ -98,8 +98,7 @@ TEST(ServingReference, EagerPyTorchServerOnH100) {
           b.decode_median);
     check("TPOT p50", median(simulated_tpot) / median(measured_tpot), b.tpot_p50);
     check("TTFT p50", median(simulated_ttft) / median(measured_ttft), b.ttft_p50);
-    check("TTFT p99", percentile(simulated_ttft, 99) / percentile(measured_ttft, 99),
-          b.ttft_p99);
+    check("TTFT p99", percentile(simulated_ttft, 99) / percentile(measured_ttft, 99), b.ttft_p99);
     // Both served every request, in about the same span (arrivals set most of it).
     EXPECT_EQ(summarize(sim).completed, static_cast<int64_t>(requests.size()));
     check("busy time", simulated_busy / measured_busy, b.busy);
