@@ -1,6 +1,7 @@
 #include "cli/commands.hpp"
 #include "cli/common_args.hpp"
 #include "cli/field_grammar.hpp"
+#include "cli/predict_run.hpp"
 #include "predict/validity.hpp"
 #include "report/emit.hpp"
 #include "report/prediction_report.hpp"
@@ -29,26 +30,19 @@ void register_predict(CLI::App& app) {
   cmd->callback(naming_flags([args] {
     const auto& a = *args;
     OutputFormat format = parse_output_format(a.common.format);
-    ModelConfig model = load_model(a.common.model);
-    LoadedHardware hw = load_cost_model(a.common);
-    PredictOptions o = to_predict_options(a.common);
-    o.batch = a.batch;
-    o.input_tokens = a.input;
-    o.output_tokens = a.output;
-    HostOverhead host = load_host_overhead();
-    StepContext context = make_step_context(model, hw.spec, *hw.cost, o, host);
-    RequestPrediction r = predict_request(model, hw.spec, *hw.cost, o, host);
+    const PredictRun run = run_prediction(a.common, a.batch, a.input, a.output);
+    const std::string cost_name = run.hw.cost->name();
     const RequestSetupView setup{
-        model.name,
-        hw.spec,
-        hw.cost->name(),
-        hw.source,
-        o,
-        context.precision,
-        unvalidated_paths(model, o, context.precision, hw.spec, hw.cost->name())};
+        run.model.name,
+        run.hw.spec,
+        cost_name,
+        run.hw.source,
+        run.options,
+        run.precision,
+        unvalidated_paths(run.model, run.options, run.precision, run.hw.spec, cost_name)};
     nlohmann::json out = request_setup_json(setup);
-    out.update(request_to_json(r));
-    emit(out, request_text(setup, r), request_csv(r), format);
+    out.update(request_to_json(run.prediction));
+    emit(out, request_text(setup, run.prediction), request_csv(run.prediction), format);
   }));
 }
 

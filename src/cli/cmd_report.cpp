@@ -8,6 +8,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/common_args.hpp"
+#include "cli/predict_run.hpp"
 #include "cli/serve_args.hpp"
 #include "cli/slo_grammar.hpp"
 #include "fit/validation.hpp"
@@ -61,29 +62,22 @@ void reject_foreign_options(const CLI::App* cmd, const ReportArgs& a) {
 }
 
 HtmlPage predict_page(const ReportArgs& a) {
-  ModelConfig model = load_model(a.common.model);
-  LoadedHardware hw = load_cost_model(a.common);
-  PredictOptions o = to_predict_options(a.common);
-  o.batch = a.batch;
-  o.input_tokens = a.input;
-  o.output_tokens = a.output;
-  HostOverhead host = load_host_overhead();
-  StepContext context = make_step_context(model, hw.spec, *hw.cost, o, host);
-  RequestPrediction r = predict_request(model, hw.spec, *hw.cost, o, host);
+  const PredictRun run = run_prediction(a.common, a.batch, a.input, a.output);
+  const PredictOptions& o = run.options;
   PredictReportInput in;
-  in.model = model.name;
-  in.hardware = &hw.spec;
-  in.cost_model = hw.cost->name();
-  in.cost_source = hw.source;
+  in.model = run.model.name;
+  in.hardware = &run.hw.spec;
+  in.cost_model = run.hw.cost->name();
+  in.cost_source = run.hw.source;
   in.batch = a.batch;
   in.input_tokens = a.input;
   in.output_tokens = a.output;
   in.settings = fmt::format(
       "weights {}, activations {}, KV {}; {} kernels, CUDA graphs {}, FlashAttention {}, TP {}",
-      dtype_name(context.precision.weights), dtype_name(context.precision.activations),
-      dtype_name(context.precision.kv), framework_name(o.framework), o.cuda_graphs ? "on" : "off",
+      dtype_name(run.precision.weights), dtype_name(run.precision.activations),
+      dtype_name(run.precision.kv), framework_name(o.framework), o.cuda_graphs ? "on" : "off",
       o.flash_attention ? "on" : "off", o.tp);
-  in.prediction = &r;
+  in.prediction = &run.prediction;
   return predict_html_page(in);
 }
 
