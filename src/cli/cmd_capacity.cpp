@@ -3,7 +3,6 @@
 
 #include "cli/commands.hpp"
 #include "cli/common_args.hpp"
-#include "cli/field_grammar.hpp"
 #include "cli/serve_args.hpp"
 #include "cli/slo_grammar.hpp"
 #include "report/capacity_report.hpp"
@@ -100,13 +99,13 @@ void register_capacity(CLI::App& app) {
   cmd->add_option("--workload", args->serve.trace,
                   "A trace whose arrival pattern is replayed at each rate (same as --trace)");
   add_serve_options(cmd, args->serve, false);
-  cmd->callback(naming_flags([args] {
+  cmd->callback([args] {
     OutputFormat format = parse_output_format(args->common.format);
     std::unique_ptr<ModelConfig> draft;
     const CapacityPlanRequest plan = make_plan(*args, draft);
     const std::vector<CapacityOutcome> outcomes = plan_capacity(plan);
     emit(capacity_json(plan, outcomes), capacity_table(outcomes), format);
-  }));
+  });
 }
 
 }  // namespace inferlab::cli

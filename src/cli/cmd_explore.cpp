@@ -1,7 +1,6 @@
 #include "cli/commands.hpp"
 #include "cli/common_args.hpp"
 #include "cli/explore_grammar.hpp"
-#include "cli/field_grammar.hpp"
 #include "explore/design_space.hpp"
 #include "report/emit.hpp"
 #include "report/explore_report.hpp"
@@ -58,7 +57,7 @@ void register_explore(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--pp", args->pp, "Pipeline stages")->capture_default_str();
   cmd->add_option("--svg", args->svg, "Also write the cost-throughput chart here");
-  cmd->callback(naming_flags([args] {
+  cmd->callback([args] {
     OutputFormat format = parse_output_format(args->common.format);
     const ExploreRequest request = make_explore_request(*args);
     std::vector<DesignPoint> points = explore_designs(request);
@@ -66,7 +65,7 @@ void register_explore(CLI::App& app) {
       open_output(args->svg, "--svg") << render_xy_chart_svg(pareto_chart(request, points));
     }
     emit(explore_json(request, points), explore_table(points), format);
-  }));
+  });
 }
 
 }  // namespace inferlab::cli

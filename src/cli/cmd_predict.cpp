@@ -1,6 +1,5 @@
 #include "cli/commands.hpp"
 #include "cli/common_args.hpp"
-#include "cli/field_grammar.hpp"
 #include "cli/predict_run.hpp"
 #include "predict/validity.hpp"
 #include "report/emit.hpp"
@@ -27,7 +26,7 @@ void register_predict(CLI::App& app) {
   cmd->add_option("--batch", args->batch, "Sequences per batch")->capture_default_str();
   cmd->add_option("--input", args->input, "Prompt tokens per sequence")->capture_default_str();
   cmd->add_option("--output", args->output, "Generated tokens per sequence")->capture_default_str();
-  cmd->callback(naming_flags([args] {
+  cmd->callback([args] {
     const auto& a = *args;
     OutputFormat format = parse_output_format(a.common.format);
     const PredictRun run = run_prediction(a.common, a.batch, a.input, a.output);
@@ -43,7 +42,7 @@ void register_predict(CLI::App& app) {
     nlohmann::json out = request_setup_json(setup);
     out.update(request_to_json(run.prediction));
     emit(out, request_text(setup, run.prediction), request_csv(run.prediction), format);
-  }));
+  });
 }
 
 }  // namespace inferlab::cli

@@ -1,6 +1,5 @@
 #include "cli/commands.hpp"
 #include "cli/common_args.hpp"
-#include "cli/field_grammar.hpp"
 #include "predict/request_predictor.hpp"
 #include "report/emit.hpp"
 #include "report/roofline_report.hpp"
@@ -26,7 +25,7 @@ void register_roofline(CLI::App& app) {
   cmd->add_option("--batch", args->batch, "Sequences")->capture_default_str();
   cmd->add_option("--input", args->input, "Prompt tokens (decode is placed at input + 1)")
       ->capture_default_str();
-  cmd->callback(naming_flags([args, cmd] {
+  cmd->callback([args, cmd] {
     const auto& a = *args;
     OutputFormat format = parse_output_format(a.common.format);
     LoadedHardware hw = load_cost_model(a.common);
@@ -46,7 +45,7 @@ void register_roofline(CLI::App& app) {
     open_output(a.out) << svg;
     emit(roofline_json(chart, hw.spec, model_name, a.out), roofline_text(chart, a.out),
          roofline_table(chart).to_csv(), format);
-  }));
+  });
 }
 
 }  // namespace inferlab::cli

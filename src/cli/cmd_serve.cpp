@@ -2,7 +2,6 @@
 
 #include "cli/commands.hpp"
 #include "cli/common_args.hpp"
-#include "cli/field_grammar.hpp"
 #include "cli/serve_args.hpp"
 #include "cli/slo_grammar.hpp"
 #include "report/emit.hpp"
@@ -64,7 +63,7 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--iterations-csv", args->iterations_csv, "Write one row per iteration here");
   cmd->add_option("--svg-prefix", args->svg_prefix,
                   "Write PREFIX-ttft-cdf.svg, PREFIX-tpot-cdf.svg and PREFIX-kv.svg");
-  cmd->callback(naming_flags([args] {
+  cmd->callback([args] {
     const auto& a = *args;
     OutputFormat format = parse_output_format(a.common.format);
     ModelConfig model = load_model(a.common.model);
@@ -87,7 +86,7 @@ void register_serve(CLI::App& app) {
     write_serve_files(a, result,
                       fmt::format("{} on {}, {}", model.name, hw.spec.name, engine.max_num_seqs));
     emit(serve_json(setup, s), serve_text(setup, s), serve_latency_table(s).to_csv(), format);
-  }));
+  });
 }
 
 }  // namespace inferlab::cli

@@ -1,6 +1,5 @@
 #include "cli/commands.hpp"
 #include "cli/common_args.hpp"
-#include "cli/field_grammar.hpp"
 #include "predict/sweep.hpp"
 #include "report/emit.hpp"
 #include "report/sweep_report.hpp"
@@ -29,7 +28,7 @@ void register_sweep(CLI::App& app) {
   cmd->add_option("--tp", args->tp, "Tensor-parallel degrees")->delimiter(',');
   cmd->add_option("--weights", args->weights, "Weight formats, e.g. bf16,int8,int4")
       ->delimiter(',');
-  cmd->callback(naming_flags([args] {
+  cmd->callback([args] {
     const auto& a = *args;
     OutputFormat format = parse_output_format(a.common.format);
     ModelConfig model = load_model(a.common.model);
@@ -42,7 +41,7 @@ void register_sweep(CLI::App& app) {
     }
     auto rows = run_sweep(model, hw.spec, *hw.cost, base, load_host_overhead(), grid);
     emit(sweep_json(model.name, hw.spec.name, rows), sweep_table(rows, format), format);
-  }));
+  });
 }
 
 }  // namespace inferlab::cli

@@ -2,8 +2,6 @@
 
 #include <map>
 
-#include "util/field_error.hpp"
-
 namespace inferlab::cli {
 
 std::string flag_of_field(const std::string& field) {
@@ -31,16 +29,6 @@ std::string flag_of_field(const std::string& field) {
   };
   const auto it = kFlags.find(field);
   return it == kFlags.end() ? field : it->second;
-}
-
-std::function<void()> naming_flags(std::function<void()> body) {
-  return [body = std::move(body)] {
-    try {
-      body();
-    } catch (const FieldError& e) {
-      throw InputError(rename_fields(e.what(), flag_of_field));
-    }
-  };
 }
 
 }  // namespace inferlab::cli
