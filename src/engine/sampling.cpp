@@ -55,16 +55,24 @@ std::vector<std::pair<int32_t, double>> sampling_distribution(std::span<const fl
   return probs;
 }
 
-int32_t Sampler::sample(std::span<const float> logits, const SamplingParams& params) {
-  if (!(params.temperature > 0) || params.top_k == 1) return argmax(logits);
-  const auto distribution = sampling_distribution(logits, params);
-  const double u = rng_.uniform();
+bool sampling_draws(const SamplingParams& params) {
+  return params.temperature > 0 && params.top_k != 1;
+}
+
+int32_t pick_token(const std::vector<std::pair<int32_t, double>>& distribution, double u) {
+  if (distribution.empty()) throw std::invalid_argument("pick_token: empty distribution");
   double cumulative = 0;
   for (const auto& [token, p] : distribution) {
     cumulative += p;
     if (u < cumulative) return token;
   }
   return distribution.back().first;
+}
+
+int32_t Sampler::sample(std::span<const float> logits, const SamplingParams& params) {
+  if (!sampling_draws(params)) return argmax(logits);
+  const auto distribution = sampling_distribution(logits, params);
+  return pick_token(distribution, rng_.uniform());
 }
 
 }  // namespace inferlab::engine

@@ -24,12 +24,22 @@ int32_t argmax(std::span<const float> logits);
 std::vector<std::pair<int32_t, double>> sampling_distribution(std::span<const float> logits,
                                                               const SamplingParams& params);
 
+// True when sampling with `params` draws a random number (temperature > 0 and top_k != 1).
+bool sampling_draws(const SamplingParams& params);
+
+// The token a uniform draw u in [0, 1) picks from a distribution: the first whose running
+// probability exceeds u (the last one when rounding leaves u above the total).
+int32_t pick_token(const std::vector<std::pair<int32_t, double>>& distribution, double u);
+
 // Draws tokens with its own xoshiro256** generator (seeded once, one uniform draw per sampled
 // token, none for greedy): the same seed and logits give the same tokens.
 class Sampler {
  public:
   explicit Sampler(uint64_t seed) : rng_(seed) {}
   int32_t sample(std::span<const float> logits, const SamplingParams& params);
+  // The draw sample() would make for `params` (0 and no draw when sampling_draws is false), for
+  // a backend that samples on the device.
+  double draw(const SamplingParams& params) { return sampling_draws(params) ? rng_.uniform() : 0; }
 
  private:
   Xoshiro256 rng_;

@@ -1,0 +1,60 @@
+#pragma once
+// Causal attention of a batch of sequences over the paged KV cache, bf16 in and out, fp32
+// softmax and accumulation. Sequence s has query_len(s) = query_start[s+1] - query_start[s] new
+// tokens, already written (keys and values, RoPE applied) into the cache, and context_lens[s]
+// tokens in all: its new token j sits at position context_lens[s] - query_len(s) + j and attends
+// to every position up to its own (within the sliding window when one is set), reading keys and
+// values through the sequence's block table. GQA: query head h reads KV head
+// h / (num_heads / num_kv_heads).
+//
+// Two kernels behind one call: when every sequence has one new token (decode), split-K
+// flash-decoding (each split of the context writes a partial output and its log-sum-exp, a second
+// kernel combines them); otherwise a FlashAttention-style tiled kernel (query tiles × key tiles,
+// online softmax) that also attends to each sequence's cached prefix.
+// The CPU reference is cpu::paged_attention (engine/cpu/ops.hpp).
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace inferlab::engine::cuda {
+
+struct PagedAttentionParams {
+  // Query of token t, head h: q + t * q_row_stride + h * head_dim (the fused QKV GEMM output,
+  // whose rows are q_dim + 2 kv_dim wide).
+  const __nv_bfloat16* q = nullptr;
+  int64_t q_row_stride = 0;
+  // This layer's cache: key of slot s, KV head g at k_cache + (s * num_kv_heads + g) * head_dim
+  // (slot = block_table[p / block_size] * block_size + p % block_size); values the same.
+  const __nv_bfloat16* k_cache = nullptr;
+  const __nv_bfloat16* v_cache = nullptr;
+  const int32_t* block_tables = nullptr;  // device, [num_seqs, block_table_stride]
+  int block_table_stride = 0;
+  const int32_t* query_start = nullptr;   // device, [num_seqs + 1], query_start[0] = 0
+  const int32_t* context_lens = nullptr;  // device, [num_seqs]
+  int num_seqs = 0;
+  int num_tokens = 0;       // query_start[num_seqs]
+  int max_query_len = 0;    // host copies of the maxima, for the launch grid
+  int max_context_len = 0;
+  int num_heads = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;         // 64 or 128
+  int block_size = 0;       // tokens per cache block (16 by default)
+  int sliding_window = 0;   // 0: none; else keys at positions > position - sliding_window
+  float softmax_scale = 0;  // 1 / sqrt(head_dim)
+  __nv_bfloat16* out = nullptr;  // [num_tokens, num_heads * head_dim]
+  // Scratch for the split-K partials; at least paged_attention_workspace_bytes(...).
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+};
+
+// Scratch the decode path needs for up to max_tokens tokens at these sizes.
+size_t paged_attention_workspace_bytes(int max_tokens, int num_heads, int head_dim,
+                                       int max_context_len);
+
+// Launches on `stream` (no synchronisation, no allocation: graph-capturable). Throws
+// std::invalid_argument for an unsupported head_dim or a workspace that is too small.
+void paged_attention(const PagedAttentionParams& params, cudaStream_t stream);
+
+}  // namespace inferlab::engine::cuda

@@ -1,0 +1,17 @@
+// The CUDA backend in a build without CUDA: no device, and a clear refusal.
+#include "engine/cuda_backend.hpp"
+#include "util/error.hpp"
+
+namespace inferlab::engine {
+
+bool cuda_device_available() { return false; }
+std::string cuda_device_name() { return ""; }
+
+int64_t cuda_backend_fixed_bytes(const LlamaConfig&, const CudaBackendOptions&) { return 0; }
+
+std::unique_ptr<Backend> make_cuda_backend(const LlamaConfig&, const TensorSource&,
+                                           const CudaBackendOptions&) {
+  throw InputError("--device cuda: this build has no CUDA backend; use --device cpu");
+}
+
+}  // namespace inferlab::engine
