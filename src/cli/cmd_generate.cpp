@@ -1,14 +1,12 @@
 // `inferlab generate`: text from a prompt on the engine, streamed to stdout as it is decoded;
 // TTFT, TPOT and tokens/s on stderr (--format json: one object instead).
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <iostream>
 
 #include "cli/commands.hpp"
 #include "cli/common_args.hpp"
 #include "cli/engine_args.hpp"
-#include "engine/cpu/cpu_backend.hpp"
 #include "engine/generate.hpp"
 #include "engine/tokenizer/chat.hpp"
 #include "engine/tokenizer/stream_decoder.hpp"
@@ -22,32 +20,14 @@ namespace inferlab::cli {
 namespace {
 struct GenerateArgs {
   CommonArgs common;
-  std::string model, tokenizer, prompt, device = "cpu";
+  std::string model, tokenizer, prompt, device = "auto";
   bool chat = false;
   int64_t max_tokens = 64, top_k = 0;
   double temperature = 0.0, top_p = 1.0;
   uint64_t seed = 0;
 };
 
-// Refuses, before any weight is read, a run that would not fit in this machine's memory.
-void check_cpu_memory(const engine::LlamaConfig& config, int64_t max_tokens) {
-  double physical_bytes =
-      static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
-  double needed_bytes = static_cast<double>(engine::cpu_backend_bytes(config, max_tokens));
-  if (needed_bytes > 0.9 * physical_bytes) {
-    throw InputError(fmt::format(
-        "{} on the CPU needs {:.1f} GB (fp32 weights and KV cache for {} tokens); this machine "
-        "has {:.1f} GB",
-        config.model.name, needed_bytes / 1e9, max_tokens, physical_bytes / 1e9));
-  }
-}
-
 void check_args(const GenerateArgs& a) {
-  if (a.device == "cuda") {
-    throw InputError(
-        "--device cuda: this engine has only its CPU reference backend so far; use --device cpu");
-  }
-  if (a.device != "cpu") throw InputError("unknown --device '" + a.device + "'; known: cpu, cuda");
   if (a.max_tokens < 1 || a.max_tokens > 1'000'000) {
     throw InputError("--max-tokens must be in [1, 1000000], got " + std::to_string(a.max_tokens));
   }
@@ -69,10 +49,14 @@ void run_generate(const GenerateArgs& a) {
   check_args(a);
   auto tok = engine::Tokenizer::from_file(tokenizer_path(a.model, a.tokenizer));
   std::vector<int32_t> prompt = prompt_ids(a, tok);
-  engine::LlamaConfig config = engine::load_llama_config(a.model);
-  const int64_t max_tokens = static_cast<int64_t>(prompt.size()) + a.max_tokens;
-  check_cpu_memory(config, max_tokens);
-  auto backend = engine::make_cpu_backend(load_engine_model(a.model, a.seed), max_tokens);
+  EngineOptions engine_options;
+  engine_options.device = resolve_device(a.device);
+  engine_options.seed = a.seed;
+  engine_options.kv_tokens = static_cast<int64_t>(prompt.size()) + a.max_tokens;
+  engine_options.max_batch_tokens = std::max<int64_t>(engine_options.max_batch_tokens,
+                                                      static_cast<int64_t>(prompt.size()));
+  engine_options.max_sequences = 1;
+  auto backend = make_engine_backend(a.model, engine_options);
   std::vector<int32_t> stops =
       engine::stop_token_ids(tok, is_checkpoint_folder(a.model) ? a.model : "");
   engine::GenerateOptions options{a.max_tokens,
@@ -89,11 +73,11 @@ void run_generate(const GenerateArgs& a) {
   int64_t prompt_tokens = static_cast<int64_t>(prompt.size());
   if (streaming) {
     std::cout << tail << '\n';
-    std::cerr << generate_summary(prompt_tokens, result, a.device);
+    std::cerr << generate_summary(prompt_tokens, result, engine_options.device);
     return;
   }
   std::string text = engine::utf8_lossy(tok.decode(result.tokens, /*skip_special_tokens=*/true));
-  nlohmann::json json = generate_json(text, prompt_tokens, result, a.device);
+  nlohmann::json json = generate_json(text, prompt_tokens, result, engine_options.device);
   emit(json, "", json.dump() + "\n", format);
 }
 }  // namespace
@@ -112,7 +96,7 @@ void register_generate(CLI::App& app) {
   cmd->add_option("--top-k", args->top_k, "0: no limit")->capture_default_str();
   cmd->add_option("--seed", args->seed, "Sampling seed (and random weights for a shipped model)")
       ->capture_default_str();
-  cmd->add_option("--device", args->device, "cpu (fp32 reference) or cuda")->capture_default_str();
+  cmd->add_option("--device", args->device, "auto (cuda where a GPU is present), cuda, or cpu (the fp32 reference)")->capture_default_str();
   add_format_option(cmd, args->common);
   cmd->callback([args] { run_generate(*args); });
 }

@@ -26,5 +26,7 @@ void register_report(CLI::App& app);  // HTML page of predict, serve or validate
 void register_init_weights(CLI::App& app);
 void register_tokenize(CLI::App& app);
 void register_generate(CLI::App& app);
+void register_bench(CLI::App& app);   // the engine timed
+void register_logits(CLI::App& app);  // teacher-forced logits to .npy
 
 }  // namespace inferlab::cli

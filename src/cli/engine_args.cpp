@@ -1,6 +1,13 @@
 #include "cli/engine_args.hpp"
 
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include "engine/checkpoint.hpp"
+#include "engine/cpu/cpu_backend.hpp"
+#include "engine/cuda_backend.hpp"
 #include "engine/init_weights.hpp"
+#include "engine/tensor_source.hpp"
 #include "util/data_dir.hpp"
 #include "util/error.hpp"
 
@@ -27,6 +34,59 @@ engine::LlamaModel load_engine_model(const std::string& model, uint64_t seed) {
   engine::LlamaConfig config = engine::load_llama_config(model);
   engine::LlamaWeights weights = engine::random_llama_weights(config, seed);
   return {std::move(config), std::move(weights)};
+}
+
+std::string resolve_device(const std::string& device) {
+  if (device == "auto") return engine::cuda_device_available() ? "cuda" : "cpu";
+  if (device == "cpu" || device == "cuda") return device;
+  throw InputError("unknown --device '" + device + "'; known: auto, cpu, cuda");
+}
+
+namespace {
+
+// Refuses, before any weight is read, a CPU run that would not fit in this machine's memory.
+void check_cpu_memory(const engine::LlamaConfig& config, int64_t kv_tokens) {
+  double physical_bytes =
+      static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  double needed_bytes = static_cast<double>(engine::cpu_backend_bytes(config, kv_tokens));
+  if (needed_bytes > 0.9 * physical_bytes) {
+    throw InputError(fmt::format(
+        "{} on the CPU needs {:.1f} GB (fp32 weights and KV cache for {} tokens); this machine "
+        "has {:.1f} GB",
+        config.model.name, needed_bytes / 1e9, kv_tokens, physical_bytes / 1e9));
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<engine::Backend> make_engine_backend(const std::string& model,
+                                                     const EngineOptions& options) {
+  const engine::LlamaConfig config = engine::load_llama_config(model);
+  if (options.device == "cpu") {
+    check_cpu_memory(config, options.kv_tokens);
+    return engine::make_cpu_backend(load_engine_model(model, options.seed), options.kv_tokens);
+  }
+  engine::CudaBackendOptions cuda;
+  cuda.gpu_memory_utilization = options.gpu_memory_utilization;
+  cuda.max_batch_tokens = options.max_batch_tokens;
+  cuda.max_sequences = options.max_sequences;
+  if (!engine::cuda_device_available()) {
+    throw InputError("--device cuda: no CUDA GPU is visible on this machine; use --device cpu");
+  }
+  std::unique_ptr<engine::Backend> backend;
+  if (is_checkpoint_folder(model)) {
+    const auto checkpoint = engine::Checkpoint::open(model);
+    engine::check_llama_checkpoint(checkpoint, config);
+    backend = engine::make_cuda_backend(config, engine::checkpoint_tensor_source(checkpoint), cuda);
+  } else {
+    backend = engine::make_cuda_backend(config, engine::random_tensor_source(config, options.seed),
+                                        cuda);
+  }
+  if (options.kv_tokens > backend->kv_layout().slots()) {
+    throw InputError(fmt::format("the KV cache holds {} tokens on this GPU; {} are needed",
+                                 backend->kv_layout().slots(), options.kv_tokens));
+  }
+  return backend;
 }
 
 }  // namespace inferlab::cli

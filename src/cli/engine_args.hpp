@@ -1,8 +1,10 @@
 #pragma once
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 
+#include "engine/backend.hpp"
 #include "engine/llama_weights.hpp"
 
 namespace inferlab::cli {
@@ -17,5 +19,25 @@ std::filesystem::path tokenizer_path(const std::string& model, const std::string
 // A checkpoint folder's weights, or random weights at a shipped model's real shapes (the
 // values init-weights would write with this seed).
 engine::LlamaModel load_engine_model(const std::string& model, uint64_t seed);
+
+// What the engine commands share: where to run and how big the cache and batches are.
+struct EngineOptions {
+  std::string device = "auto";  // auto (cuda where a GPU is present), cuda, cpu
+  uint64_t seed = 0;            // random weights of a shipped model
+  int64_t kv_tokens = 0;        // the cache must hold this many tokens (CPU: exactly this)
+  int64_t max_batch_tokens = 4096;
+  int64_t max_sequences = 256;
+  double gpu_memory_utilization = 0.90;
+};
+
+// "cuda" or "cpu" for --device (auto → cuda when a GPU is visible); an unknown name is an
+// InputError.
+std::string resolve_device(const std::string& device);
+
+// The backend for `model` on options.device (already resolved). CPU: refused up front when its
+// fp32 weights and cache would not fit in this machine's memory. CUDA: bf16 weights read
+// straight from the checkpoint (or drawn at the shipped shapes).
+std::unique_ptr<engine::Backend> make_engine_backend(const std::string& model,
+                                                     const EngineOptions& options);
 
 }  // namespace inferlab::cli

@@ -35,4 +35,20 @@ void validate_batch(const ForwardBatch& batch, const LlamaConfig& config,
   }
 }
 
+std::vector<int32_t> Backend::forward_sample(const ForwardBatch& batch,
+                                             std::span<const SampleSpec> specs) {
+  if (specs.size() != batch.sequences.size()) {
+    throw std::invalid_argument("forward_sample: one SampleSpec per sequence is needed");
+  }
+  const ForwardResult result = forward(batch);
+  std::vector<int32_t> ids;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const auto logits = result.last(i);
+    ids.push_back(sampling_draws(specs[i].params)
+                      ? pick_token(sampling_distribution(logits, specs[i].params), specs[i].uniform)
+                      : argmax(logits));
+  }
+  return ids;
+}
+
 }  // namespace inferlab::engine

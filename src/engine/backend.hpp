@@ -3,8 +3,11 @@
 #include <span>
 #include <vector>
 
+#include <string>
+
 #include "engine/kv_cache.hpp"
 #include "engine/llama_config.hpp"
+#include "engine/sampling.hpp"
 
 namespace inferlab::engine {
 
@@ -37,6 +40,23 @@ struct ForwardResult {
   int64_t rows(size_t i) const { return first_row[i + 1] - first_row[i]; }
 };
 
+// How one sequence's next token is chosen: its sampling parameters and the uniform draw the
+// host's Sampler made for it (Sampler::draw), so the CPU and the GPU pick the same token.
+struct SampleSpec {
+  SamplingParams params;
+  double uniform = 0;
+};
+
+// GPU time of one kind of kernel in the last profiled forward pass, and the bytes it moved
+// (weights, activations, KV cache: what the roofline is measured against).
+struct KernelClassTime {
+  std::string name;  // "gemm_qkv", "attention", "norm", ...
+  double seconds = 0;
+  double bytes = 0;
+  double flops = 0;
+  int64_t launches = 0;
+};
+
 // One model on one device with its paged KV cache. The CPU reference (cpu/cpu_backend) and the
 // CUDA backend implement it; the generate loop and the serving executor call it.
 class Backend {
@@ -48,6 +68,18 @@ class Backend {
   // logits. Token ids outside the vocabulary are an InputError; a block table that does not
   // cover the positions or names a block outside the pool is std::invalid_argument.
   virtual ForwardResult forward(const ForwardBatch& batch) = 0;
+  // forward() and one token per sequence from its last logits, picked as `specs[i]` says. The
+  // CPU does it from forward()'s logits; the CUDA backend samples on the GPU and copies back
+  // only the ids.
+  virtual std::vector<int32_t> forward_sample(const ForwardBatch& batch,
+                                              std::span<const SampleSpec> specs);
+  // Device time of the last forward pass in seconds (CUDA events around its work); negative
+  // where the backend does not measure it (the CPU).
+  virtual double last_forward_device_s() const { return -1; }
+  // With profiling on, every kernel is bracketed by events and last_forward_profile() gives the
+  // time per kernel class (it perturbs the timing a little; off by default).
+  virtual void set_profiling(bool) {}
+  virtual std::vector<KernelClassTime> last_forward_profile() const { return {}; }
 };
 
 // Checks a batch against a model and cache layout (the checks forward() promises).

@@ -8,6 +8,7 @@
 #include "engine/backend.hpp"
 #include "engine/llama_config.hpp"
 #include "engine/llama_weights.hpp"
+#include "engine/tensor_source.hpp"
 
 namespace inferlab::engine {
 
@@ -23,10 +24,6 @@ struct CudaBackendOptions {
   int64_t max_batch_tokens = 4096;       // new tokens per forward pass (activation buffers)
   int64_t max_sequences = 256;           // sequences per forward pass
 };
-
-// Where the CUDA backend gets each weight: bf16 bits of one tensor (nn.Linear layout, row-major),
-// called once per tensor of llama_weight_specs while loading.
-using TensorSource = std::function<std::vector<uint16_t>(const WeightSpec& spec)>;
 
 // Device memory the CUDA backend needs before its KV cache: bf16 weights (QKV and gate/up
 // fused), activation buffers for max_batch_tokens, logits and workspaces.

@@ -46,8 +46,8 @@ GenerateResult generate(Backend& backend, std::span<const int32_t> prompt,
     allocator.grow(chunk.block_table,
                    chunk.cached_tokens + static_cast<int64_t>(chunk.tokens.size()),
                    layout.block_size);
-    ForwardResult logits = backend.forward(batch);
-    const int32_t token = sampler.sample(logits.last(0), options.sampling);
+    const SampleSpec spec{options.sampling, sampler.draw(options.sampling)};
+    const int32_t token = backend.forward_sample(batch, std::span<const SampleSpec>(&spec, 1))[0];
     result.tokens.push_back(token);
     if (result.tokens.size() == 1) first_token_time = Clock::now();
     if (on_token) on_token(token);

@@ -170,6 +170,15 @@ InitWeightsResult init_weights(const LlamaConfig& config, const InitWeightsOptio
   return result;
 }
 
+std::vector<uint16_t> random_tensor_bf16(const WeightSpec& spec, const ModelConfig& model,
+                                         uint64_t seed) {
+  std::vector<uint16_t> bits;
+  bits.reserve(static_cast<size_t>(spec.elements()));
+  generate_tensor(spec, model, seed,
+                  [&](std::span<const uint16_t> chunk) { bits.insert(bits.end(), chunk.begin(), chunk.end()); });
+  return bits;
+}
+
 LlamaWeights random_llama_weights(const LlamaConfig& config, uint64_t seed) {
   LlamaWeights weights;
   weights.layers.resize(static_cast<size_t>(config.model.num_layers));

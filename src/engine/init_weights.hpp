@@ -41,4 +41,8 @@ InitWeightsResult init_weights(const LlamaConfig& config, const InitWeightsOptio
 // the same seed gives, without the files (for `--model NAME` runs at the real shapes).
 LlamaWeights random_llama_weights(const LlamaConfig& config, uint64_t seed);
 
+// One tensor of those weights as bf16 bits (what init_weights writes for it).
+std::vector<uint16_t> random_tensor_bf16(const WeightSpec& spec, const ModelConfig& model,
+                                         uint64_t seed);
+
 }  // namespace inferlab::engine

@@ -8,9 +8,10 @@
 namespace inferlab {
 
 namespace {
-constexpr EnumNameTable<Framework, 2> kFrameworkNames = {{
+constexpr EnumNameTable<Framework, 3> kFrameworkNames = {{
     {Framework::pytorch, "pytorch"},
     {Framework::vllm, "vllm"},
+    {Framework::inferlab, "inferlab"},
 }};
 }  // namespace
 
@@ -48,12 +49,16 @@ HostOverhead load_host_overhead(const std::string& path) {
   h.source = require_string(json, "source", context);
   h.pytorch_layer_s =
       json.contains("pytorch_layer_s") ? require_number(json, "pytorch_layer_s", context) : 0.0;
+  h.engine_per_kernel_s = json.contains("engine_per_kernel_s")
+                              ? require_number(json, "engine_per_kernel_s", context)
+                              : 0.0;
   h.pytorch_step_base_s = json.contains("pytorch_step_base_s")
                               ? require_number(json, "pytorch_step_base_s", context)
                               : 0.0;
   if (h.eager_per_kernel_s < 0 || h.eager_per_kernel_s > 1e-3 || h.graph_launch_s < 0 ||
       h.graph_launch_s > 1e-2 || h.pytorch_layer_s < 0 || h.pytorch_layer_s > 1e-1 ||
-      h.pytorch_step_base_s < 0 || h.pytorch_step_base_s > 1e-1) {
+      h.pytorch_step_base_s < 0 || h.pytorch_step_base_s > 1e-1 || h.engine_per_kernel_s < 0 ||
+      h.engine_per_kernel_s > 1e-3) {
     throw InputError(context + ": overheads out of range");
   }
   return h;

@@ -7,14 +7,16 @@
 namespace inferlab {
 
 // Which serving stack runs the model; it decides which operators are separate kernels.
-enum class Framework { pytorch, vllm };
+enum class Framework { pytorch, vllm, inferlab };
 Framework parse_framework(std::string_view name);  // throws InputError
 std::string_view framework_name(Framework framework);
 
 // PyTorch eager (Hugging Face style): separate q/k/v and gate/up GEMMs, rotate-half RoPE as
 // five kernels per tensor, K and V cache writes, SiLU and mul, residual adds and RMSNorm as
 // separate kernels. vLLM: fused QKV and gate/up GEMMs, fused residual+RMSNorm, fused SiLU x
-// mul, RoPE fused with the KV write, paged FlashAttention.
+// mul, RoPE fused with the KV write, paged FlashAttention. inferlab: this project's engine
+// (src/engine/cuda), which launches the vLLM list (SiLU×mul reading the fused gate/up halves in
+// place), launched from C++ without Python.
 KernelPlan kernel_plan(Framework framework, bool flash_attention);
 
 // Host-side cost of launching work, measured (data/host_overhead.json).
@@ -26,6 +28,9 @@ struct HostOverhead {
   // (embedding, final norm, LM head, argmax). 0: not measured, eager_per_kernel_s is used.
   double pytorch_layer_s = 0.0;
   double pytorch_step_base_s = 0.0;
+  // The engine's C++ host time per kernel launched eagerly (no CUDA graph); 0: not measured,
+  // eager_per_kernel_s is used.
+  double engine_per_kernel_s = 0.0;
   std::string source;
 };
 HostOverhead load_host_overhead(const std::string& path = "");

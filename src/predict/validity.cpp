@@ -22,6 +22,11 @@ std::vector<std::string> unvalidated_paths(const ModelConfig& model, const Predi
         "the vllm kernel list (fused QKV and gate/up, add+RMSNorm, RoPE+KV write, paged "
         "attention) has not been checked against a vLLM run; --framework pytorch has");
   }
+  if (options.framework == Framework::inferlab) {
+    notes.push_back(
+        "the inferlab kernel list is priced with the PyTorch-fitted kernel costs; `inferlab "
+        "bench --compare` sets it beside the engine's measured steps");
+  }
   if (!measured_gpu(hardware.name)) {
     notes.push_back(fmt::format(
         "no step was measured on {}: its ceilings come from its {}, its efficiencies from "

@@ -1,0 +1,130 @@
+// `inferlab bench`: the engine's prefill and decode timed on a batch of random prompts, with the
+// GPU time per kernel class; --compare sets `predict --framework inferlab` beside it.
+#include <fmt/format.h>
+
+#include <optional>
+
+#include "cli/commands.hpp"
+#include "cli/common_args.hpp"
+#include "cli/engine_args.hpp"
+#include "cli/predict_run.hpp"
+#include "engine/cuda_backend.hpp"
+#include "engine/engine_bench.hpp"
+#include "report/emit.hpp"
+#include "report/engine_bench_report.hpp"
+#include "util/error.hpp"
+
+namespace inferlab::cli {
+
+namespace {
+
+struct BenchArgs {
+  std::string format = "table";
+  std::string model, device = "auto", hardware;
+  int64_t batch = 1, input = 512, output = 128, repeats = 5, warmup = 1;
+  uint64_t seed = 0;
+  bool compare = false, no_kernels = false;
+  double gpu_memory_utilization = 0.90;
+};
+
+void check_sizes(const BenchArgs& a) {
+  if (a.batch < 1 || a.batch > 4096) throw InputError("--batch must be in [1, 4096]");
+  if (a.input < 1 || a.input > 1'000'000) throw InputError("--input must be in [1, 1000000]");
+  if (a.output < 1 || a.output > 1'000'000) throw InputError("--output must be in [1, 1000000]");
+  if (a.repeats < 1 || a.repeats > 10'000) throw InputError("--repeats must be in [1, 10000]");
+  if (a.warmup < 0 || a.warmup > 1'000) throw InputError("--warmup must be in [0, 1000]");
+  if (a.batch * a.input > 262'144) {
+    throw InputError(fmt::format("--batch × --input is {} tokens in one prefill; at most 262144",
+                                 a.batch * a.input));
+  }
+}
+
+// The hardware the prediction prices: --hardware, else the GPU this runs on.
+std::string hardware_for_compare(const BenchArgs& a, const std::string& device_name) {
+  if (!a.hardware.empty()) return a.hardware;
+  if (device_name.find("H200") != std::string::npos) return "h200";
+  if (device_name.find("H100") != std::string::npos) return "h100-sxm";
+  throw InputError("--compare: cannot tell which hardware '" + device_name +
+                   "' is; give --hardware NAME");
+}
+
+std::string predict_model_name(const std::string& model) {
+  return is_checkpoint_folder(model) ? (std::filesystem::path(model) / "config.json").string()
+                                     : model;
+}
+
+void run_bench(const BenchArgs& a) {
+  OutputFormat format = parse_output_format(a.format);
+  check_sizes(a);
+  EngineOptions options;
+  options.device = resolve_device(a.device);
+  options.seed = a.seed;
+  options.kv_tokens = a.batch * (a.input + a.output);
+  options.max_batch_tokens = std::max<int64_t>(4096, a.batch * a.input);
+  options.max_sequences = a.batch;
+  options.gpu_memory_utilization = a.gpu_memory_utilization;
+  const std::string device_name =
+      options.device == "cuda" ? engine::cuda_device_name() : std::string("cpu");
+  std::optional<RequestPrediction> predicted;
+  CommonArgs common;
+  if (a.compare) {  // checked before the weights load, so a bad --hardware fails fast
+    common.model = predict_model_name(a.model);
+    common.hardware = hardware_for_compare(a, device_name);
+    common.framework = "inferlab";
+    common.cuda_graphs = "off";
+    load_cost_model(common);
+  }
+  auto backend = make_engine_backend(a.model, options);
+  engine::BenchOptions bench;
+  bench.batch = a.batch;
+  bench.input_tokens = a.input;
+  bench.output_tokens = a.output;
+  bench.repeats = a.repeats;
+  bench.warmup = a.warmup;
+  bench.seed = a.seed;
+  bench.profile_kernels = !a.no_kernels && options.device == "cuda";
+  const engine::BenchResult result = engine::run_engine_bench(*backend, bench);
+  if (a.compare) predicted = run_prediction(common, a.batch, a.input, a.output).prediction;
+
+  BenchSetup setup;
+  setup.model = backend->config().model.name;
+  setup.device = options.device;
+  setup.device_name = device_name;
+  setup.options = bench;
+  const int64_t bytes_per_parameter = options.device == "cuda" ? 2 : 4;
+  setup.weight_bytes = backend->config().model.total_params() * bytes_per_parameter;
+  setup.kv_bytes_per_element = bytes_per_parameter;
+  nlohmann::json json = bench_json(setup, result, predicted);
+  emit(json, bench_text(setup, result, predicted), "", format);
+}
+
+}  // namespace
+
+void register_bench(CLI::App& app) {
+  auto args = std::make_shared<BenchArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "bench", "Time the engine's prefill and decode (medians, spread, GPU time per kernel)");
+  cmd->add_option("--model", args->model, "Checkpoint folder, or a shipped model (random weights)")
+      ->required();
+  cmd->add_option("--batch", args->batch, "Sequences per batch")->capture_default_str();
+  cmd->add_option("--input", args->input, "Prompt tokens per sequence")->capture_default_str();
+  cmd->add_option("--output", args->output, "Generated tokens per sequence")
+      ->capture_default_str();
+  cmd->add_option("--repeats", args->repeats, "Timed prefills")->capture_default_str();
+  cmd->add_option("--warmup", args->warmup, "Untimed prefills first")->capture_default_str();
+  cmd->add_option("--seed", args->seed, "Random prompts (and weights of a shipped model)")
+      ->capture_default_str();
+  cmd->add_option("--device", args->device, "auto, cuda or cpu")->capture_default_str();
+  cmd->add_option("--gpu-memory-utilization", args->gpu_memory_utilization,
+                  "Share of the GPU's memory the engine may take")
+      ->capture_default_str();
+  cmd->add_flag("--compare", args->compare,
+                "Put `predict --framework inferlab` for the same model and sizes beside it");
+  cmd->add_option("--hardware", args->hardware,
+                  "Hardware for --compare (default: the GPU this runs on)");
+  cmd->add_flag("--no-kernels", args->no_kernels, "Skip the per-kernel profiled passes");
+  cmd->add_option("--format", args->format, "table, json")->capture_default_str();
+  cmd->callback([args] { run_bench(*args); });
+}
+
+}  // namespace inferlab::cli

@@ -1,0 +1,41 @@
+#pragma once
+// The engine's projections on cuBLASLt: y = x · Wᵀ (+ bias), nn.Linear's layout, bf16 operands,
+// fp32 accumulation, bf16 or fp32 output. One algorithm per shape, chosen by cuBLASLt's
+// heuristic once and kept.
+#include <cublasLt.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <tuple>
+
+#include "engine/cuda/cuda_check.hpp"
+
+namespace inferlab::engine::cuda {
+
+class LtGemm {
+ public:
+  explicit LtGemm(size_t workspace_bytes = size_t{32} << 20);
+  ~LtGemm();
+  LtGemm(const LtGemm&) = delete;
+  LtGemm& operator=(const LtGemm&) = delete;
+
+  // y[rows, out] = x[rows, in] · w[out, in]ᵀ (+ bias[out]); y is bf16, or fp32 when y_fp32.
+  // Row-major throughout. Launches on `stream`.
+  void linear(const __nv_bfloat16* x, int64_t rows, const __nv_bfloat16* w,
+              const __nv_bfloat16* bias, int64_t in_features, int64_t out_features, void* y,
+              bool y_fp32, cudaStream_t stream);
+
+ private:
+  struct Plan;
+  using Key = std::tuple<int64_t, int64_t, int64_t, bool, bool>;  // rows, in, out, bias, fp32
+  Plan& plan_for(const Key& key);
+
+  cublasLtHandle_t handle_ = nullptr;
+  DeviceBuffer<unsigned char> workspace_;
+  std::map<Key, std::unique_ptr<Plan>> plans_;
+};
+
+}  // namespace inferlab::engine::cuda

@@ -1,0 +1,236 @@
+#include "engine/cuda/cuda_check.hpp"
+#include "engine/cuda/layer_kernels.hpp"
+
+namespace inferlab::engine::cuda {
+
+namespace {
+
+constexpr int kVector = 8;  // bf16 per 16-byte load
+
+// Eight bf16 in one 16-byte word: the unit every kernel here loads and stores when it can.
+struct alignas(16) Bf16x8 {
+  bf16 v[kVector];
+};
+
+__device__ inline float round_bf16(float x) { return __bfloat162float(__float2bfloat16(x)); }
+
+// Sum over the block (blockDim.x a multiple of 32, at most 1024); every thread gets the total.
+__device__ float block_sum(float value) {
+  __shared__ float warp_sums[32];
+  for (int offset = 16; offset > 0; offset /= 2) value += __shfl_xor_sync(0xffffffffu, value, offset);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (lane == 0) warp_sums[warp] = value;
+  __syncthreads();
+  const int warps = blockDim.x / 32;
+  value = lane < warps ? warp_sums[lane] : 0.0f;
+  for (int offset = 16; offset > 0; offset /= 2) value += __shfl_xor_sync(0xffffffffu, value, offset);
+  __syncthreads();  // warp_sums may be reused by the next call
+  return value;
+}
+
+// Threads per row for row-wise kernels: one 16-byte vector each where the row allows, a
+// multiple of 32, between 32 and 1024.
+int row_threads(int hidden) {
+  int vectors = (hidden + kVector - 1) / kVector;
+  int threads = ((vectors + 31) / 32) * 32;
+  return threads < 32 ? 32 : (threads > 1024 ? 1024 : threads);
+}
+
+bool vectorizable(int width) { return width % kVector == 0; }
+
+__global__ void embedding_kernel(const bf16* table, const int32_t* ids, int hidden, bf16* out) {
+  const int t = blockIdx.x;
+  const bf16* row = table + static_cast<int64_t>(ids[t]) * hidden;
+  bf16* dst = out + static_cast<int64_t>(t) * hidden;
+  if (hidden % kVector == 0) {
+    for (int i = threadIdx.x; i < hidden / kVector; i += blockDim.x) {
+      reinterpret_cast<Bf16x8*>(dst)[i] = reinterpret_cast<const Bf16x8*>(row)[i];
+    }
+  } else {
+    for (int i = threadIdx.x; i < hidden; i += blockDim.x) dst[i] = row[i];
+  }
+}
+
+// One block per row. With `delta`, the row is first replaced by bf16(row + delta) (and written
+// back); the norm then reads that rounded sum, as transformers' next RMSNorm does.
+template <bool kAdd>
+__global__ void rms_norm_kernel(bf16* x, const bf16* delta, const bf16* weight, int hidden,
+                                float eps, bf16* out) {
+  const int64_t base = static_cast<int64_t>(blockIdx.x) * hidden;
+  bf16* row = x + base;
+  float sum_squares = 0.0f;
+  for (int i = threadIdx.x; i < hidden; i += blockDim.x) {
+    float value = __bfloat162float(row[i]);
+    if (kAdd) {
+      value = round_bf16(value + __bfloat162float(delta[base + i]));
+      row[i] = __float2bfloat16(value);
+    }
+    sum_squares += value * value;
+  }
+  const float total = block_sum(sum_squares);
+  const float scale = rsqrtf(total / static_cast<float>(hidden) + eps);
+  for (int i = threadIdx.x; i < hidden; i += blockDim.x) {
+    const float normed = round_bf16(__bfloat162float(row[i]) * scale);
+    out[base + i] = __float2bfloat16(__bfloat162float(weight[i]) * normed);
+  }
+}
+
+// The vectorized form: each thread owns one or more 16-byte vectors of the row.
+template <bool kAdd>
+__global__ void rms_norm_vec_kernel(bf16* x, const bf16* delta, const bf16* weight, int hidden,
+                                    float eps, bf16* out) {
+  const int64_t base = static_cast<int64_t>(blockIdx.x) * hidden;
+  Bf16x8* row = reinterpret_cast<Bf16x8*>(x + base);
+  const int vectors = hidden / kVector;
+  float sum_squares = 0.0f;
+  for (int i = threadIdx.x; i < vectors; i += blockDim.x) {
+    Bf16x8 chunk = row[i];
+    if (kAdd) {
+      const Bf16x8 add = reinterpret_cast<const Bf16x8*>(delta + base)[i];
+      for (int j = 0; j < kVector; ++j) {
+        chunk.v[j] = __float2bfloat16(__bfloat162float(chunk.v[j]) + __bfloat162float(add.v[j]));
+      }
+      row[i] = chunk;
+    }
+    for (int j = 0; j < kVector; ++j) {
+      const float value = __bfloat162float(chunk.v[j]);
+      sum_squares += value * value;
+    }
+  }
+  const float total = block_sum(sum_squares);
+  const float scale = rsqrtf(total / static_cast<float>(hidden) + eps);
+  for (int i = threadIdx.x; i < vectors; i += blockDim.x) {
+    const Bf16x8 chunk = row[i];  // this thread's own write above: no barrier needed
+    const Bf16x8 w = reinterpret_cast<const Bf16x8*>(weight)[i];
+    Bf16x8 result;
+    for (int j = 0; j < kVector; ++j) {
+      const float normed = round_bf16(__bfloat162float(chunk.v[j]) * scale);
+      result.v[j] = __float2bfloat16(__bfloat162float(w.v[j]) * normed);
+    }
+    reinterpret_cast<Bf16x8*>(out + base)[i] = result;
+  }
+}
+
+// One block per token; thread i of a head rotates the pair (i, i + half). Transformers casts cos
+// and sin to bf16 and rounds each product and the sum to bf16; so does this kernel.
+__global__ void rope_kv_kernel(bf16* qkv, int num_heads, int num_kv_heads, int head_dim,
+                               const int32_t* positions, const int32_t* slot_mapping,
+                               const float* inv_freq, bf16* k_cache, bf16* v_cache) {
+  const int t = blockIdx.x;
+  const int half = head_dim / 2;
+  const int q_dim = num_heads * head_dim, kv_dim = num_kv_heads * head_dim;
+  bf16* row = qkv + static_cast<int64_t>(t) * (q_dim + 2 * kv_dim);
+  const float position = static_cast<float>(positions[t]);
+  const int64_t slot = slot_mapping[t];
+  bf16* k_out = k_cache + slot * kv_dim;
+  bf16* v_out = v_cache + slot * kv_dim;
+  const int pairs = (num_heads + num_kv_heads) * half;
+  for (int p = threadIdx.x; p < pairs; p += blockDim.x) {
+    const int head = p / half, i = p % half;
+    float sin_value, cos_value;
+    sincosf(position * inv_freq[i], &sin_value, &cos_value);
+    const float c = round_bf16(cos_value), s = round_bf16(sin_value);
+    bf16* x = row + head * head_dim;  // q heads, then k heads (contiguous in the fused row)
+    const float x1 = __bfloat162float(x[i]), x2 = __bfloat162float(x[i + half]);
+    const bf16 y1 = __float2bfloat16(round_bf16(x1 * c) + round_bf16(-x2 * s));
+    const bf16 y2 = __float2bfloat16(round_bf16(x2 * c) + round_bf16(x1 * s));
+    if (head < num_heads) {
+      x[i] = y1;
+      x[i + half] = y2;
+    } else {
+      bf16* k = k_out + (head - num_heads) * head_dim;
+      k[i] = y1;
+      k[i + half] = y2;
+    }
+  }
+  const bf16* v = row + q_dim + kv_dim;
+  for (int i = threadIdx.x; i < kv_dim; i += blockDim.x) v_out[i] = v[i];
+}
+
+__global__ void silu_mul_kernel(const bf16* gate_up, int inter, bf16* out) {
+  const int64_t t = blockIdx.y;
+  const bf16* gate = gate_up + t * 2 * inter;
+  const bf16* up = gate + inter;
+  bf16* dst = out + t * inter;
+  auto one = [](bf16 g_bits, bf16 u_bits) {
+    const float g = __bfloat162float(g_bits);
+    const float silu = round_bf16(g / (1.0f + expf(-g)));
+    return __float2bfloat16(silu * __bfloat162float(u_bits));
+  };
+  if (inter % kVector == 0) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= inter / kVector) return;
+    const Bf16x8 g = reinterpret_cast<const Bf16x8*>(gate)[i];
+    const Bf16x8 u = reinterpret_cast<const Bf16x8*>(up)[i];
+    Bf16x8 result;
+    for (int j = 0; j < kVector; ++j) result.v[j] = one(g.v[j], u.v[j]);
+    reinterpret_cast<Bf16x8*>(dst)[i] = result;
+  } else {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < inter; i += gridDim.x * blockDim.x) {
+      dst[i] = one(gate[i], up[i]);
+    }
+  }
+}
+
+}  // namespace
+
+void embedding_gather(const bf16* table, const int32_t* ids, int tokens, int hidden, bf16* out,
+                      cudaStream_t stream) {
+  if (tokens == 0) return;
+  embedding_kernel<<<tokens, row_threads(hidden), 0, stream>>>(table, ids, hidden, out);
+  INFERLAB_CUDA_CHECK_LAUNCH();
+}
+
+void rms_norm(const bf16* x, const bf16* weight, int rows, int hidden, float eps, bf16* out,
+              cudaStream_t stream) {
+  if (rows == 0) return;
+  bf16* input = const_cast<bf16*>(x);  // read only: the kernel writes x only when adding
+  if (vectorizable(hidden)) {
+    rms_norm_vec_kernel<false>
+        <<<rows, row_threads(hidden), 0, stream>>>(input, nullptr, weight, hidden, eps, out);
+  } else {
+    rms_norm_kernel<false><<<rows, 256, 0, stream>>>(input, nullptr, weight, hidden, eps, out);
+  }
+  INFERLAB_CUDA_CHECK_LAUNCH();
+}
+
+void add_rms_norm(bf16* residual, const bf16* delta, const bf16* weight, int rows, int hidden,
+                  float eps, bf16* out, cudaStream_t stream) {
+  if (rows == 0) return;
+  if (vectorizable(hidden)) {
+    rms_norm_vec_kernel<true>
+        <<<rows, row_threads(hidden), 0, stream>>>(residual, delta, weight, hidden, eps, out);
+  } else {
+    rms_norm_kernel<true><<<rows, 256, 0, stream>>>(residual, delta, weight, hidden, eps, out);
+  }
+  INFERLAB_CUDA_CHECK_LAUNCH();
+}
+
+void rope_kv_write(bf16* qkv, int tokens, int num_heads, int num_kv_heads, int head_dim,
+                   const int32_t* positions, const int32_t* slot_mapping, const float* inv_freq,
+                   bf16* k_cache, bf16* v_cache, cudaStream_t stream) {
+  if (tokens == 0) return;
+  const int pairs = (num_heads + num_kv_heads) * head_dim / 2;
+  const int threads = pairs >= 512 ? 512 : ((pairs + 31) / 32) * 32;
+  rope_kv_kernel<<<tokens, threads, 0, stream>>>(qkv, num_heads, num_kv_heads, head_dim, positions,
+                                                 slot_mapping, inv_freq, k_cache, v_cache);
+  INFERLAB_CUDA_CHECK_LAUNCH();
+}
+
+void silu_mul_halves(const bf16* gate_up, int tokens, int inter, bf16* out, cudaStream_t stream) {
+  if (tokens == 0) return;
+  constexpr int kThreads = 256;
+  const int work = vectorizable(inter) ? inter / kVector : inter;
+  const dim3 grid((work + kThreads - 1) / kThreads, tokens);
+  silu_mul_kernel<<<grid, kThreads, 0, stream>>>(gate_up, inter, out);
+  INFERLAB_CUDA_CHECK_LAUNCH();
+}
+
+void gather_rows(const bf16* x, const int32_t* rows, int count, int hidden, bf16* out,
+                 cudaStream_t stream) {
+  if (count == 0) return;
+  embedding_kernel<<<count, row_threads(hidden), 0, stream>>>(x, rows, hidden, out);
+  INFERLAB_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace inferlab::engine::cuda

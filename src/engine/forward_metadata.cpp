@@ -1,0 +1,67 @@
+#include "engine/forward_metadata.hpp"
+
+#include <algorithm>
+
+namespace inferlab::engine {
+
+ForwardMetadata build_forward_metadata(const ForwardBatch& batch, const KvCacheLayout& layout,
+                                       bool last_only) {
+  ForwardMetadata meta;
+  meta.query_start.push_back(0);
+  meta.first_row.push_back(0);
+  for (const SequenceChunk& chunk : batch.sequences) {
+    const auto count = static_cast<int64_t>(chunk.tokens.size());
+    const int64_t context = chunk.cached_tokens + count;
+    const auto first_token = static_cast<int32_t>(meta.token_ids.size());
+    const auto slots = slot_mapping(chunk.block_table, layout.block_size, chunk.cached_tokens, count);
+    for (int64_t j = 0; j < count; ++j) {
+      meta.token_ids.push_back(chunk.tokens[static_cast<size_t>(j)]);
+      meta.positions.push_back(static_cast<int32_t>(chunk.cached_tokens + j));
+      meta.slots.push_back(static_cast<int32_t>(slots[static_cast<size_t>(j)]));
+    }
+    const bool all = chunk.all_logits && !last_only;
+    for (int64_t j = all ? 0 : count - 1; j < count; ++j) {
+      meta.logit_rows.push_back(first_token + static_cast<int32_t>(j));
+    }
+    meta.first_row.push_back(static_cast<int64_t>(meta.logit_rows.size()));
+    meta.query_start.push_back(static_cast<int32_t>(meta.token_ids.size()));
+    meta.context_lens.push_back(static_cast<int32_t>(context));
+    meta.max_query_len = std::max(meta.max_query_len, static_cast<int32_t>(count));
+    meta.max_context_len = std::max(meta.max_context_len, static_cast<int32_t>(context));
+    meta.block_table_stride =
+        std::max(meta.block_table_stride, static_cast<int32_t>(layout.blocks_for(context)));
+  }
+  const size_t stride = static_cast<size_t>(meta.block_table_stride);
+  meta.block_tables.assign(batch.sequences.size() * stride, 0);
+  for (size_t s = 0; s < batch.sequences.size(); ++s) {
+    const auto& table = batch.sequences[s].block_table;
+    const size_t used = std::min(stride, table.size());
+    std::copy_n(table.begin(), used, meta.block_tables.begin() + static_cast<ptrdiff_t>(s * stride));
+  }
+  return meta;
+}
+
+ForwardMetadata::Offsets ForwardMetadata::offsets() const {
+  Offsets o{};
+  o.token_ids = 0;
+  o.positions = o.token_ids + token_ids.size();
+  o.slots = o.positions + positions.size();
+  o.query_start = o.slots + slots.size();
+  o.context_lens = o.query_start + query_start.size();
+  o.logit_rows = o.context_lens + context_lens.size();
+  o.block_tables = o.logit_rows + logit_rows.size();
+  o.end = o.block_tables + block_tables.size();
+  return o;
+}
+
+std::vector<int32_t> ForwardMetadata::packed() const {
+  std::vector<int32_t> all;
+  all.reserve(offsets().end);
+  for (const auto* part :
+       {&token_ids, &positions, &slots, &query_start, &context_lens, &logit_rows, &block_tables}) {
+    all.insert(all.end(), part->begin(), part->end());
+  }
+  return all;
+}
+
+}  // namespace inferlab::engine

@@ -1,0 +1,30 @@
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "engine/engine_bench.hpp"
+#include "predict/request_predictor.hpp"
+
+namespace inferlab {
+
+struct BenchSetup {
+  std::string model;
+  std::string device;       // "cuda" or "cpu"
+  std::string device_name;  // the GPU's name, or "cpu"
+  engine::BenchOptions options;
+  int64_t weight_bytes = 0;
+  int64_t kv_bytes_per_element = 2;
+};
+
+// `bench`: the fields predict prints (prefill_ms, ttft_ms, tpot_ms, e2e_ms, decode_tokens_per_s,
+// memory{...}) from the measurement, the spread of every timing, and per-kernel-class GPU time
+// with achieved bandwidth and FLOP rate; with a prediction, "predicted" holds predict's figures
+// and "measured_over_predicted" the ratios.
+nlohmann::json bench_json(const BenchSetup& setup, const engine::BenchResult& result,
+                          const std::optional<RequestPrediction>& predicted);
+std::string bench_text(const BenchSetup& setup, const engine::BenchResult& result,
+                       const std::optional<RequestPrediction>& predicted);
+
+}  // namespace inferlab

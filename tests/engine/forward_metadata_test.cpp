@@ -1,0 +1,43 @@
+// The packed batch description the CUDA backend sends to the device, worked out by hand.
+#include "engine/forward_metadata.hpp"
+
+#include <gtest/gtest.h>
+
+namespace inferlab::engine {
+namespace {
+
+TEST(ForwardMetadata, PacksTwoSequencesWithTheirSlotsAndTables) {
+  KvCacheLayout layout{1, 1, 64, /*block_size=*/4, /*num_blocks=*/10};
+  ForwardBatch batch;
+  // A prefill chunk of 3 tokens after 5 cached ones (positions 5, 6, 7), blocks 7 then 2.
+  batch.sequences.push_back({{11, 12, 13}, 5, {7, 2}, /*all_logits=*/true});
+  // A decode token at position 0 in block 4.
+  batch.sequences.push_back({{21}, 0, {4}, false});
+  const ForwardMetadata meta = build_forward_metadata(batch, layout, /*last_only=*/false);
+  EXPECT_EQ(meta.token_ids, (std::vector<int32_t>{11, 12, 13, 21}));
+  EXPECT_EQ(meta.positions, (std::vector<int32_t>{5, 6, 7, 0}));
+  // Position 5 → block 2 (table[1]) slot 2·4 + 1 = 9, 6 → 10, 7 → 11; position 0 → 4·4 = 16.
+  EXPECT_EQ(meta.slots, (std::vector<int32_t>{9, 10, 11, 16}));
+  EXPECT_EQ(meta.query_start, (std::vector<int32_t>{0, 3, 4}));
+  EXPECT_EQ(meta.context_lens, (std::vector<int32_t>{8, 1}));
+  EXPECT_EQ(meta.logit_rows, (std::vector<int32_t>{0, 1, 2, 3}));
+  EXPECT_EQ(meta.first_row, (std::vector<int64_t>{0, 3, 4}));
+  EXPECT_EQ(meta.block_table_stride, 2);
+  EXPECT_EQ(meta.block_tables, (std::vector<int32_t>{7, 2, 4, 0}));
+  EXPECT_EQ(meta.max_query_len, 3);
+  EXPECT_EQ(meta.max_context_len, 8);
+
+  const ForwardMetadata last = build_forward_metadata(batch, layout, /*last_only=*/true);
+  EXPECT_EQ(last.logit_rows, (std::vector<int32_t>{2, 3}));
+  EXPECT_EQ(last.first_row, (std::vector<int64_t>{0, 1, 2}));
+
+  const auto packed = meta.packed();
+  const auto o = meta.offsets();
+  ASSERT_EQ(packed.size(), o.end);
+  EXPECT_EQ(packed[o.slots + 3], 16);
+  EXPECT_EQ(packed[o.block_tables + 2], 4);
+  EXPECT_EQ(packed[o.context_lens], 8);
+}
+
+}  // namespace
+}  // namespace inferlab::engine
