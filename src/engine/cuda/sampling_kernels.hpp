@@ -20,12 +20,14 @@ struct RowSampling {
   double uniform = 0;     // in [0, 1): the row's draw
 };
 
-// Scratch for rows × vocab sampling (sort keys and values, running sums).
+// Scratch for rows × vocab sampling. The radix-search implementation (sampling_kernels.cu) keeps
+// everything in shared memory and needs none (0); callers still size the workspace with this so
+// that an implementation that needs scratch changes nothing for them.
 size_t sampling_workspace_bytes(int rows, int vocab);
 
 // ids[r] = the token row r picks. `rows_params` is a device array of `rows` entries. Launches on
 // `stream`, no allocation (graph-capturable); throws std::invalid_argument for a workspace that
-// is too small.
+// is too small, a vocab outside [1, 2^19] or rows < 0.
 void sample_rows(const float* logits, int rows, int vocab, const RowSampling* rows_params,
                  int32_t* ids, void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
