@@ -42,6 +42,17 @@ __device__ __forceinline__ uint4 load16(const __nv_bfloat16* p) {
   return __ldg(reinterpret_cast<const uint4*>(p));
 }
 
+// Rows r0 + u·kRows + row (u < kUnroll) of one pass, 16 bytes each; zeros past the pass.
+template <int kRows>
+__device__ __forceinline__ void load_rows(uint4 (&raw)[kUnroll], const __nv_bfloat16* cache,
+                                          const int64_t* rows, int r0, int n, int row, int part) {
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    const int r = r0 + u * kRows + row;
+    raw[u] = r < n ? load16(cache + rows[r] + part * 8) : make_uint4(0, 0, 0, 0);
+  }
+}
+
 // Thread layout: D/8 consecutive threads ("lanes") share one key or value row, 16 bytes each; a
 // CTA covers kRows rows per step. Heads of the group tile are local indices [0, GT); those past
 // the group's end (group 3 in a tile of 4) compute on a zero query and are never written.
@@ -83,8 +94,10 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeArgs a) {
       const int64_t r = (out_row + head0 + h) * a.num_splits + split;
       if (direct) {
         p.out[(out_row + head0 + h) * D + i % D] = __float2bfloat16(0.0f);
-      } else if (i % D == 0) {
-        a.partial_ml[r] = make_float2(-INFINITY, 0.0f);
+      } else {
+        // Zeros too, so that the combine's loads need no branch (and stay in flight together).
+        a.partial_out[r * D + i % D] = 0.0f;
+        if (i % D == 0) a.partial_ml[r] = make_float2(-INFINITY, 0.0f);
       }
     }
     return;
@@ -131,14 +144,13 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeArgs a) {
     __syncthreads();
 
     // Scores: each row's partial dot products summed over its kLanes threads by shuffles. The
-    // loop bound is uniform over the CTA so that every lane reaches the shuffles.
+    // loop bound is uniform over the CTA so that every lane reaches the shuffles; the next step's
+    // rows load while this step's are used.
+    uint4 raw[kUnroll];
+    load_rows<kRows>(raw, p.k_cache, s_row, 0, n, row, part);
     for (int r0 = 0; r0 < n; r0 += kRows * kUnroll) {
-      uint4 raw[kUnroll];
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        const int r = r0 + u * kRows + row;
-        raw[u] = r < n ? load16(p.k_cache + s_row[r] + part * 8) : make_uint4(0, 0, 0, 0);
-      }
+      uint4 next[kUnroll];
+      load_rows<kRows>(next, p.k_cache, s_row, r0 + kRows * kUnroll, n, row, part);
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         float k[8];
@@ -159,7 +171,11 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeArgs a) {
           for (int h = 0; h < GT; ++h) s_score[h][r] = dots[h];
         }
       }
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) raw[u] = next[u];
     }
+    // The first values load while the softmax runs (they do not depend on it).
+    load_rows<kRows>(raw, p.v_cache, s_row, 0, n, row, part);
     __syncthreads();
 
     // Online softmax over the pass: warp w owns heads w, w + kWarps, ...
@@ -196,12 +212,8 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeArgs a) {
       for (int i = 0; i < 8; ++i) acc[h][i] *= alpha;
     }
     for (int r0 = 0; r0 < n; r0 += kRows * kUnroll) {
-      uint4 raw[kUnroll];
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        const int r = r0 + u * kRows + row;
-        raw[u] = r < n ? load16(p.v_cache + s_row[r] + part * 8) : make_uint4(0, 0, 0, 0);
-      }
+      uint4 next[kUnroll];
+      load_rows<kRows>(next, p.v_cache, s_row, r0 + kRows * kUnroll, n, row, part);
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         const int r = r0 + u * kRows + row;
@@ -216,6 +228,8 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeArgs a) {
           }
         }
       }
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) raw[u] = next[u];
     }
   }
 
@@ -288,7 +302,7 @@ __global__ void __launch_bounds__(D) combine_kernel(const DecodeArgs a) {
   float total = 0.0f;
   for (int s = d; s < a.num_splits; s += D) {
     const float2 v = ml[s];
-    const float w = v.y > 0.0f ? v.y * exp2f(v.x - m_max) : 0.0f;  // empty splits: (-inf, 0)
+    const float w = v.y > 0.0f ? v.y * exp2f(v.x - m_max) : 0.0f;  // empty splits: (-inf, 0), zeros
     s_w[s] = w;
     total += w;
   }
@@ -303,10 +317,7 @@ __global__ void __launch_bounds__(D) combine_kernel(const DecodeArgs a) {
   float o = 0.0f;
   const float* partial = a.partial_out + base * D + d;
 #pragma unroll 8
-  for (int s = 0; s < a.num_splits; ++s) {
-    const float w = s_w[s];
-    if (w > 0.0f) o = fmaf(w, partial[static_cast<int64_t>(s) * D], o);  // empty: never written
-  }
+  for (int s = 0; s < a.num_splits; ++s) o = fmaf(s_w[s], partial[static_cast<int64_t>(s) * D], o);
   p.out[(static_cast<int64_t>(token) * p.num_heads + head) * D + d] =
       __float2bfloat16(total > 0.0f ? o / total : 0.0f);
 }

@@ -107,9 +107,11 @@ __global__ void __launch_bounds__(kThreads) prefill_kernel(const PagedAttentionP
   __shared__ __align__(128) __nv_bfloat16 s_k[kBN * kStride];
   __shared__ __align__(128) __nv_bfloat16 s_v[kBN * kStride];
 
+  // Heads vary fastest and query tiles run last to first, so the CTAs launched first are the
+  // longest (the causal tail then holds only short ones).
   const int seq = blockIdx.z;
-  const int head = blockIdx.y;
-  const int q_tile = static_cast<int>(gridDim.x - 1 - blockIdx.x);  // longest tiles first
+  const int head = blockIdx.x;
+  const int q_tile = static_cast<int>(gridDim.y - 1 - blockIdx.y);
   const int q_begin = p.query_start[seq];
   const int qlen = p.query_start[seq + 1] - q_begin;
   const int q0 = q_tile * kBM;
@@ -294,8 +296,9 @@ __global__ void __launch_bounds__(kThreads) prefill_kernel(const PagedAttentionP
 
 template <int D>
 void launch(const PagedAttentionParams& p, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>((p.max_query_len + kBM - 1) / kBM),
-                  static_cast<unsigned>(p.num_heads), static_cast<unsigned>(p.num_seqs));
+  const dim3 grid(static_cast<unsigned>(p.num_heads),
+                  static_cast<unsigned>((p.max_query_len + kBM - 1) / kBM),
+                  static_cast<unsigned>(p.num_seqs));
   prefill_kernel<D><<<grid, kThreads, 0, stream>>>(p);
   INFERLAB_CUDA_CHECK_LAUNCH();
 }
