@@ -90,7 +90,7 @@ void paged_attention(const PagedAttentionParams& p, cudaStream_t stream) {
   check(p);
   if (p.num_seqs == 0 || p.num_tokens == 0) return;
   if (p.max_query_len > 1) {
-    detail::launch_prefill(p, stream);
+    detail::launch_prefill(p, sm_count(), stream);
     return;
   }
 

@@ -22,7 +22,7 @@ constexpr int kMaxSplits = 256;
 int decode_ctas_per_sm(int head_dim, int group);
 
 // Tiled causal attention (query tiles × key tiles, tensor cores) for prefill and mixed batches.
-void launch_prefill(const PagedAttentionParams& p, cudaStream_t stream);
+void launch_prefill(const PagedAttentionParams& p, int sm_count, cudaStream_t stream);
 
 // Bytes of split-K partials per (token, split) row: a normalized fp32 output per head and its
 // (max, sum) pair, both in the log2 domain.

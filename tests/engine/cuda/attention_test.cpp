@@ -323,6 +323,13 @@ TEST_F(CudaAttention, SlidingWindowPrefillAndDecode) {
   check_case({4, 2, 64, 16, 64, {{256, 256}, {190, 2}}, 16});  // window on a tile edge
 }
 
+// Enough heads × 256-query tiles for the kernel of two m-tiles per warp (the others take the
+// one-m-tile kernel).
+TEST_F(CudaAttention, PrefillLargeTiles) {
+  check_case({32, 8, 128, 16, 0, {{600, 300}, {300, 260}, {40, 40}, {513, 257}}, 17});
+  check_case({32, 8, 64, 16, 100, {{400, 300}, {300, 280}, {270, 260}}, 18});  // + window
+}
+
 // Argument checks throw before touching the GPU, so these run without one.
 TEST(CudaAttentionArguments, RejectsUnsupportedHeadDimAndSmallWorkspace) {
   alignas(16) static uint16_t dummy[64];
