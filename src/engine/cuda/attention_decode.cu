@@ -53,6 +53,32 @@ __device__ __forceinline__ void load_rows(uint4 (&raw)[kUnroll], const __nv_bflo
   }
 }
 
+// Sums each of the N values over the lanes of an aligned group (xor offsets kOff, kOff/2, ..., 1)
+// and scatters the sums: on return this lane holds max(N / lanes, 1) of them, those of indices
+// first + j. Each step sends half of the values still held and keeps the other half.
+template <int N, int kOff>
+__device__ __forceinline__ void reduce_scatter(const float (&v)[N], int lane, float* out,
+                                               int& first) {
+  if constexpr (kOff == 0) {
+#pragma unroll
+    for (int j = 0; j < N; ++j) out[j] = v[j];
+  } else if constexpr (N == 1) {
+    const float next[1] = {v[0] + __shfl_xor_sync(0xffffffffu, v[0], kOff)};
+    reduce_scatter<1, kOff / 2>(next, lane, out, first);
+  } else {
+    const bool upper = (lane & kOff) != 0;  // keeps the upper half, sends the lower
+    float next[N / 2];
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) {
+      const float keep = upper ? v[N / 2 + i] : v[i];
+      const float send = upper ? v[i] : v[N / 2 + i];
+      next[i] = keep + __shfl_xor_sync(0xffffffffu, send, kOff);
+    }
+    if (upper) first += N / 2;
+    reduce_scatter<N / 2, kOff / 2>(next, lane, out, first);
+  }
+}
+
 // Thread layout: D/8 consecutive threads ("lanes") share one key or value row, 16 bytes each; a
 // CTA covers kRows rows per step. Heads of the group tile are local indices [0, GT); those past
 // the group's end (group 3 in a tile of 4) compute on a zero query and are never written.
@@ -143,32 +169,41 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeArgs a) {
     }
     __syncthreads();
 
-    // Scores: each row's partial dot products summed over its kLanes threads by shuffles. The
-    // loop bound is uniform over the CTA so that every lane reaches the shuffles; the next step's
-    // rows load while this step's are used.
+    // Scores: each row's partial dot products summed over its kLanes threads by shuffles (the
+    // loop bound is uniform over the CTA so that every lane reaches them); the next step's rows
+    // load while this step's are used.
     uint4 raw[kUnroll];
     load_rows<kRows>(raw, p.k_cache, s_row, 0, n, row, part);
     for (int r0 = 0; r0 < n; r0 += kRows * kUnroll) {
       uint4 next[kUnroll];
       load_rows<kRows>(next, p.k_cache, s_row, r0 + kRows * kUnroll, n, row, part);
+      // Partial dot products of every (row u, head h) at index u·GT + h, then one reduce-scatter
+      // over the row's lanes (N − 1 shuffles for N values instead of N log2(kLanes)).
+      constexpr int kValues = kUnroll * GT;
+      float dots[kValues];
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         float k[8];
         to_float8(raw[u], k);
-        float dots[GT];
 #pragma unroll
         for (int h = 0; h < GT; ++h) {
           float d = 0.0f;
 #pragma unroll
           for (int i = 0; i < 8; ++i) d = fmaf(q[h][i], k[i], d);
-#pragma unroll
-          for (int off = kLanes / 2; off > 0; off /= 2) d += __shfl_xor_sync(0xffffffffu, d, off);
-          dots[h] = d;
+          dots[u * GT + h] = d;
         }
-        const int r = r0 + u * kRows + row;
-        if (part == 0 && r < n) {
+      }
+      constexpr int kKept = kValues >= kLanes ? kValues / kLanes : 1;
+      float sums[kKept];
+      int first = 0;
+      reduce_scatter<kValues, kLanes / 2>(dots, part, sums, first);
+      // With fewer values than lanes, kLanes / kValues lanes hold each sum: the lowest writes.
+      if (kValues >= kLanes || (part & (kLanes / kValues - 1)) == 0) {
 #pragma unroll
-          for (int h = 0; h < GT; ++h) s_score[h][r] = dots[h];
+        for (int j = 0; j < kKept; ++j) {
+          const int index = first + j;
+          const int r = r0 + (index / GT) * kRows + row;
+          if (r < n) s_score[index % GT][r] = sums[j];
         }
       }
 #pragma unroll
