@@ -13,6 +13,7 @@
 #include "engine/tokenizer/tokenizer.hpp"
 #include "engine/tokenizer/utf8.hpp"
 #include "report/emit.hpp"
+#include "util/error.hpp"
 #include "report/engine_report.hpp"
 
 namespace inferlab::cli {
@@ -49,6 +50,14 @@ void run_generate(const GenerateArgs& a) {
   check_args(a);
   auto tok = engine::Tokenizer::from_file(tokenizer_path(a.model, a.tokenizer));
   std::vector<int32_t> prompt = prompt_ids(a, tok);
+  // The context check before any weight is read (generate() checks again, for library users).
+  const int64_t context = engine::load_llama_config(a.model).model.max_position_embeddings;
+  if (context > 0 && static_cast<int64_t>(prompt.size()) + a.max_tokens > context) {
+    throw InputError(fmt::format(
+        "the prompt ({} tokens) plus {} new tokens is longer than the model's context of {} "
+        "tokens; shorten the prompt or --max-tokens",
+        prompt.size(), a.max_tokens, context));
+  }
   EngineOptions engine_options;
   engine_options.device = resolve_device(a.device);
   engine_options.seed = a.seed;

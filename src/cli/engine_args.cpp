@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cstdlib>
+
 #include "engine/checkpoint.hpp"
 #include "engine/cpu/cpu_backend.hpp"
 #include "engine/cuda_backend.hpp"
@@ -70,6 +72,9 @@ std::unique_ptr<engine::Backend> make_engine_backend(const std::string& model,
   cuda.gpu_memory_utilization = options.gpu_memory_utilization;
   cuda.max_batch_tokens = options.max_batch_tokens;
   cuda.max_sequences = options.max_sequences;
+  // A switch for checking the GPU sampler against the host's: logits to the host, picked there.
+  const char* host_sampling = std::getenv("INFERLAB_ENGINE_HOST_SAMPLING");
+  cuda.sample_on_device = host_sampling == nullptr || std::string(host_sampling) != "1";
   if (!engine::cuda_device_available()) {
     throw InputError("--device cuda: no CUDA GPU is visible on this machine; use --device cpu");
   }

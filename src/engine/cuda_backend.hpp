@@ -23,6 +23,7 @@ struct CudaBackendOptions {
   int64_t max_kv_tokens = 0;             // > 0: a cache of this many tokens instead of the rest
   int64_t max_batch_tokens = 4096;       // new tokens per forward pass (activation buffers)
   int64_t max_sequences = 256;           // sequences per forward pass
+  bool sample_on_device = true;          // false: logits to the host, sampled there
 };
 
 // Device memory the CUDA backend needs before its KV cache: bf16 weights (QKV and gate/up

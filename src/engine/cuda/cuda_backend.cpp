@@ -89,10 +89,11 @@ class CudaBackend final : public Backend {
   std::vector<KernelClassTime> last_forward_profile() const override { return profile_; }
 
  private:
-  // Everything up to the LM head's input: metadata to the device, embedding, the layers, the
-  // final norm, and the gather of the rows whose logits are wanted (into lm_rows_).
+  // Everything up to the LM head's input: metadata to the device, embedding, the layers and the
+  // final norm (into normed_; logit_rows_ then points at the wanted rows' indices on the device).
   void run_model(const ForwardMetadata& meta);
-  // Logits of lm_rows_[first, first + count) into logits_ (fp32).
+  // Logits of the wanted rows [first, first + count) into logits_ (fp32); count at most the
+  // capacity of lm_rows_ and logits_.
   void lm_head(int64_t first, int64_t count);
   void finish_timing();
 
@@ -110,6 +111,7 @@ class CudaBackend final : public Backend {
   DeviceBuffer<int32_t> metadata_, sampled_ids_;
   DeviceBuffer<cuda::RowSampling> row_sampling_;
   cuda::KernelTimer timer_;
+  const int32_t* logit_rows_ = nullptr;
   double last_device_s_ = -1;
   std::vector<KernelClassTime> profile_;
 };
@@ -254,15 +256,17 @@ void CudaBackend::run_model(const ForwardMetadata& meta) {
   cuda::add_rms_norm(residual_.data(), proj_.data(), weights_.final_norm, tokens, hidden, eps,
                      normed_.data(), stream_);
   timer_.mark("norm", 8.0 * t * hidden);
-  const auto rows = static_cast<int>(meta.logit_rows.size());
-  cuda::gather_rows(normed_.data(), dev + o.logit_rows, rows, hidden, lm_rows_.data(), stream_);
-  timer_.mark("embedding", 4.0 * rows * hidden);
+  logit_rows_ = dev + o.logit_rows;
 }
 
 void CudaBackend::lm_head(int64_t first, int64_t count) {
   const ModelConfig& m = config_.model;
-  gemm_.linear(lm_rows_.data() + first * m.hidden_size, count, weights_.lm_head, nullptr,
-               m.hidden_size, m.vocab_size, logits_.data(), true, stream_);
+  // The wanted rows of the final norm's output, gathered, then the vocabulary projection.
+  cuda::gather_rows(normed_.data(), logit_rows_ + first, static_cast<int>(count),
+                    static_cast<int>(m.hidden_size), lm_rows_.data(), stream_);
+  timer_.mark("embedding", 4.0 * count * m.hidden_size);
+  gemm_.linear(lm_rows_.data(), count, weights_.lm_head, nullptr, m.hidden_size, m.vocab_size,
+               logits_.data(), true, stream_);
   timer_.mark("lm_head", 2.0 * m.vocab_size * m.hidden_size + count * (2.0 * m.hidden_size + 4.0 * m.vocab_size),
               2.0 * count * m.vocab_size * m.hidden_size);
 }
@@ -278,9 +282,6 @@ ForwardResult CudaBackend::forward(const ForwardBatch& batch) {
   validate_batch(batch, config_, layout_);
   const ForwardMetadata meta = build_forward_metadata(batch, layout_, /*last_only=*/false);
   const int64_t rows = static_cast<int64_t>(meta.logit_rows.size());
-  if (rows > static_cast<int64_t>(lm_rows_.size() / config_.model.hidden_size)) {
-    throw std::invalid_argument("CudaBackend: more logit rows than the backend holds");
-  }
   run_model(meta);
   ForwardResult result;
   result.vocab_size = config_.model.vocab_size;
@@ -303,6 +304,7 @@ std::vector<int32_t> CudaBackend::forward_sample(const ForwardBatch& batch,
   if (specs.size() != batch.sequences.size()) {
     throw std::invalid_argument("forward_sample: one SampleSpec per sequence is needed");
   }
+  if (!options_.sample_on_device) return Backend::forward_sample(batch, specs);
   validate_batch(batch, config_, layout_);
   const ForwardMetadata meta = build_forward_metadata(batch, layout_, /*last_only=*/true);
   run_model(meta);

@@ -8,6 +8,7 @@
 #ifdef INFERLAB_ENGINE_HAVE_CUDA
 #include <algorithm>
 #include <cmath>
+#include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "engine/cpu/cpu_backend.hpp"
@@ -92,27 +93,36 @@ void run_both(bool qwen) {
   ASSERT_GE(gpu->kv_layout().num_blocks, 64);
 
   Agreement agreement;
-  // 1. Two prompts in one prefill (47 and 130 tokens; every row's logits), blocks interleaved.
+  // Sequence 1's blocks: 20 of the pool, not in order, skipping those of sequences 0 and 2.
+  const BlockTable seq0 = {9, 3, 40, 41}, seq2 = {50};
+  BlockTable seq1;
+  for (int32_t b = 30; seq1.size() < 20; --b) {
+    if (b != 9 && b != 3) seq1.push_back(b);
+  }
+  // 1. Two prompts in one prefill (47 and 280 tokens; every row's logits: 327 rows, more than
+  //    one LM-head chunk of 256).
   ForwardBatch prefill;
-  prefill.sequences.push_back({tokens(47, 1), 0, {9, 3, 40}, true});
-  prefill.sequences.push_back({tokens(130, 2), 0, {1, 2, 5, 6, 7, 8, 10, 11, 12}, true});
+  prefill.sequences.push_back({tokens(47, 1), 0, seq0, true});
+  prefill.sequences.push_back({tokens(280, 2), 0, seq1, true});
   compare(gpu->forward(prefill), cpu.forward(prefill), agreement);
-  // 2. A mixed batch: sequence 0 decodes one token, sequence 1 adds a chunk of 20 after its 130
+  // 2. A mixed batch: sequence 0 decodes one token, sequence 1 adds a chunk of 20 after its 280
   //    cached tokens, a new sequence 2 prefills 5 tokens.
   ForwardBatch mixed;
-  mixed.sequences.push_back({{17}, 47, {9, 3, 40}, true});
-  mixed.sequences.push_back({tokens(20, 3), 130, {1, 2, 5, 6, 7, 8, 10, 11, 12, 13}, true});
-  mixed.sequences.push_back({tokens(5, 4), 0, {20}, true});
+  mixed.sequences.push_back({{17}, 47, seq0, true});
+  mixed.sequences.push_back({tokens(20, 3), 280, seq1, true});
+  mixed.sequences.push_back({tokens(5, 4), 0, seq2, true});
   compare(gpu->forward(mixed), cpu.forward(mixed), agreement);
   // 3. Decode steps of all three (split-K over their contexts).
   ForwardBatch decode;
-  decode.sequences.push_back({{3}, 48, {9, 3, 40, 41}, false});
-  decode.sequences.push_back({{999}, 150, {1, 2, 5, 6, 7, 8, 10, 11, 12, 13}, false});
-  decode.sequences.push_back({{0}, 5, {20}, false});
+  decode.sequences.push_back({{3}, 48, seq0, false});
+  decode.sequences.push_back({{999}, 300, seq1, false});
+  decode.sequences.push_back({{0}, 5, seq2, false});
   for (int step = 0; step < 4; ++step) {
     compare(gpu->forward(decode), cpu.forward(decode), agreement);
     for (auto& s : decode.sequences) s.cached_tokens += 1;
   }
+  std::cout << (qwen ? "qwen" : "llama") << ": min cosine " << agreement.min_cosine << ", top-1 "
+            << agreement.top1_same << " of " << agreement.rows << "\n";
   EXPECT_GT(agreement.min_cosine, 0.999) << (qwen ? "qwen" : "llama");
   EXPECT_GE(agreement.top1_same, agreement.rows * 97 / 100)
       << agreement.top1_same << " of " << agreement.rows;

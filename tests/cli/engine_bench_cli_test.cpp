@@ -1,0 +1,145 @@
+// `bench` and `logits` end to end on the CPU reference backend with a tiny checkpoint: the
+// fields scripts read, teacher-forced decode logits equal to one prefill's, and bad input.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "test_support.hpp"
+
+namespace inferlab {
+namespace {
+
+using testing::run_inferlab;
+
+struct TinyCheckpoint {
+  std::filesystem::path dir, ckpt;
+  TinyCheckpoint() {
+    dir = std::filesystem::temp_directory_path() /
+          ("inferlab_bench_cli_" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    nlohmann::json config = {{"architectures", {"LlamaForCausalLM"}},
+                             {"model_type", "llama"},
+                             {"hidden_size", 32},
+                             {"intermediate_size", 64},
+                             {"num_hidden_layers", 2},
+                             {"num_attention_heads", 4},
+                             {"num_key_value_heads", 2},
+                             {"head_dim", 8},
+                             {"vocab_size", 300},
+                             {"max_position_embeddings", 64},
+                             {"rms_norm_eps", 1e-5},
+                             {"rope_theta", 10000.0},
+                             {"tie_word_embeddings", false}};
+    std::ofstream(dir / "tiny.json") << config.dump();
+    ckpt = dir / "ckpt";
+    auto r = run_inferlab("init-weights --model " + (dir / "tiny.json").string() + " --out " +
+                          ckpt.string() + " --seed 2");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+  }
+  ~TinyCheckpoint() { std::filesystem::remove_all(dir); }
+};
+
+// The float32 rows of a .npy the logits command wrote; shape from its header.
+std::vector<float> read_npy(const std::filesystem::path& path, int64_t& rows, int64_t& cols) {
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(bytes.substr(0, 6), "\x93NUMPY");
+  const size_t header_length = static_cast<unsigned char>(bytes[8]) |
+                               (static_cast<unsigned char>(bytes[9]) << 8);
+  const std::string header = bytes.substr(10, header_length);
+  EXPECT_NE(header.find("'<f4'"), std::string::npos);
+  EXPECT_EQ((10 + header_length) % 64, 0u);
+  sscanf(header.c_str() + header.find("'shape': (") + 10, "%ld, %ld", &rows, &cols);
+  std::vector<float> values(static_cast<size_t>(rows * cols));
+  EXPECT_EQ(bytes.size(), 10 + header_length + values.size() * 4);
+  std::memcpy(values.data(), bytes.data() + 10 + header_length, values.size() * 4);
+  return values;
+}
+
+TEST(EngineBenchCli, BenchOnTheCpuReportsPredictsFieldsAndTheSpread) {
+  TinyCheckpoint tiny;
+  auto r = run_inferlab("bench --model " + tiny.ckpt.string() +
+                        " --device cpu --batch 2 --input 8 --output 3 --repeats 2 --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  for (const char* field : {"prefill_ms", "ttft_ms", "tpot_ms", "e2e_ms", "decode_tokens_per_s"}) {
+    EXPECT_GT(j[field].get<double>(), 0.0) << field;
+  }
+  EXPECT_EQ(j["device"], "cpu");
+  EXPECT_EQ(j["timing"], "host wall clock");
+  EXPECT_EQ(j["spread"]["prefill"]["samples"].get<int>(), 2);
+  EXPECT_EQ(j["spread"]["decode_step"]["samples"].get<int>(), 2);  // output − 1 steps
+  // e2e = ttft + (output − 1) × tpot; tokens/s = batch / tpot.
+  EXPECT_NEAR(j["e2e_ms"].get<double>(),
+              j["ttft_ms"].get<double>() + 2 * j["tpot_ms"].get<double>(), 1e-9);
+  EXPECT_NEAR(j["decode_tokens_per_s"].get<double>(), 2 / (j["tpot_ms"].get<double>() * 1e-3),
+              1e-6 * j["decode_tokens_per_s"].get<double>());
+  // 2 sequences × 11 tokens → 22 tokens, one 16-token block each: 32 slots; fp32 on the CPU:
+  // 2 (K, V) × 2 layers × 2 KV heads × 8 dims × 4 bytes = 256 bytes per token.
+  EXPECT_EQ(j["memory"]["kv_cache_tokens"].get<int>(), 32);
+  EXPECT_EQ(j["memory"]["kv_bytes_per_token"].get<int>(), 256);
+  EXPECT_FALSE(j.contains("predicted"));
+
+  auto compared = run_inferlab("bench --model " + tiny.ckpt.string() +
+                               " --device cpu --batch 1 --input 4 --output 2 --repeats 1 "
+                               "--compare --hardware h100-sxm --format json");
+  ASSERT_EQ(compared.exit_code, 0) << compared.err;
+  auto c = nlohmann::json::parse(compared.out);
+  EXPECT_EQ(c["predicted"]["framework"], "inferlab");
+  EXPECT_GT(c["predicted"]["tpot_ms"].get<double>(), 0.0);
+  EXPECT_NEAR(c["measured_over_predicted"]["tpot"].get<double>(),
+              c["tpot_ms"].get<double>() / c["predicted"]["tpot_ms"].get<double>(), 1e-9);
+}
+
+TEST(EngineBenchCli, TeacherForcedDecodeLogitsEqualOnePrefillsLogits) {
+  TinyCheckpoint tiny;
+  std::ofstream(tiny.dir / "ids.json") << "[5, 17, 299, 0, 42, 42, 7, 128]";
+  auto base = "logits --model " + tiny.ckpt.string() + " --device cpu --tokens " +
+              (tiny.dir / "ids.json").string();
+  auto a = run_inferlab(base + " --out " + (tiny.dir / "all.npy").string());
+  auto b = run_inferlab(base + " --prefill 3 --out " + (tiny.dir / "split.npy").string());
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_TRUE(a.out.empty());
+  int64_t rows = 0, cols = 0, rows2 = 0, cols2 = 0;
+  auto all = read_npy(tiny.dir / "all.npy", rows, cols);
+  auto split = read_npy(tiny.dir / "split.npy", rows2, cols2);
+  EXPECT_EQ(rows, 8);
+  EXPECT_EQ(cols, 300);
+  ASSERT_EQ(all.size(), split.size());
+  // The same fp32 arithmetic either way (the attention reads the cache in position order).
+  for (size_t i = 0; i < all.size(); ++i) ASSERT_NEAR(all[i], split[i], 1e-5) << i;
+}
+
+TEST(EngineBenchCli, BadInputIsExitTwo) {
+  TinyCheckpoint tiny;
+  std::ofstream(tiny.dir / "bad.json") << "{\"tokens\": [1, -2]}";
+  std::ofstream(tiny.dir / "ok.json") << "[1, 2, 3]";
+  const std::string m = " --model " + tiny.ckpt.string() + " --device cpu";
+  const std::string cases[] = {
+      "bench" + m + " --batch 0",
+      "bench" + m + " --input -5",
+      "bench" + m + " --input 60 --output 10",  // past the 64-token context
+      "bench" + m + " --compare",               // which hardware is 'cpu'?
+      "bench" + m + " --device tpu",
+      "logits" + m + " --tokens " + (tiny.dir / "bad.json").string() + " --out /tmp/x.npy",
+      "logits" + m + " --tokens /nonexistent.json --out /tmp/x.npy",
+      "logits" + m + " --tokens " + (tiny.dir / "ok.json").string() + " --prefill 9 --out /tmp/x.npy",
+      "logits" + m + " --tokens " + (tiny.dir / "ok.json").string() + " --out /nonexistent/x.npy",
+  };
+  for (const auto& args : cases) {
+    auto r = run_inferlab(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
+    EXPECT_TRUE(r.out.empty()) << args;
+    EXPECT_EQ(r.err.rfind("inferlab: error: ", 0), 0u) << args << "\n" << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace inferlab

@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""The engine's logits against Hugging Face transformers, on the GPU machine.
+
+For each model: `inferlab init-weights` writes a checkpoint with random weights at the real
+shapes; transformers loads it (AutoModelForCausalLM.from_pretrained, bf16, SDPA attention) and
+runs a 512-token prompt then 64 teacher-forced decode steps through its KV cache; `inferlab
+logits` runs the same 576 tokens the same way (prefill 512, then 64 decode steps) on the CUDA
+backend. Per position: cosine similarity of the two logit vectors (fp64) and whether the argmax
+agrees. For Llama 3.2 1B, greedy generation of 64 tokens from a text prompt is compared too
+(`inferlab generate --temperature 0` against transformers' `generate(do_sample=False)`).
+
+Usage on the device:  python3 validation/engine_logits.py BUILD/inferlab $OUT/engine_logits.json
+                      [--models llama-3.2-1b,qwen2.5-1.5b,llama-3.2-3b,llama-3-8b]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import torch
+
+PROMPT_TOKENS, DECODE_STEPS = 512, 64
+GREEDY_PROMPT = "What is the tallest mountain in the world, and how was its height measured?"
+
+
+def run(cmd):
+    t = time.time()
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stderr}")
+    return r.stdout, time.time() - t
+
+
+def hf_logits(ckpt, ids):
+    from transformers import AutoModelForCausalLM
+    try:  # transformers 5 names it dtype; 4.x torch_dtype
+        model = AutoModelForCausalLM.from_pretrained(ckpt, dtype=torch.bfloat16,
+                                                     attn_implementation="sdpa")
+    except TypeError:
+        model = AutoModelForCausalLM.from_pretrained(ckpt, torch_dtype=torch.bfloat16,
+                                                     attn_implementation="sdpa")
+    model = model.cuda().eval()
+    rows = []
+    with torch.no_grad():
+        x = torch.tensor([ids[:PROMPT_TOKENS]], device="cuda")
+        out = model(x, use_cache=True)
+        rows.append(out.logits[0].float().cpu())
+        cache = out.past_key_values
+        for t in range(PROMPT_TOKENS, len(ids)):
+            out = model(torch.tensor([[ids[t]]], device="cuda"), past_key_values=cache,
+                        use_cache=True)
+            cache = out.past_key_values
+            rows.append(out.logits[0].float().cpu())
+    return model, torch.cat(rows).numpy().astype(np.float64)
+
+
+def compare(a, b):
+    dot = (a * b).sum(1)
+    cos = dot / np.sqrt((a * a).sum(1) * (b * b).sum(1))
+    top1 = a.argmax(1) == b.argmax(1)
+    rel = np.abs(a - b).max(1) / np.abs(b).max(1)
+    return {
+        "positions": int(a.shape[0]),
+        "cosine_min": float(cos.min()), "cosine_mean": float(cos.mean()),
+        "cosine_min_prefill": float(cos[:PROMPT_TOKENS].min()),
+        "cosine_min_decode": float(cos[PROMPT_TOKENS:].min()),
+        "top1_agreement": float(top1.mean()),
+        "top1_disagreements": int((~top1).sum()),
+        "max_abs_diff_over_max_abs_logit": float(rel.max()),
+    }
+
+
+def greedy(binary, ckpt, model):
+    from transformers import AutoTokenizer
+    tok = AutoTokenizer.from_pretrained(ckpt)
+    ids = tok(GREEDY_PROMPT, return_tensors="pt").input_ids.cuda()
+    with torch.no_grad():
+        out = model.generate(ids, max_new_tokens=64, min_new_tokens=64, do_sample=False,
+                             attention_mask=torch.ones_like(ids))
+    hf = out[0, ids.shape[1]:].tolist()
+    stdout, _ = run([binary, "generate", "--model", ckpt, "--prompt", GREEDY_PROMPT,
+                     "--max-tokens", "64", "--temperature", "0", "--device", "cuda",
+                     "--format", "json"])
+    engine_out = json.loads(stdout)
+    ours = engine_out["tokens"]
+    same = 0
+    for a, b in zip(hf, ours):
+        if a != b:
+            break
+        same += 1
+    return {"prompt_tokens": int(ids.shape[1]),
+            "engine_prompt_tokens": engine_out["prompt_tokens"], "hf_tokens": hf, "engine_tokens": ours,
+            "identical_prefix": same, "identical": hf == ours}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("binary")
+    ap.add_argument("out")
+    ap.add_argument("--models", default="llama-3.2-1b,qwen2.5-1.5b,llama-3.2-3b,llama-3-8b")
+    ap.add_argument("--work", default="/tmp/inferlab_ckpt")
+    args = ap.parse_args()
+    import transformers
+    result = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
+              "transformers": transformers.__version__,
+              "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+              "method": __doc__.split("\n\n")[1].replace("\n", " "), "models": {}}
+    for name in args.models.split(","):
+        ckpt = os.path.join(args.work, name)
+        init_s = 0.0
+        if not os.path.exists(os.path.join(ckpt, "config.json")):  # else written beforehand
+            _, init_s = run([args.binary, "init-weights", "--model", name, "--out", ckpt,
+                             "--seed", "1"])
+        cfg = json.load(open(os.path.join(ckpt, "config.json")))
+        rng = np.random.default_rng(7)
+        ids = rng.integers(0, min(cfg["vocab_size"], 128000), PROMPT_TOKENS + DECODE_STEPS).tolist()
+        json.dump(ids, open(os.path.join(ckpt, "ids.json"), "w"))
+        t = time.time()
+        model, ref = hf_logits(ckpt, ids)
+        hf_s = time.time() - t
+        entry = {}
+        if name == "llama-3.2-1b":
+            entry["greedy"] = greedy(args.binary, ckpt, model)
+        del model
+        torch.cuda.empty_cache()
+        npy = os.path.join(ckpt, "engine_logits.npy")
+        _, engine_s = run([args.binary, "logits", "--model", ckpt, "--tokens",
+                           os.path.join(ckpt, "ids.json"), "--prefill", str(PROMPT_TOKENS),
+                           "--out", npy, "--device", "cuda"])
+        ours = np.load(npy).astype(np.float64)
+        entry.update(compare(ours, ref))
+        entry["seconds"] = {"init_weights": init_s, "transformers": hf_s, "engine": engine_s}
+        result["models"][name] = entry
+        print(name, json.dumps({k: v for k, v in entry.items() if k != "greedy"}), flush=True)
+        if "greedy" in entry:
+            print("greedy identical:", entry["greedy"]["identical"],
+                  "prefix", entry["greedy"]["identical_prefix"], flush=True)
+        json.dump(result, open(args.out, "w"), indent=1)
+        for f in os.listdir(ckpt):
+            if f.endswith(".safetensors") or f.endswith(".npy"):
+                os.remove(os.path.join(ckpt, f))
+    json.dump(result, open(args.out, "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main()

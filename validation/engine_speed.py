@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""The engine's speed beside PyTorch with CUDA graphs, same session, same GPU.
+
+PyTorch: torch_reference.py's PlainLlama (plain PyTorch ops, static KV cache, SDPA with GQA,
+random bf16 weights at the real shapes), each step captured in a CUDA graph and replayed;
+median of repeats by CUDA events. Engine: `inferlab bench` on the same shapes (random weights
+drawn at the shipped model's shapes), device time by CUDA events, median prefill and mean
+decode step. Decode at batch B and context C: PyTorch one step at context C; the engine's
+mean over 8 steps at contexts C+1 .. C+8.
+
+Usage on the device:  python3 validation/engine_speed.py BUILD/inferlab $OUT/engine_speed.json
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+
+CASES = [  # (phase, batch, tokens or context)
+    ("prefill", 1, 512), ("prefill", 1, 2048), ("decode", 1, 1024), ("decode", 64, 1024)]
+MODELS = ["llama-3.2-1b", "llama-3.2-3b", "llama-3-8b"]
+
+
+def engine(binary, model, phase, batch, n):
+    if phase == "prefill":
+        args = ["--batch", str(batch), "--input", str(n), "--output", "1", "--repeats", "10"]
+    else:
+        args = ["--batch", str(batch), "--input", str(n), "--output", "9", "--repeats", "1"]
+    cmd = [binary, "bench", "--model", model, "--device", "cuda", "--format", "json",
+           "--compare"] + args
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        return {"error": r.stderr.strip()[-2000:]}
+    return json.loads(r.stdout)
+
+
+def main():
+    binary, out = sys.argv[1], sys.argv[2]
+    only = sys.argv[3].split(",") if len(sys.argv) > 3 else MODELS
+    result = {"measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+              "method": __doc__.split("\n\n")[1].replace("\n", " "), "rows": []}
+    for model in only:  # the engine first: it takes its share of the GPU's memory per run
+        for phase, batch, n in CASES:
+            e = engine(binary, model, phase, batch, n)
+            result["rows"].append({"model": model, "phase": phase, "batch": batch,
+                                   "tokens" if phase == "prefill" else "context": n, "engine": e})
+            json.dump(result, open(out, "w"), indent=1)
+            print(model, phase, batch, n, "engine",
+                  e.get("prefill_ms") if phase == "prefill" else e.get("tpot_ms"), flush=True)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import torch
+    import torch_reference as tr
+    result["device"] = torch.cuda.get_device_name(0)
+    result["torch"] = torch.__version__
+    for model in only:
+        cfg = tr.load_config(model)
+        m = tr.PlainLlama(cfg, max_batch=64, max_seq=2048 + 8)
+        with torch.no_grad():
+            for row in result["rows"]:
+                if row["model"] != model:
+                    continue
+                b = row["batch"]
+                if row["phase"] == "prefill":
+                    s = row["tokens"]
+                    toks = torch.randint(0, cfg["vocab_size"], (b, s), device="cuda")
+                    r = tr.time_step(m, toks, torch.arange(s, device="cuda"), s)
+                else:
+                    c = row["context"]
+                    toks = torch.randint(0, cfg["vocab_size"], (b, 1), device="cuda")
+                    r = tr.time_step(m, toks, torch.tensor([c - 1], device="cuda"), c)
+                row["pytorch_graph"] = r["graph"]
+                row["pytorch_eager"] = r["eager"]
+                e = row["engine"]
+                mine = e.get("prefill_ms") if row["phase"] == "prefill" else e.get("tpot_ms")
+                ref = r["graph"]["median_s"] * 1e3
+                row["engine_over_pytorch_graph"] = mine / ref if mine else None
+                print(model, row["phase"], b, "pytorch graph", ref, "engine", mine, flush=True)
+        del m
+        torch.cuda.empty_cache()
+        json.dump(result, open(out, "w"), indent=1)
+    json.dump(result, open(out, "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main()
