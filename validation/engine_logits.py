@@ -34,15 +34,18 @@ def run(cmd):
     return r.stdout, time.time() - t
 
 
-def hf_logits(ckpt, ids):
+def load_hf(ckpt, dtype=torch.bfloat16, attention="sdpa"):
     from transformers import AutoModelForCausalLM
     try:  # transformers 5 names it dtype; 4.x torch_dtype
-        model = AutoModelForCausalLM.from_pretrained(ckpt, dtype=torch.bfloat16,
-                                                     attn_implementation="sdpa")
+        model = AutoModelForCausalLM.from_pretrained(ckpt, dtype=dtype,
+                                                     attn_implementation=attention)
     except TypeError:
-        model = AutoModelForCausalLM.from_pretrained(ckpt, torch_dtype=torch.bfloat16,
-                                                     attn_implementation="sdpa")
-    model = model.cuda().eval()
+        model = AutoModelForCausalLM.from_pretrained(ckpt, torch_dtype=dtype,
+                                                     attn_implementation=attention)
+    return model.cuda().eval()
+
+
+def hf_logits(model, ids):
     rows = []
     with torch.no_grad():
         x = torch.tensor([ids[:PROMPT_TOKENS]], device="cuda")
@@ -54,7 +57,7 @@ def hf_logits(ckpt, ids):
                         use_cache=True)
             cache = out.past_key_values
             rows.append(out.logits[0].float().cpu())
-    return model, torch.cat(rows).numpy().astype(np.float64)
+    return torch.cat(rows).numpy().astype(np.float64)
 
 
 def compare(a, b):
@@ -74,9 +77,11 @@ def compare(a, b):
 
 
 def greedy(binary, ckpt, model):
-    from transformers import AutoTokenizer
-    tok = AutoTokenizer.from_pretrained(ckpt)
-    ids = tok(GREEDY_PROMPT, return_tensors="pt").input_ids.cuda()
+    # Both run on the engine's prompt ids (BOS + the text), so only the models are compared.
+    stdout, _ = run([binary, "tokenize", "--model", ckpt, "--text", GREEDY_PROMPT, "--add-bos",
+                     "--format", "json"])
+    prompt = json.loads(stdout)["tokens"][0]
+    ids = torch.tensor([prompt], device="cuda")
     with torch.no_grad():
         out = model.generate(ids, max_new_tokens=64, min_new_tokens=64, do_sample=False,
                              attention_mask=torch.ones_like(ids))
@@ -91,9 +96,24 @@ def greedy(binary, ckpt, model):
         if a != b:
             break
         same += 1
-    return {"prompt_tokens": int(ids.shape[1]),
-            "engine_prompt_tokens": engine_out["prompt_tokens"], "hf_tokens": hf, "engine_tokens": ours,
-            "identical_prefix": same, "identical": hf == ours}
+    return {"prompt_tokens": len(prompt), "engine_prompt_tokens": engine_out["prompt_tokens"],
+            "hf_tokens": hf, "engine_tokens": ours, "identical_prefix": same,
+            "identical": hf == ours}
+
+
+def noise_floor(ckpt, ids, ours, ref):
+    """What two valid bf16 computations disagree by: transformers with eager attention against
+    SDPA, and each bf16 run (transformers', the engine's) against transformers in fp32."""
+    eager_model = load_hf(ckpt, torch.bfloat16, "eager")
+    eager = hf_logits(eager_model, ids)
+    del eager_model
+    torch.cuda.empty_cache()
+    fp32_model = load_hf(ckpt, torch.float32, "sdpa")
+    fp32 = hf_logits(fp32_model, ids)
+    del fp32_model
+    torch.cuda.empty_cache()
+    return {"hf_eager_vs_hf_sdpa": compare(eager, ref), "engine_vs_hf_eager": compare(ours, eager),
+            "hf_bf16_vs_hf_fp32": compare(ref, fp32), "engine_vs_hf_fp32": compare(ours, fp32)}
 
 
 def main():
@@ -102,6 +122,8 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--models", default="llama-3.2-1b,qwen2.5-1.5b,llama-3.2-3b,llama-3-8b")
     ap.add_argument("--work", default="/tmp/inferlab_ckpt")
+    ap.add_argument("--noise-floor", default="llama-3.2-1b,llama-3-8b",
+                    help="models also run in transformers with eager attention and in fp32")
     args = ap.parse_args()
     import transformers
     result = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
@@ -119,7 +141,8 @@ def main():
         ids = rng.integers(0, min(cfg["vocab_size"], 128000), PROMPT_TOKENS + DECODE_STEPS).tolist()
         json.dump(ids, open(os.path.join(ckpt, "ids.json"), "w"))
         t = time.time()
-        model, ref = hf_logits(ckpt, ids)
+        model = load_hf(ckpt)
+        ref = hf_logits(model, ids)
         hf_s = time.time() - t
         entry = {}
         if name == "llama-3.2-1b":
@@ -132,6 +155,8 @@ def main():
                            "--out", npy, "--device", "cuda"])
         ours = np.load(npy).astype(np.float64)
         entry.update(compare(ours, ref))
+        if name in args.noise_floor.split(","):
+            entry["noise_floor"] = noise_floor(ckpt, ids, ours, ref)
         entry["seconds"] = {"init_weights": init_s, "transformers": hf_s, "engine": engine_s}
         result["models"][name] = entry
         print(name, json.dumps({k: v for k, v in entry.items() if k != "greedy"}), flush=True)

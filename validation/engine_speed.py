@@ -9,6 +9,7 @@ decode step. Decode at batch B and context C: PyTorch one step at context C; the
 mean over 8 steps at contexts C+1 .. C+8.
 
 Usage on the device:  python3 validation/engine_speed.py BUILD/inferlab $OUT/engine_speed.json
+                      [MODELS] [PHASE:BATCH]
 """
 import json
 import os
@@ -36,11 +37,15 @@ def engine(binary, model, phase, batch, n):
 
 def main():
     binary, out = sys.argv[1], sys.argv[2]
-    only = sys.argv[3].split(",") if len(sys.argv) > 3 else MODELS
+    only = sys.argv[3].split(",") if len(sys.argv) > 3 and sys.argv[3] else MODELS
+    cases = CASES
+    if len(sys.argv) > 4:  # e.g. "decode:64" runs only the decode cases at batch 64
+        phase, batch = sys.argv[4].split(":")
+        cases = [c for c in CASES if c[0] == phase and c[1] == int(batch)]
     result = {"measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
               "method": __doc__.split("\n\n")[1].replace("\n", " "), "rows": []}
     for model in only:  # the engine first: it takes its share of the GPU's memory per run
-        for phase, batch, n in CASES:
+        for phase, batch, n in cases:
             e = engine(binary, model, phase, batch, n)
             result["rows"].append({"model": model, "phase": phase, "batch": batch,
                                    "tokens" if phase == "prefill" else "context": n, "engine": e})

@@ -147,29 +147,36 @@ __global__ void rope_kv_kernel(bf16* qkv, int num_heads, int num_kv_heads, int h
   for (int i = threadIdx.x; i < kv_dim; i += blockDim.x) v_out[i] = v[i];
 }
 
-__global__ void silu_mul_kernel(const bf16* gate_up, int inter, bf16* out) {
-  const int64_t t = blockIdx.y;
-  const bf16* gate = gate_up + t * 2 * inter;
-  const bf16* up = gate + inter;
-  bf16* dst = out + t * inter;
+// One thread per 16-byte vector (or per element when the width is not a multiple of 8) over all
+// tokens: a 1-D grid, since a token dimension in y would stop at 65535 tokens.
+__global__ void silu_mul_kernel(const bf16* gate_up, int inter, int64_t total, bf16* out) {
+  const int64_t index = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (index >= total) return;
   auto one = [](bf16 g_bits, bf16 u_bits) {
     const float g = __bfloat162float(g_bits);
     const float silu = round_bf16(g / (1.0f + expf(-g)));
     return __float2bfloat16(silu * __bfloat162float(u_bits));
   };
   if (inter % kVector == 0) {
-    const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= inter / kVector) return;
+    const int per_token = inter / kVector;
+    const int64_t t = index / per_token;
+    const int i = static_cast<int>(index % per_token);
+    const bf16* gate = gate_up + t * 2 * inter;
     const Bf16x8 g = reinterpret_cast<const Bf16x8*>(gate)[i];
-    const Bf16x8 u = reinterpret_cast<const Bf16x8*>(up)[i];
+    const Bf16x8 u = reinterpret_cast<const Bf16x8*>(gate + inter)[i];
     Bf16x8 result;
     for (int j = 0; j < kVector; ++j) result.v[j] = one(g.v[j], u.v[j]);
-    reinterpret_cast<Bf16x8*>(dst)[i] = result;
+    reinterpret_cast<Bf16x8*>(out + t * inter)[i] = result;
   } else {
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < inter; i += gridDim.x * blockDim.x) {
-      dst[i] = one(gate[i], up[i]);
-    }
+    const int64_t t = index / inter;
+    const int64_t i = index % inter;
+    out[t * inter + i] = one(gate_up[t * 2 * inter + i], gate_up[t * 2 * inter + inter + i]);
   }
+}
+
+__global__ void round_to_bf16_kernel(float* x, int64_t n) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) x[i] = round_bf16(x[i]);
 }
 
 }  // namespace
@@ -220,9 +227,18 @@ void rope_kv_write(bf16* qkv, int tokens, int num_heads, int num_kv_heads, int h
 void silu_mul_halves(const bf16* gate_up, int tokens, int inter, bf16* out, cudaStream_t stream) {
   if (tokens == 0) return;
   constexpr int kThreads = 256;
-  const int work = vectorizable(inter) ? inter / kVector : inter;
-  const dim3 grid((work + kThreads - 1) / kThreads, tokens);
-  silu_mul_kernel<<<grid, kThreads, 0, stream>>>(gate_up, inter, out);
+  const int64_t total =
+      static_cast<int64_t>(tokens) * (vectorizable(inter) ? inter / kVector : inter);
+  const auto blocks = static_cast<unsigned>((total + kThreads - 1) / kThreads);
+  silu_mul_kernel<<<blocks, kThreads, 0, stream>>>(gate_up, inter, total, out);
+  INFERLAB_CUDA_CHECK_LAUNCH();
+}
+
+void round_to_bf16(float* values, int64_t count, cudaStream_t stream) {
+  if (count == 0) return;
+  constexpr int kThreads = 256;
+  const auto blocks = static_cast<unsigned>((count + kThreads - 1) / kThreads);
+  round_to_bf16_kernel<<<blocks, kThreads, 0, stream>>>(values, count);
   INFERLAB_CUDA_CHECK_LAUNCH();
 }
 
