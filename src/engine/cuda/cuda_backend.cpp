@@ -267,7 +267,6 @@ void CudaBackend::lm_head(int64_t first, int64_t count) {
   timer_.mark("embedding", 4.0 * count * m.hidden_size);
   gemm_.linear(lm_rows_.data(), count, weights_.lm_head, nullptr, m.hidden_size, m.vocab_size,
                logits_.data(), true, stream_);
-  cuda::round_to_bf16(logits_.data(), count * m.vocab_size, stream_);
   timer_.mark("lm_head", 2.0 * m.vocab_size * m.hidden_size + count * (2.0 * m.hidden_size + 4.0 * m.vocab_size),
               2.0 * count * m.vocab_size * m.hidden_size);
 }

@@ -174,11 +174,6 @@ __global__ void silu_mul_kernel(const bf16* gate_up, int inter, int64_t total, b
   }
 }
 
-__global__ void round_to_bf16_kernel(float* x, int64_t n) {
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) x[i] = round_bf16(x[i]);
-}
-
 }  // namespace
 
 void embedding_gather(const bf16* table, const int32_t* ids, int tokens, int hidden, bf16* out,
@@ -231,14 +226,6 @@ void silu_mul_halves(const bf16* gate_up, int tokens, int inter, bf16* out, cuda
       static_cast<int64_t>(tokens) * (vectorizable(inter) ? inter / kVector : inter);
   const auto blocks = static_cast<unsigned>((total + kThreads - 1) / kThreads);
   silu_mul_kernel<<<blocks, kThreads, 0, stream>>>(gate_up, inter, total, out);
-  INFERLAB_CUDA_CHECK_LAUNCH();
-}
-
-void round_to_bf16(float* values, int64_t count, cudaStream_t stream) {
-  if (count == 0) return;
-  constexpr int kThreads = 256;
-  const auto blocks = static_cast<unsigned>((count + kThreads - 1) / kThreads);
-  round_to_bf16_kernel<<<blocks, kThreads, 0, stream>>>(values, count);
   INFERLAB_CUDA_CHECK_LAUNCH();
 }
 

@@ -40,10 +40,6 @@ void rope_kv_write(bf16* qkv, int tokens, int num_heads, int num_kv_heads, int h
 // (the fused gate/up GEMM's two halves, read in place).
 void silu_mul_halves(const bf16* gate_up, int tokens, int inter, bf16* out, cudaStream_t stream);
 
-// values[i] = bf16(values[i]) kept as fp32: the LM head's logits take the values a bf16 output
-// has in transformers and vLLM (fp32 accumulation rounded once), so argmax ties break alike.
-void round_to_bf16(float* values, int64_t count, cudaStream_t stream);
-
 // out[r, :] = x[rows[r], :].
 void gather_rows(const bf16* x, const int32_t* rows, int count, int hidden, bf16* out,
                  cudaStream_t stream);

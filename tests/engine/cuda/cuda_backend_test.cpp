@@ -51,8 +51,15 @@ LlamaConfig small_config(bool qwen) {
 struct Agreement {
   double min_cosine = 1;
   int top1_same = 0, rows = 0;
+  // Rows where the reference's top token is not within bf16 noise of the GPU's top logit.
+  int top1_beyond_noise = 0;
 };
 
+// The GPU's logits differ from the fp32 reference by bf16 rounding carried through the layers:
+// against transformers at real sizes the largest difference measured was 2.5% of the largest
+// logit (docs/MEASUREMENTS.md §16). Where the reference's top two tokens are closer than that,
+// either order is right; a reference top token that the GPU puts more than 3% of |its top
+// logit| below its own top is a real disagreement.
 void compare(const ForwardResult& gpu, const ForwardResult& cpu, Agreement& agreement) {
   ASSERT_EQ(gpu.first_row, cpu.first_row);
   ASSERT_EQ(gpu.logits.size(), cpu.logits.size());
@@ -66,7 +73,11 @@ void compare(const ForwardResult& gpu, const ForwardResult& cpu, Agreement& agre
       nb += double{b[i]} * b[i];
     }
     agreement.min_cosine = std::min(agreement.min_cosine, dot / std::sqrt(na * nb));
-    agreement.top1_same += argmax(a) == argmax(b);
+    const int32_t gpu_top = argmax(a), cpu_top = argmax(b);
+    agreement.top1_same += gpu_top == cpu_top;
+    const double noise = 0.03 * std::abs(a[static_cast<size_t>(gpu_top)]);
+    agreement.top1_beyond_noise +=
+        a[static_cast<size_t>(gpu_top)] - a[static_cast<size_t>(cpu_top)] > noise;
     agreement.rows += 1;
   }
 }
@@ -123,9 +134,12 @@ void run_both(bool qwen) {
   }
   std::cout << (qwen ? "qwen" : "llama") << ": min cosine " << agreement.min_cosine << ", top-1 "
             << agreement.top1_same << " of " << agreement.rows << "\n";
+  // Measured on the H100 (2026-11-23): min cosine 0.99982 (Llama) and 0.99987 (Qwen), top-1
+  // 359 and 355 of 365 rows.
   EXPECT_GT(agreement.min_cosine, 0.999) << (qwen ? "qwen" : "llama");
-  EXPECT_GE(agreement.top1_same, agreement.rows * 97 / 100)
+  EXPECT_GE(agreement.top1_same, agreement.rows * 95 / 100)
       << agreement.top1_same << " of " << agreement.rows;
+  EXPECT_EQ(agreement.top1_beyond_noise, 0);
 
   // 4. Sampling on the GPU picks what the host picks from the GPU's own logits.
   ForwardBatch next = decode;
