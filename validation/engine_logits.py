@@ -129,7 +129,7 @@ def main():
     result = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
               "transformers": transformers.__version__,
               "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-              "method": __doc__.split("\n\n")[1].replace("\n", " "), "models": {}}
+              "method": __doc__.split("\n\n")[1].replace("\n", " "), "models": []}
     for name in args.models.split(","):
         ckpt = os.path.join(args.work, name)
         init_s = 0.0
@@ -158,7 +158,7 @@ def main():
         if name in args.noise_floor.split(","):
             entry["noise_floor"] = noise_floor(ckpt, ids, ours, ref)
         entry["seconds"] = {"init_weights": init_s, "transformers": hf_s, "engine": engine_s}
-        result["models"][name] = entry
+        result["models"].append(dict(model=name, **entry))
         print(name, json.dumps({k: v for k, v in entry.items() if k != "greedy"}), flush=True)
         if "greedy" in entry:
             print("greedy identical:", entry["greedy"]["identical"],

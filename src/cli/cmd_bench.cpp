@@ -108,8 +108,7 @@ void register_bench(CLI::App& app) {
       ->required();
   cmd->add_option("--batch", args->batch, "Sequences per batch")->capture_default_str();
   cmd->add_option("--input", args->input, "Prompt tokens per sequence")->capture_default_str();
-  cmd->add_option("--output", args->output, "Generated tokens per sequence")
-      ->capture_default_str();
+  cmd->add_option("--output", args->output, "Generated tokens per sequence")->capture_default_str();
   cmd->add_option("--repeats", args->repeats, "Timed prefills")->capture_default_str();
   cmd->add_option("--warmup", args->warmup, "Untimed prefills first")->capture_default_str();
   cmd->add_option("--seed", args->seed, "Random prompts (and weights of a shipped model)")

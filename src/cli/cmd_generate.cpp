@@ -13,8 +13,8 @@
 #include "engine/tokenizer/tokenizer.hpp"
 #include "engine/tokenizer/utf8.hpp"
 #include "report/emit.hpp"
-#include "util/error.hpp"
 #include "report/engine_report.hpp"
+#include "util/error.hpp"
 
 namespace inferlab::cli {
 
@@ -62,8 +62,8 @@ void run_generate(const GenerateArgs& a) {
   engine_options.device = resolve_device(a.device);
   engine_options.seed = a.seed;
   engine_options.kv_tokens = static_cast<int64_t>(prompt.size()) + a.max_tokens;
-  engine_options.max_batch_tokens = std::max<int64_t>(engine_options.max_batch_tokens,
-                                                      static_cast<int64_t>(prompt.size()));
+  engine_options.max_batch_tokens =
+      std::max<int64_t>(engine_options.max_batch_tokens, static_cast<int64_t>(prompt.size()));
   engine_options.max_sequences = 1;
   auto backend = make_engine_backend(a.model, engine_options);
   std::vector<int32_t> stops =
@@ -105,7 +105,9 @@ void register_generate(CLI::App& app) {
   cmd->add_option("--top-k", args->top_k, "0: no limit")->capture_default_str();
   cmd->add_option("--seed", args->seed, "Sampling seed (and random weights for a shipped model)")
       ->capture_default_str();
-  cmd->add_option("--device", args->device, "auto (cuda where a GPU is present), cuda, or cpu (the fp32 reference)")->capture_default_str();
+  cmd->add_option("--device", args->device,
+                  "auto (cuda where a GPU is present), cuda, or cpu (the fp32 reference)")
+      ->capture_default_str();
   add_format_option(cmd, args->common);
   cmd->callback([args] { run_generate(*args); });
 }

@@ -26,7 +26,8 @@ std::vector<int32_t> read_tokens(const std::string& path) {
   const nlohmann::json json = read_json_file(path, "tokens");
   const nlohmann::json& list = json.is_object() && json.contains("tokens") ? json["tokens"] : json;
   if (!list.is_array() || list.empty()) {
-    throw InputError("tokens file '" + path + "' must hold a non-empty array of token ids (or "
+    throw InputError("tokens file '" + path +
+                     "' must hold a non-empty array of token ids (or "
                      "{\"tokens\": [...]})");
   }
   std::vector<int32_t> ids;
@@ -42,8 +43,8 @@ std::vector<int32_t> read_tokens(const std::string& path) {
 // NumPy's .npy v1.0: magic, header length, a Python dict literal padded to 64 bytes, data.
 void write_npy(const std::string& path, const std::vector<float>& values, int64_t rows,
                int64_t cols) {
-  std::string header = fmt::format("{{'descr': '<f4', 'fortran_order': False, 'shape': ({}, {}), }}",
-                                   rows, cols);
+  std::string header =
+      fmt::format("{{'descr': '<f4', 'fortran_order': False, 'shape': ({}, {}), }}", rows, cols);
   while ((10 + header.size() + 1) % 64 != 0) header += ' ';
   header += '\n';
   std::ofstream out(path, std::ios::binary);
@@ -74,8 +75,8 @@ void run_logits(const LogitsArgs& a) {
   auto backend = make_engine_backend(a.model, options);
   const int64_t context = backend->config().model.max_position_embeddings;
   if (context > 0 && count > context) {
-    throw InputError(fmt::format("{} tokens are longer than the model's context of {}", count,
-                                 context));
+    throw InputError(
+        fmt::format("{} tokens are longer than the model's context of {}", count, context));
   }
   engine::BlockAllocator allocator(backend->kv_layout().num_blocks);
   engine::ForwardBatch batch;

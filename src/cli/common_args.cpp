@@ -29,7 +29,8 @@ void add_hardware_options(CLI::App* app, CommonArgs& args) {
                   "Override delay factors, e.g. gemm=1.2,attention=2 (classes: gemm, gemv, "
                   "attention, norm, elementwise, softmax, communication)");
   app->add_option("--framework", args.framework,
-                  "Kernel list of pytorch (eager, unfused), vllm (fused) or inferlab (this project's engine)")
+                  "Kernel list of pytorch (eager, unfused), vllm (fused) or inferlab (this "
+                  "project's engine)")
       ->capture_default_str();
 }
 

@@ -84,8 +84,8 @@ std::unique_ptr<engine::Backend> make_engine_backend(const std::string& model,
     engine::check_llama_checkpoint(checkpoint, config);
     backend = engine::make_cuda_backend(config, engine::checkpoint_tensor_source(checkpoint), cuda);
   } else {
-    backend = engine::make_cuda_backend(config, engine::random_tensor_source(config, options.seed),
-                                        cuda);
+    backend =
+        engine::make_cuda_backend(config, engine::random_tensor_source(config, options.seed), cuda);
   }
   if (options.kv_tokens > backend->kv_layout().slots()) {
     throw InputError(fmt::format("the KV cache holds {} tokens on this GPU; {} are needed",

@@ -1,9 +1,8 @@
 #pragma once
 #include <cstdint>
 #include <span>
-#include <vector>
-
 #include <string>
+#include <vector>
 
 #include "engine/kv_cache.hpp"
 #include "engine/llama_config.hpp"

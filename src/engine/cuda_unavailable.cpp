@@ -4,10 +4,16 @@
 
 namespace inferlab::engine {
 
-bool cuda_device_available() { return false; }
-std::string cuda_device_name() { return ""; }
+bool cuda_device_available() {
+  return false;
+}
+std::string cuda_device_name() {
+  return "";
+}
 
-int64_t cuda_backend_fixed_bytes(const LlamaConfig&, const CudaBackendOptions&) { return 0; }
+int64_t cuda_backend_fixed_bytes(const LlamaConfig&, const CudaBackendOptions&) {
+  return 0;
+}
 
 std::unique_ptr<Backend> make_cuda_backend(const LlamaConfig&, const TensorSource&,
                                            const CudaBackendOptions&) {

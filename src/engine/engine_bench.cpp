@@ -38,10 +38,12 @@ struct Timed {
   double device_s, wall_s;
 };
 
-Timed timed_pass(Backend& backend, const ForwardBatch& batch, const std::vector<SampleSpec>& greedy) {
+Timed timed_pass(Backend& backend, const ForwardBatch& batch,
+                 const std::vector<SampleSpec>& greedy) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<int32_t> ids = backend.forward_sample(batch, greedy);
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double device = backend.last_forward_device_s();
   return {std::move(ids), device >= 0 ? device : wall, wall};
 }

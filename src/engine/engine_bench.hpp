@@ -10,9 +10,9 @@ struct BenchOptions {
   int64_t batch = 1;
   int64_t input_tokens = 512;
   int64_t output_tokens = 128;
-  int64_t warmup = 1;   // untimed prefills (and a few decode steps) first
-  int64_t repeats = 5;  // timed prefills
-  uint64_t seed = 0;    // the random prompt tokens
+  int64_t warmup = 1;           // untimed prefills (and a few decode steps) first
+  int64_t repeats = 5;          // timed prefills
+  uint64_t seed = 0;            // the random prompt tokens
   bool profile_kernels = true;  // one more prefill and decode step with per-kernel events
 };
 
@@ -29,13 +29,13 @@ struct BenchResult {
   TimingStats prefill;      // the whole batch's prefill, greedy first token included
   TimingStats decode_step;  // every decode step of the run (batch tokens each)
   TimingStats prefill_wall, decode_step_wall;  // host wall time around forward_sample
-  double ttft_s = 0;                  // the median prefill (the first token comes out of it)
-  double tpot_s = 0;                  // mean decode step (what predict's tpot is)
-  double e2e_s = 0;                   // ttft + (output - 1) tpot
-  double decode_tokens_per_s = 0;     // batch / tpot
-  double prefill_tokens_per_s = 0;    // batch × input / prefill
-  int64_t kv_cache_tokens = 0;        // the backend's pool
-  int64_t kv_bytes_per_token = 0;     // bf16 keys and values, all layers
+  double ttft_s = 0;                // the median prefill (the first token comes out of it)
+  double tpot_s = 0;                // mean decode step (what predict's tpot is)
+  double e2e_s = 0;                 // ttft + (output - 1) tpot
+  double decode_tokens_per_s = 0;   // batch / tpot
+  double prefill_tokens_per_s = 0;  // batch × input / prefill
+  int64_t kv_cache_tokens = 0;      // the backend's pool
+  int64_t kv_bytes_per_token = 0;   // bf16 keys and values, all layers
   std::vector<KernelClassTime> prefill_kernels, decode_kernels;  // profiled passes
 };
 

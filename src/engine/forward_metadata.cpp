@@ -13,7 +13,8 @@ ForwardMetadata build_forward_metadata(const ForwardBatch& batch, const KvCacheL
     const auto count = static_cast<int64_t>(chunk.tokens.size());
     const int64_t context = chunk.cached_tokens + count;
     const auto first_token = static_cast<int32_t>(meta.token_ids.size());
-    const auto slots = slot_mapping(chunk.block_table, layout.block_size, chunk.cached_tokens, count);
+    const auto slots =
+        slot_mapping(chunk.block_table, layout.block_size, chunk.cached_tokens, count);
     for (int64_t j = 0; j < count; ++j) {
       meta.token_ids.push_back(chunk.tokens[static_cast<size_t>(j)]);
       meta.positions.push_back(static_cast<int32_t>(chunk.cached_tokens + j));
@@ -36,7 +37,8 @@ ForwardMetadata build_forward_metadata(const ForwardBatch& batch, const KvCacheL
   for (size_t s = 0; s < batch.sequences.size(); ++s) {
     const auto& table = batch.sequences[s].block_table;
     const size_t used = std::min(stride, table.size());
-    std::copy_n(table.begin(), used, meta.block_tables.begin() + static_cast<ptrdiff_t>(s * stride));
+    std::copy_n(table.begin(), used,
+                meta.block_tables.begin() + static_cast<ptrdiff_t>(s * stride));
   }
   return meta;
 }

@@ -174,8 +174,9 @@ std::vector<uint16_t> random_tensor_bf16(const WeightSpec& spec, const ModelConf
                                          uint64_t seed) {
   std::vector<uint16_t> bits;
   bits.reserve(static_cast<size_t>(spec.elements()));
-  generate_tensor(spec, model, seed,
-                  [&](std::span<const uint16_t> chunk) { bits.insert(bits.end(), chunk.begin(), chunk.end()); });
+  generate_tensor(spec, model, seed, [&](std::span<const uint16_t> chunk) {
+    bits.insert(bits.end(), chunk.begin(), chunk.end());
+  });
   return bits;
 }
 

@@ -88,9 +88,10 @@ StepPrediction predict_step(const StepContext& c, const StepShape& shape) {
                                         c.host.pytorch_step_base_s / std::max(1.0, other_kernels),
                                         c.host.pytorch_layer_s * layers / layer_kernels);
     } else {
-      const double per_kernel_s = c.framework == Framework::inferlab && c.host.engine_per_kernel_s > 0
-                                      ? c.host.engine_per_kernel_s
-                                      : c.host.eager_per_kernel_s;
+      const double per_kernel_s =
+          c.framework == Framework::inferlab && c.host.engine_per_kernel_s > 0
+              ? c.host.engine_per_kernel_s
+              : c.host.eager_per_kernel_s;
       step.time_s = replay_launch_queue(step.ops, c.model->num_layers, per_kernel_s);
     }
   }

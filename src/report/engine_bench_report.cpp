@@ -61,17 +61,15 @@ nlohmann::json bench_json(const BenchSetup& setup, const engine::BenchResult& r,
         {"kv_cache_bytes", kv_bytes(setup, r)},
         {"kv_cache_tokens", r.kv_cache_tokens},
         {"kv_bytes_per_token", r.kv_bytes_per_token / 2 * setup.kv_bytes_per_element}}},
-      {"kernels", {{"prefill", kernels_json(r.prefill_kernels)},
-                   {"decode", kernels_json(r.decode_kernels)}}},
+      {"kernels",
+       {{"prefill", kernels_json(r.prefill_kernels)}, {"decode", kernels_json(r.decode_kernels)}}},
   };
   if (predicted) {
     const RequestPrediction& p = *predicted;
-    out["predicted"] = {{"framework", "inferlab"},
-                        {"prefill_ms", p.prefill_s * 1e3},
-                        {"ttft_ms", p.ttft_s * 1e3},
-                        {"tpot_ms", p.tpot_s * 1e3},
-                        {"e2e_ms", p.e2e_s * 1e3},
-                        {"decode_tokens_per_s", p.decode_tokens_per_s}};
+    out["predicted"] = {
+        {"framework", "inferlab"},   {"prefill_ms", p.prefill_s * 1e3},
+        {"ttft_ms", p.ttft_s * 1e3}, {"tpot_ms", p.tpot_s * 1e3},
+        {"e2e_ms", p.e2e_s * 1e3},   {"decode_tokens_per_s", p.decode_tokens_per_s}};
     auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
     out["measured_over_predicted"] = {{"prefill", ratio(r.prefill.median_s, p.prefill_s)},
                                       {"tpot", ratio(r.tpot_s, p.tpot_s)},
@@ -83,10 +81,10 @@ nlohmann::json bench_json(const BenchSetup& setup, const engine::BenchResult& r,
 std::string bench_text(const BenchSetup& setup, const engine::BenchResult& r,
                        const std::optional<RequestPrediction>& predicted) {
   const auto& o = setup.options;
-  std::string text = fmt::format(
-      "{} on {} ({}), batch {}, input {}, output {}; {}\n", setup.model, setup.device_name,
-      setup.device, o.batch, o.input_tokens, o.output_tokens,
-      r.device_timed ? "device time by CUDA events" : "host wall time");
+  std::string text =
+      fmt::format("{} on {} ({}), batch {}, input {}, output {}; {}\n", setup.model,
+                  setup.device_name, setup.device, o.batch, o.input_tokens, o.output_tokens,
+                  r.device_timed ? "device time by CUDA events" : "host wall time");
   Table summary({"figure", "measured", "spread", predicted ? "predicted" : ""});
   auto spread = [](const engine::TimingStats& s) {
     return fmt::format("{:.3f}-{:.3f} ms (n={})", s.min_s * 1e3, s.max_s * 1e3, s.samples);

@@ -50,8 +50,8 @@ std::vector<float> read_npy(const std::filesystem::path& path, int64_t& rows, in
   std::ifstream in(path, std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), {});
   EXPECT_EQ(bytes.substr(0, 6), "\x93NUMPY");
-  const size_t header_length = static_cast<unsigned char>(bytes[8]) |
-                               (static_cast<unsigned char>(bytes[9]) << 8);
+  const size_t header_length =
+      static_cast<unsigned char>(bytes[8]) | (static_cast<unsigned char>(bytes[9]) << 8);
   const std::string header = bytes.substr(10, header_length);
   EXPECT_NE(header.find("'<f4'"), std::string::npos);
   EXPECT_EQ((10 + header_length) % 64, 0u);
@@ -117,6 +117,31 @@ TEST(EngineBenchCli, TeacherForcedDecodeLogitsEqualOnePrefillsLogits) {
   for (size_t i = 0; i < all.size(); ++i) ASSERT_NEAR(all[i], split[i], 1e-5) << i;
 }
 
+// `--framework inferlab` prices the engine's kernel list: vLLM's fused list, the same kernels and
+// GPU time; without CUDA graphs its host time per launch is the engine's (C++), and it says that
+// its kernel costs were fitted on PyTorch's.
+TEST(EngineBenchCli, PredictFrameworkInferlabPricesTheEnginesKernels) {
+  const std::string base =
+      "predict --model llama-3.2-1b --batch 1 --input 512 --output 8 --format json";
+  auto engine = run_inferlab(base + " --framework inferlab");
+  auto vllm = run_inferlab(base + " --framework vllm");
+  ASSERT_EQ(engine.exit_code, 0) << engine.err;
+  ASSERT_EQ(vllm.exit_code, 0) << vllm.err;
+  auto e = nlohmann::json::parse(engine.out), v = nlohmann::json::parse(vllm.out);
+  for (int phase = 0; phase < 2; ++phase) {
+    const auto& ep = e["phases"][phase];
+    const auto& vp = v["phases"][phase];
+    EXPECT_EQ(ep["kernels"], vp["kernels"]);
+    EXPECT_EQ(ep["ops"].size(), vp["ops"].size());
+    EXPECT_DOUBLE_EQ(ep["gpu_ms"].get<double>(), vp["gpu_ms"].get<double>());
+  }
+  bool noted = false;
+  for (const auto& note : e["unvalidated"]) {
+    noted |= note.get<std::string>().find("inferlab kernel list") != std::string::npos;
+  }
+  EXPECT_TRUE(noted) << e["unvalidated"].dump();
+}
+
 TEST(EngineBenchCli, BadInputIsExitTwo) {
   TinyCheckpoint tiny;
   std::ofstream(tiny.dir / "bad.json") << "{\"tokens\": [1, -2]}";
@@ -130,7 +155,8 @@ TEST(EngineBenchCli, BadInputIsExitTwo) {
       "bench" + m + " --device tpu",
       "logits" + m + " --tokens " + (tiny.dir / "bad.json").string() + " --out /tmp/x.npy",
       "logits" + m + " --tokens /nonexistent.json --out /tmp/x.npy",
-      "logits" + m + " --tokens " + (tiny.dir / "ok.json").string() + " --prefill 9 --out /tmp/x.npy",
+      "logits" + m + " --tokens " + (tiny.dir / "ok.json").string() +
+          " --prefill 9 --out /tmp/x.npy",
       "logits" + m + " --tokens " + (tiny.dir / "ok.json").string() + " --out /nonexistent/x.npy",
   };
   for (const auto& args : cases) {

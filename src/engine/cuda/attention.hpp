@@ -34,15 +34,15 @@ struct PagedAttentionParams {
   const int32_t* query_start = nullptr;   // device, [num_seqs + 1], query_start[0] = 0
   const int32_t* context_lens = nullptr;  // device, [num_seqs]
   int num_seqs = 0;
-  int num_tokens = 0;       // query_start[num_seqs]
-  int max_query_len = 0;    // host copies of the maxima, for the launch grid
+  int num_tokens = 0;     // query_start[num_seqs]
+  int max_query_len = 0;  // host copies of the maxima, for the launch grid
   int max_context_len = 0;
   int num_heads = 0;
   int num_kv_heads = 0;
-  int head_dim = 0;         // 64 or 128
-  int block_size = 0;       // tokens per cache block (16 by default)
-  int sliding_window = 0;   // 0: none; else keys at positions > position - sliding_window
-  float softmax_scale = 0;  // 1 / sqrt(head_dim)
+  int head_dim = 0;              // 64 or 128
+  int block_size = 0;            // tokens per cache block (16 by default)
+  int sliding_window = 0;        // 0: none; else keys at positions > position - sliding_window
+  float softmax_scale = 0;       // 1 / sqrt(head_dim)
   __nv_bfloat16* out = nullptr;  // [num_tokens, num_heads * head_dim]
   // Scratch for the split-K partials; at least paged_attention_workspace_bytes(...).
   void* workspace = nullptr;

@@ -48,8 +48,9 @@ struct Buffers {
   int64_t metadata_elements = 0;  // int32
   static constexpr size_t kGemmWorkspace = size_t{32} << 20;
   int64_t bytes() const {
-    return 2 * activation_elements + 4 * logits_elements + static_cast<int64_t>(
-               attention_workspace + sampling_workspace + kGemmWorkspace) + 4 * metadata_elements;
+    return 2 * activation_elements + 4 * logits_elements +
+           static_cast<int64_t>(attention_workspace + sampling_workspace + kGemmWorkspace) +
+           4 * metadata_elements;
   }
 };
 
@@ -58,9 +59,9 @@ Buffers buffers_for(const LlamaConfig& config, const CudaBackendOptions& o) {
   const int64_t t = o.max_batch_tokens, rows = logit_rows_capacity(o);
   Buffers b;
   // residual, normed, qkv, attention out, projection out, gate/up, activation, LM-head rows
-  b.activation_elements = t * (3 * m.hidden_size + (m.q_dim() + 2 * m.kv_dim()) + m.q_dim() +
-                               3 * m.intermediate_size) +
-                          rows * m.hidden_size;
+  b.activation_elements =
+      t * (3 * m.hidden_size + (m.q_dim() + 2 * m.kv_dim()) + m.q_dim() + 3 * m.intermediate_size) +
+      rows * m.hidden_size;
   b.logits_elements = rows * m.vocab_size;
   const int64_t context = max_context(config);
   b.attention_workspace = cuda::paged_attention_workspace_bytes(
@@ -162,8 +163,9 @@ void CudaBackend::run_model(const ForwardMetadata& meta) {
   }
   const std::vector<int32_t> packed = meta.packed();
   if (packed.size() > metadata_.size()) {
-    throw std::invalid_argument("CudaBackend: the batch's block tables are over the backend's "
-                                "limit (a context longer than the model's)");
+    throw std::invalid_argument(
+        "CudaBackend: the batch's block tables are over the backend's "
+        "limit (a context longer than the model's)");
   }
   INFERLAB_CUDA_CHECK(cudaMemcpyAsync(metadata_.data(), packed.data(),
                                       packed.size() * sizeof(int32_t), cudaMemcpyHostToDevice,
@@ -180,8 +182,8 @@ void CudaBackend::run_model(const ForwardMetadata& meta) {
   const size_t layer_cache = static_cast<size_t>(layout_.slots() * m.kv_dim());
 
   timer_.begin(stream_);
-  cuda::embedding_gather(weights_.embed_tokens, dev + o.token_ids, tokens, hidden,
-                         residual_.data(), stream_);
+  cuda::embedding_gather(weights_.embed_tokens, dev + o.token_ids, tokens, hidden, residual_.data(),
+                         stream_);
   timer_.mark("embedding", 4.0 * t * hidden);
 
   cuda::PagedAttentionParams attention;
@@ -204,10 +206,14 @@ void CudaBackend::run_model(const ForwardMetadata& meta) {
   attention.out = attn_.data();
   attention.workspace = attention_workspace_.data();
   attention.workspace_bytes = attention_workspace_.bytes();
-  double context_sum = 0;  // KV positions read per query head group, for the byte count
+  // For the roofline columns: keys and values are read from HBM once per sequence (the query
+  // tiles of a prefill share them through L2), and each query attends to its causal prefix.
+  double context_sum = 0, attended_sum = 0;
   for (int s = 0; s < meta.sequences(); ++s) {
     const double q_len = meta.query_start[s + 1] - meta.query_start[s];
-    context_sum += meta.max_query_len == 1 ? meta.context_lens[s] : meta.context_lens[s] * q_len;
+    const double cached = meta.context_lens[s] - q_len;
+    context_sum += meta.context_lens[s];
+    attended_sum += q_len * cached + q_len * (q_len + 1) / 2;
   }
   const double gemm_act = 2.0 * t;  // bytes per feature of a GEMM's input or output rows
 
@@ -234,7 +240,7 @@ void CudaBackend::run_model(const ForwardMetadata& meta) {
     attention.v_cache = v_layer;
     cuda::paged_attention(attention, stream_);
     timer_.mark("attention", 4.0 * context_sum * m.kv_dim() + gemm_act * 2 * q_dim,
-                4.0 * context_sum * q_dim);
+                4.0 * attended_sum * q_dim);
     gemm_.linear(attn_.data(), tokens, w.o_proj, nullptr, q_dim, hidden, proj_.data(), false,
                  stream_);
     timer_.mark("gemm_o", 2.0 * hidden * q_dim + gemm_act * (q_dim + hidden),
@@ -248,8 +254,7 @@ void CudaBackend::run_model(const ForwardMetadata& meta) {
                 4.0 * t * inter * hidden);
     cuda::silu_mul_halves(gate_up_.data(), tokens, inter, act_.data(), stream_);
     timer_.mark("silu_mul", gemm_act * 3 * inter);
-    gemm_.linear(act_.data(), tokens, w.down, nullptr, inter, hidden, proj_.data(), false,
-                 stream_);
+    gemm_.linear(act_.data(), tokens, w.down, nullptr, inter, hidden, proj_.data(), false, stream_);
     timer_.mark("gemm_down", 2.0 * hidden * inter + gemm_act * (inter + hidden),
                 2.0 * t * hidden * inter);
   }
@@ -267,8 +272,10 @@ void CudaBackend::lm_head(int64_t first, int64_t count) {
   timer_.mark("embedding", 4.0 * count * m.hidden_size);
   gemm_.linear(lm_rows_.data(), count, weights_.lm_head, nullptr, m.hidden_size, m.vocab_size,
                logits_.data(), true, stream_);
-  timer_.mark("lm_head", 2.0 * m.vocab_size * m.hidden_size + count * (2.0 * m.hidden_size + 4.0 * m.vocab_size),
-              2.0 * count * m.vocab_size * m.hidden_size);
+  timer_.mark(
+      "lm_head",
+      2.0 * m.vocab_size * m.hidden_size + count * (2.0 * m.hidden_size + 4.0 * m.vocab_size),
+      2.0 * count * m.vocab_size * m.hidden_size);
 }
 
 void CudaBackend::finish_timing() {
@@ -290,10 +297,9 @@ ForwardResult CudaBackend::forward(const ForwardBatch& batch) {
   for (int64_t first = 0; first < rows; first += kLogitRowsPerChunk) {
     const int64_t count = std::min(kLogitRowsPerChunk, rows - first);
     lm_head(first, count);
-    INFERLAB_CUDA_CHECK(cudaMemcpyAsync(result.logits.data() + first * result.vocab_size,
-                                        logits_.data(),
-                                        static_cast<size_t>(count * result.vocab_size) * 4,
-                                        cudaMemcpyDeviceToHost, stream_));
+    INFERLAB_CUDA_CHECK(cudaMemcpyAsync(
+        result.logits.data() + first * result.vocab_size, logits_.data(),
+        static_cast<size_t>(count * result.vocab_size) * 4, cudaMemcpyDeviceToHost, stream_));
   }
   finish_timing();
   return result;
@@ -330,7 +336,9 @@ std::vector<int32_t> CudaBackend::forward_sample(const ForwardBatch& batch,
   return ids;
 }
 
-std::string gib(int64_t bytes) { return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1 << 30)); }
+std::string gib(int64_t bytes) {
+  return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1 << 30));
+}
 
 }  // namespace
 
@@ -346,22 +354,24 @@ std::unique_ptr<Backend> make_cuda_backend(const LlamaConfig& config, const Tens
   if (options.block_size < 1 || options.block_size > 1024 || options.max_batch_tokens < 1 ||
       options.max_sequences < 1 || options.max_sequences > 4096 ||
       !(options.gpu_memory_utilization > 0 && options.gpu_memory_utilization <= 1)) {
-    throw InputError("CUDA backend options out of range (block size 1-1024, batch tokens ≥ 1, "
-                     "sequences 1-4096, GPU memory utilization in (0, 1])");
+    throw InputError(
+        "CUDA backend options out of range (block size 1-1024, batch tokens ≥ 1, "
+        "sequences 1-4096, GPU memory utilization in (0, 1])");
   }
   size_t free_bytes = 0, total_bytes = 0;
   INFERLAB_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
   const int64_t weights = cuda::DeviceWeights::bytes_for(config);
   const int64_t buffers = buffers_for(config, options).bytes();
   // The budget is a share of the whole GPU, less what other processes already hold.
-  const auto budget = static_cast<int64_t>(options.gpu_memory_utilization *
-                                           static_cast<double>(total_bytes)) -
-                      static_cast<int64_t>(total_bytes - free_bytes);
+  const auto budget =
+      static_cast<int64_t>(options.gpu_memory_utilization * static_cast<double>(total_bytes)) -
+      static_cast<int64_t>(total_bytes - free_bytes);
   const int64_t bytes_per_block = 2 * options.block_size * config.model.num_layers *
                                   config.model.num_kv_heads * config.model.head_dim * 2;
   int64_t blocks = (budget - weights - buffers) / bytes_per_block;
   if (options.max_kv_tokens > 0) {
-    blocks = std::min(blocks, (options.max_kv_tokens + options.block_size - 1) / options.block_size);
+    blocks =
+        std::min(blocks, (options.max_kv_tokens + options.block_size - 1) / options.block_size);
   }
   if (blocks < 1) {
     throw InputError(fmt::format(

@@ -22,8 +22,8 @@ class DeviceBuffer {
  public:
   DeviceBuffer() = default;
   explicit DeviceBuffer(size_t count) : count_(count) {
-    if (count > 0) check_cuda(cudaMalloc(reinterpret_cast<void**>(&data_), count * sizeof(T)),
-                              "cudaMalloc");
+    if (count > 0)
+      check_cuda(cudaMalloc(reinterpret_cast<void**>(&data_), count * sizeof(T)), "cudaMalloc");
   }
   ~DeviceBuffer() {
     if (data_ != nullptr) cudaFree(data_);

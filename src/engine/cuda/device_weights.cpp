@@ -17,7 +17,9 @@ struct Placement {
   int64_t total = 0;
 };
 
-int64_t aligned(int64_t elements) { return (elements + 127) / 128 * 128; }
+int64_t aligned(int64_t elements) {
+  return (elements + 127) / 128 * 128;
+}
 
 Placement place(const LlamaConfig& config, const std::vector<WeightSpec>& specs) {
   const ModelConfig& m = config.model;
@@ -41,20 +43,32 @@ Placement place(const LlamaConfig& config, const std::vector<WeightSpec>& specs)
         qkv[layer] = claim((q_dim + 2 * kv_dim) * hidden);
         placement.offset[i] = qkv[layer];
         break;
-      case WeightRole::k_proj: placement.offset[i] = qkv[layer] + q_dim * hidden; break;
-      case WeightRole::v_proj: placement.offset[i] = qkv[layer] + (q_dim + kv_dim) * hidden; break;
+      case WeightRole::k_proj:
+        placement.offset[i] = qkv[layer] + q_dim * hidden;
+        break;
+      case WeightRole::v_proj:
+        placement.offset[i] = qkv[layer] + (q_dim + kv_dim) * hidden;
+        break;
       case WeightRole::q_bias:
         bias[layer] = claim(q_dim + 2 * kv_dim);
         placement.offset[i] = bias[layer];
         break;
-      case WeightRole::k_bias: placement.offset[i] = bias[layer] + q_dim; break;
-      case WeightRole::v_bias: placement.offset[i] = bias[layer] + q_dim + kv_dim; break;
+      case WeightRole::k_bias:
+        placement.offset[i] = bias[layer] + q_dim;
+        break;
+      case WeightRole::v_bias:
+        placement.offset[i] = bias[layer] + q_dim + kv_dim;
+        break;
       case WeightRole::gate_proj:
         gu[layer] = claim(2 * inter * hidden);
         placement.offset[i] = gu[layer];
         break;
-      case WeightRole::up_proj: placement.offset[i] = gu[layer] + inter * hidden; break;
-      default: placement.offset[i] = claim(spec.elements()); break;
+      case WeightRole::up_proj:
+        placement.offset[i] = gu[layer] + inter * hidden;
+        break;
+      default:
+        placement.offset[i] = claim(spec.elements());
+        break;
     }
   }
   placement.total = next;
@@ -100,17 +114,38 @@ DeviceWeights::DeviceWeights(const LlamaConfig& config, const TensorSource& sour
     const __nv_bfloat16* at = base + placement.offset[i];
     DeviceLayer* layer = spec.layer >= 0 ? &layers[static_cast<size_t>(spec.layer)] : nullptr;
     switch (spec.role) {
-      case WeightRole::embed_tokens: embed_tokens = at; break;
-      case WeightRole::final_norm: final_norm = at; break;
-      case WeightRole::lm_head: lm_head = at; break;
-      case WeightRole::input_layernorm: layer->input_norm = at; break;
-      case WeightRole::q_proj: layer->qkv = at; break;
-      case WeightRole::q_bias: layer->qkv_bias = at; break;
-      case WeightRole::o_proj: layer->o_proj = at; break;
-      case WeightRole::post_attention_layernorm: layer->post_norm = at; break;
-      case WeightRole::gate_proj: layer->gate_up = at; break;
-      case WeightRole::down_proj: layer->down = at; break;
-      default: break;  // k/v and up live inside the fused blocks
+      case WeightRole::embed_tokens:
+        embed_tokens = at;
+        break;
+      case WeightRole::final_norm:
+        final_norm = at;
+        break;
+      case WeightRole::lm_head:
+        lm_head = at;
+        break;
+      case WeightRole::input_layernorm:
+        layer->input_norm = at;
+        break;
+      case WeightRole::q_proj:
+        layer->qkv = at;
+        break;
+      case WeightRole::q_bias:
+        layer->qkv_bias = at;
+        break;
+      case WeightRole::o_proj:
+        layer->o_proj = at;
+        break;
+      case WeightRole::post_attention_layernorm:
+        layer->post_norm = at;
+        break;
+      case WeightRole::gate_proj:
+        layer->gate_up = at;
+        break;
+      case WeightRole::down_proj:
+        layer->down = at;
+        break;
+      default:
+        break;  // k/v and up live inside the fused blocks
     }
   }
   if (lm_head == nullptr) lm_head = embed_tokens;

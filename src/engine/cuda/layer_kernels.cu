@@ -12,18 +12,22 @@ struct alignas(16) Bf16x8 {
   bf16 v[kVector];
 };
 
-__device__ inline float round_bf16(float x) { return __bfloat162float(__float2bfloat16(x)); }
+__device__ inline float round_bf16(float x) {
+  return __bfloat162float(__float2bfloat16(x));
+}
 
 // Sum over the block (blockDim.x a multiple of 32, at most 1024); every thread gets the total.
 __device__ float block_sum(float value) {
   __shared__ float warp_sums[32];
-  for (int offset = 16; offset > 0; offset /= 2) value += __shfl_xor_sync(0xffffffffu, value, offset);
+  for (int offset = 16; offset > 0; offset /= 2)
+    value += __shfl_xor_sync(0xffffffffu, value, offset);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   if (lane == 0) warp_sums[warp] = value;
   __syncthreads();
   const int warps = blockDim.x / 32;
   value = lane < warps ? warp_sums[lane] : 0.0f;
-  for (int offset = 16; offset > 0; offset /= 2) value += __shfl_xor_sync(0xffffffffu, value, offset);
+  for (int offset = 16; offset > 0; offset /= 2)
+    value += __shfl_xor_sync(0xffffffffu, value, offset);
   __syncthreads();  // warp_sums may be reused by the next call
   return value;
 }
@@ -36,7 +40,9 @@ int row_threads(int hidden) {
   return threads < 32 ? 32 : (threads > 1024 ? 1024 : threads);
 }
 
-bool vectorizable(int width) { return width % kVector == 0; }
+bool vectorizable(int width) {
+  return width % kVector == 0;
+}
 
 __global__ void embedding_kernel(const bf16* table, const int32_t* ids, int hidden, bf16* out) {
   const int t = blockIdx.x;

@@ -1,9 +1,9 @@
 // The CUDA backend against the fp32 CPU reference on small Llama- and Qwen-shaped models with
 // the same random weights: prefill, chunked prefill over a cached prefix, decode and mixed
 // batches through the paged cache, and sampling on the GPU. Without a GPU the tests skip.
-#include <gtest/gtest.h>
-
 #include "engine/cuda_backend.hpp"
+
+#include <gtest/gtest.h>
 
 #ifdef INFERLAB_ENGINE_HAVE_CUDA
 #include <algorithm>
@@ -144,13 +144,15 @@ void run_both(bool qwen) {
   // 4. Sampling on the GPU picks what the host picks from the GPU's own logits.
   ForwardBatch next = decode;
   const ForwardResult logits = gpu->forward(next);
-  std::vector<SampleSpec> specs = {{{0.0, 0, 1.0}, 0.0}, {{0.8, 0, 0.9}, 0.37}, {{1.0, 5, 1.0}, 0.9}};
-  const auto ids = gpu->forward_sample(next, specs);  // rewrites the same slots with the same values
+  std::vector<SampleSpec> specs = {
+      {{0.0, 0, 1.0}, 0.0}, {{0.8, 0, 0.9}, 0.37}, {{1.0, 5, 1.0}, 0.9}};
+  const auto ids =
+      gpu->forward_sample(next, specs);  // rewrites the same slots with the same values
   for (size_t i = 0; i < specs.size(); ++i) {
-    const auto want = sampling_draws(specs[i].params)
-                          ? pick_token(sampling_distribution(logits.last(i), specs[i].params),
-                                       specs[i].uniform)
-                          : argmax(logits.last(i));
+    const auto want =
+        sampling_draws(specs[i].params)
+            ? pick_token(sampling_distribution(logits.last(i), specs[i].params), specs[i].uniform)
+            : argmax(logits.last(i));
     EXPECT_EQ(ids[i], want) << "sequence " << i;
   }
   EXPECT_GT(gpu->last_forward_device_s(), 0);
@@ -198,5 +200,7 @@ TEST(CudaBackend, ProfilingChargesEveryKernelClass) {
 }  // namespace inferlab::engine
 
 #else
-TEST(CudaBackend, NeedsACudaBuild) { GTEST_SKIP() << "built without CUDA"; }
+TEST(CudaBackend, NeedsACudaBuild) {
+  GTEST_SKIP() << "built without CUDA";
+}
 #endif

@@ -88,7 +88,8 @@ TEST(CudaLayerKernels, RmsNormAndFusedAddMatchTheReference) {
 
     cuda::add_rms_norm(dx.data(), dd.data(), dw.data(), rows, hidden, 1e-5f, out.data(), nullptr);
     std::vector<float> sum(x.values.size());
-    for (size_t i = 0; i < sum.size(); ++i) sum[i] = bf16_to_float(float_to_bf16(x.values[i] + delta.values[i]));
+    for (size_t i = 0; i < sum.size(); ++i)
+      sum[i] = bf16_to_float(float_to_bf16(x.values[i] + delta.values[i]));
     for (int r = 0; r < rows; ++r) {
       cpu::rms_norm(&sum[r * hidden], weight.values.data(), hidden, 1e-5, &want[r * hidden]);
     }
@@ -123,17 +124,20 @@ TEST(CudaLayerKernels, RopeWritesRotatedQueriesAndTheCacheSlots) {
   const auto got = to_host(dq), keys = to_host(k_cache), values = to_host(v_cache);
   for (int t = 0; t < tokens; ++t) {
     std::vector<float> want(qkv.values.begin() + t * row, qkv.values.begin() + (t + 1) * row);
-    for (int h = 0; h < heads + kv_heads; ++h) apply_rope(&want[h * d], d, positions[t], inv_freq_d);
+    for (int h = 0; h < heads + kv_heads; ++h)
+      apply_rope(&want[h * d], d, positions[t], inv_freq_d);
     std::vector<float> got_q(got.begin() + t * row, got.begin() + t * row + heads * d);
     // bf16 cos/sin and three roundings: ~2^-7 relative per element, plus the bf16 angle error.
-    expect_close_bf16(got_q, std::vector<float>(want.begin(), want.begin() + heads * d), 0.02, 0.03);
+    expect_close_bf16(got_q, std::vector<float>(want.begin(), want.begin() + heads * d), 0.02,
+                      0.03);
     std::vector<float> got_k(keys.begin() + slots[t] * kv_heads * d,
                              keys.begin() + (slots[t] + 1) * kv_heads * d);
-    expect_close_bf16(got_k, std::vector<float>(want.begin() + heads * d,
-                                                want.begin() + (heads + kv_heads) * d),
-                      0.02, 0.03);
+    expect_close_bf16(
+        got_k, std::vector<float>(want.begin() + heads * d, want.begin() + (heads + kv_heads) * d),
+        0.02, 0.03);
     for (int i = 0; i < kv_heads * d; ++i) {
-      ASSERT_EQ(values[slots[t] * kv_heads * d + i], qkv.values[t * row + (heads + kv_heads) * d + i]);
+      ASSERT_EQ(values[slots[t] * kv_heads * d + i],
+                qkv.values[t * row + (heads + kv_heads) * d + i]);
     }
   }
 }
@@ -148,7 +152,8 @@ TEST(CudaLayerKernels, SiluMulReadsBothHalvesOfTheFusedOutput) {
     cuda::silu_mul_halves(dgu.data(), tokens, inter, out.data(), nullptr);
     std::vector<float> want;
     for (int t = 0; t < tokens; ++t) {
-      std::vector<float> gate(gu.values.begin() + t * 2 * inter, gu.values.begin() + t * 2 * inter + inter);
+      std::vector<float> gate(gu.values.begin() + t * 2 * inter,
+                              gu.values.begin() + t * 2 * inter + inter);
       cpu::silu_mul(gate.data(), &gu.values[t * 2 * inter + inter], inter);
       want.insert(want.end(), gate.begin(), gate.end());
     }
@@ -168,7 +173,8 @@ TEST(CudaLayerKernels, EmbeddingAndRowGatherCopyRows) {
   cuda::embedding_gather(dt.data(), di.data(), 4, hidden, out.data(), nullptr);
   auto got = to_host(out);
   for (size_t t = 0; t < ids.size(); ++t) {
-    for (int i = 0; i < hidden; ++i) ASSERT_EQ(got[t * hidden + i], table.values[ids[t] * hidden + i]);
+    for (int i = 0; i < hidden; ++i)
+      ASSERT_EQ(got[t * hidden + i], table.values[ids[t] * hidden + i]);
   }
   // The LM head's row gather: rows 3 and 0 of that output (ids 17 and 49).
   const std::vector<int32_t> pick = {3, 0};
@@ -187,5 +193,7 @@ TEST(CudaLayerKernels, EmbeddingAndRowGatherCopyRows) {
 }  // namespace inferlab::engine
 
 #else
-TEST(CudaLayerKernels, NeedsACudaBuild) { GTEST_SKIP() << "built without CUDA"; }
+TEST(CudaLayerKernels, NeedsACudaBuild) {
+  GTEST_SKIP() << "built without CUDA";
+}
 #endif
