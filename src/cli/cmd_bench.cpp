@@ -33,6 +33,9 @@ void check_sizes(const BenchArgs& a) {
   if (a.output < 1 || a.output > 1'000'000) throw InputError("--output must be in [1, 1000000]");
   if (a.repeats < 1 || a.repeats > 10'000) throw InputError("--repeats must be in [1, 10000]");
   if (a.warmup < 0 || a.warmup > 1'000) throw InputError("--warmup must be in [0, 1000]");
+  if (!(a.gpu_memory_utilization > 0.0 && a.gpu_memory_utilization <= 1.0)) {
+    throw InputError("--gpu-memory-utilization must be in (0, 1]");
+  }
   if (a.batch * a.input > 262'144) {
     throw InputError(fmt::format("--batch × --input is {} tokens in one prefill; at most 262144",
                                  a.batch * a.input));

@@ -25,6 +25,7 @@ struct GenerateArgs {
   bool chat = false;
   int64_t max_tokens = 64, top_k = 0;
   double temperature = 0.0, top_p = 1.0;
+  double gpu_memory_utilization = 0.90;
   uint64_t seed = 0;
 };
 
@@ -37,6 +38,9 @@ void check_args(const GenerateArgs& a) {
   }
   if (!(a.top_p > 0.0 && a.top_p <= 1.0)) throw InputError("--top-p must be in (0, 1]");
   if (a.top_k < 0) throw InputError("--top-k must be ≥ 0");
+  if (!(a.gpu_memory_utilization > 0.0 && a.gpu_memory_utilization <= 1.0)) {
+    throw InputError("--gpu-memory-utilization must be in (0, 1]");
+  }
 }
 
 std::vector<int32_t> prompt_ids(const GenerateArgs& a, const engine::Tokenizer& tok) {
@@ -65,6 +69,7 @@ void run_generate(const GenerateArgs& a) {
   engine_options.max_batch_tokens =
       std::max<int64_t>(engine_options.max_batch_tokens, static_cast<int64_t>(prompt.size()));
   engine_options.max_sequences = 1;
+  engine_options.gpu_memory_utilization = a.gpu_memory_utilization;
   auto backend = make_engine_backend(a.model, engine_options);
   std::vector<int32_t> stops =
       engine::stop_token_ids(tok, is_checkpoint_folder(a.model) ? a.model : "");
@@ -107,6 +112,9 @@ void register_generate(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--device", args->device,
                   "auto (cuda where a GPU is present), cuda, or cpu (the fp32 reference)")
+      ->capture_default_str();
+  cmd->add_option("--gpu-memory-utilization", args->gpu_memory_utilization,
+                  "Share of the GPU's memory the engine may take (weights, KV pool, buffers)")
       ->capture_default_str();
   add_format_option(cmd, args->common);
   cmd->callback([args] { run_generate(*args); });

@@ -153,6 +153,8 @@ TEST(EngineBenchCli, BadInputIsExitTwo) {
       "bench" + m + " --input 60 --output 10",  // past the 64-token context
       "bench" + m + " --compare",               // which hardware is 'cpu'?
       "bench" + m + " --device tpu",
+      "bench" + m + " --gpu-memory-utilization 1.5",
+      "generate" + m + " --prompt hi --gpu-memory-utilization 0",
       "logits" + m + " --tokens " + (tiny.dir / "bad.json").string() + " --out /tmp/x.npy",
       "logits" + m + " --tokens /nonexistent.json --out /tmp/x.npy",
       "logits" + m + " --tokens " + (tiny.dir / "ok.json").string() +

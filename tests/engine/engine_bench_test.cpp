@@ -1,0 +1,70 @@
+// The bench's statistics, worked by hand, and a whole bench run on the CPU reference.
+#include "engine/engine_bench.hpp"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/cpu/cpu_backend.hpp"
+#include "engine/init_weights.hpp"
+#include "util/error.hpp"
+
+namespace inferlab::engine {
+namespace {
+
+TEST(EngineBench, TimingStatsInterpolateQuantilesLikeNumpy) {
+  // Sorted: 1 2 3 4 10. Median 3; p10 at rank 0.4 → 1.4; p90 at rank 3.6 → 4 + 0.6·6 = 7.6.
+  const TimingStats s = timing_stats({10, 2, 4, 1, 3});
+  EXPECT_DOUBLE_EQ(s.median_s, 3);
+  EXPECT_DOUBLE_EQ(s.p10_s, 1.4);
+  EXPECT_DOUBLE_EQ(s.p90_s, 7.6);
+  EXPECT_DOUBLE_EQ(s.mean_s, 4);
+  EXPECT_DOUBLE_EQ(s.min_s, 1);
+  EXPECT_DOUBLE_EQ(s.max_s, 10);
+  EXPECT_EQ(s.samples, 5);
+  EXPECT_EQ(timing_stats({}).samples, 0);
+  EXPECT_DOUBLE_EQ(timing_stats({2.5}).p90_s, 2.5);
+}
+
+LlamaConfig tiny() {
+  nlohmann::json j = {{"architectures", {"LlamaForCausalLM"}},
+                      {"model_type", "llama"},
+                      {"hidden_size", 16},
+                      {"intermediate_size", 32},
+                      {"num_hidden_layers", 1},
+                      {"num_attention_heads", 2},
+                      {"num_key_value_heads", 1},
+                      {"head_dim", 8},
+                      {"vocab_size", 50},
+                      {"max_position_embeddings", 40}};
+  return parse_llama_config(j, "tiny", "test");
+}
+
+TEST(EngineBench, RunsEveryStepAndDerivesTheSummary) {
+  const LlamaConfig config = tiny();
+  CpuBackend backend(config, random_llama_weights(config, 1), 4, 12);
+  BenchOptions o;
+  o.batch = 3;
+  o.input_tokens = 6;
+  o.output_tokens = 4;
+  o.repeats = 2;
+  o.profile_kernels = false;
+  const BenchResult r = run_engine_bench(backend, o);
+  EXPECT_FALSE(r.device_timed);
+  EXPECT_EQ(r.prefill.samples, 2);
+  EXPECT_EQ(r.decode_step.samples, 3);  // output − 1
+  EXPECT_DOUBLE_EQ(r.ttft_s, r.prefill.median_s);
+  EXPECT_DOUBLE_EQ(r.tpot_s, r.decode_step.mean_s);
+  EXPECT_DOUBLE_EQ(r.e2e_s, r.ttft_s + 3 * r.tpot_s);
+  EXPECT_DOUBLE_EQ(r.decode_tokens_per_s, 3 / r.tpot_s);
+  EXPECT_EQ(r.kv_cache_tokens, 48);
+  // 3 sequences × 10 tokens need 3 × 3 blocks of 4 ≤ 12; 4 sequences would need 12, 5 do not fit.
+  o.batch = 5;
+  EXPECT_THROW(run_engine_bench(backend, o), InputError);
+  o.batch = 1;
+  o.input_tokens = 38;  // 38 + 4 > the 40-token context
+  EXPECT_THROW(run_engine_bench(backend, o), InputError);
+}
+
+}  // namespace
+}  // namespace inferlab::engine
