@@ -64,8 +64,15 @@ struct ServeResult {
   double makespan_s = 0.0;  // first arrival to last finish
 };
 
-// Runs the requests (any order; arrival times decide) through the engine to completion.
-// Requests whose prompt cannot fit in the whole KV cache are rejected, not run.
+class Executor;
+// The serving loop: schedule → execute → update, until every request has finished, on a clock
+// that each iteration advances by the time the executor reports (serve/executor.hpp). Requests
+// (any order; arrival times decide) whose prompt cannot fit in the whole KV cache are rejected,
+// not run.
+ServeResult run_serving(const std::vector<ServeRequest>& requests, const EngineConfig& config,
+                        Executor& executor);
+
+// run_serving with the simulator's executor: iterations priced by `cost`.
 ServeResult run_engine(const std::vector<ServeRequest>& requests, const EngineConfig& config,
                        const IterationCost& cost);
 

@@ -1,0 +1,34 @@
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "serve/block_manager.hpp"
+#include "serve/sequence.hpp"
+
+namespace inferlab {
+
+// What the scheduler hands an executor for one iteration.
+struct ScheduledIteration {
+  std::vector<Work> work;
+  double swap_bytes = 0.0;               // KV copied between host and device before it runs
+  const BlockManager* blocks = nullptr;  // the sequences' KV blocks
+};
+
+// What an iteration did: how long it took, and for each work item (in order) how many
+// positions its sequence advanced: a prefill chunk's new_tokens; a decode step's 1 + the
+// accepted draft tokens.
+struct IterationOutcome {
+  double duration_s = 0.0;
+  std::vector<int64_t> advance;
+};
+
+// Carries out the iterations the scheduler forms (DESIGN: one scheduler, two executors). The
+// simulator's prices them with a cost model on a simulated clock (serve/simulated_executor);
+// the engine's runs them on a model backend.
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  virtual IterationOutcome execute(const ScheduledIteration& iteration) = 0;
+};
+
+}  // namespace inferlab

@@ -1,0 +1,252 @@
+#include "serve/scheduler.hpp"
+
+#include <algorithm>
+
+#include "serve/policies.hpp"
+
+namespace inferlab {
+
+SchedulePolicyFn policy_function(SchedulePolicy policy) {
+  switch (policy) {
+    case SchedulePolicy::vllm:
+      return schedule_vllm;
+    case SchedulePolicy::chunked:
+      return schedule_chunked;
+    case SchedulePolicy::orca:
+      return schedule_orca;
+    case SchedulePolicy::static_batch:
+      return schedule_static;
+  }
+  return schedule_chunked;
+}
+
+Scheduler::Scheduler(const std::vector<ServeRequest>& requests, const EngineConfig& config)
+    : config_(config),
+      policy_(policy_function(config.policy)),
+      blocks_(config.kv_blocks, config.block_size,
+              config.prefix_caching && config.policy != SchedulePolicy::orca &&
+                  config.policy != SchedulePolicy::static_batch) {
+  seqs_.resize(requests.size());
+  result_.requests.resize(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    seqs_[i].request = &requests[i];
+    seqs_[i].id = static_cast<int64_t>(i);
+    seqs_[i].target = requests[i].prompt_tokens;
+    auto& out = result_.requests[i];
+    out.arrival_s = requests[i].arrival_s;
+    out.prompt_tokens = requests[i].prompt_tokens;
+    out.output_tokens = requests[i].output_tokens;
+    arrivals_.push_back(&seqs_[i]);
+  }
+  std::stable_sort(arrivals_.begin(), arrivals_.end(), [](const Seq* a, const Seq* b) {
+    return a->request->arrival_s < b->request->arrival_s;
+  });
+  result_.kv_blocks = config.kv_blocks;
+}
+
+double Scheduler::first_arrival_s() const {
+  return arrivals_.empty() ? 0.0 : arrivals_.front()->request->arrival_s;
+}
+
+void Scheduler::arrive(double now) {
+  while (next_arrival_ < arrivals_.size() && arrivals_[next_arrival_]->request->arrival_s <= now) {
+    Seq* s = arrivals_[next_arrival_++];
+    s->state = SeqState::waiting;
+    waiting_.push_back(s);
+  }
+}
+
+ScheduledIteration Scheduler::schedule() {
+  iteration_preemptions_ = 0;
+  swap_bytes_ = 0.0;
+  ScheduledIteration iteration;
+  iteration.work = policy_(*this);
+  iteration.swap_bytes = swap_bytes_;
+  iteration.blocks = &blocks_;
+  return iteration;
+}
+
+bool Scheduler::paged() const {
+  return config_.policy == SchedulePolicy::vllm || config_.policy == SchedulePolicy::chunked;
+}
+
+int64_t Scheduler::decode_tokens(const Seq* s) const {
+  const int64_t remaining = s->request->output_tokens - s->generated;
+  return std::min<int64_t>(1 + config_.speculative.k, std::max<int64_t>(remaining, 1));
+}
+
+// A request that cannot fit even in an empty cache is turned away.
+bool Scheduler::reject_if_impossible(Seq* s) {
+  const int64_t need =
+      paged() ? s->target + 1 : s->request->prompt_tokens + s->request->output_tokens;
+  if (blocks_.blocks_for(need) <= blocks_.total_blocks()) return false;
+  s->state = SeqState::finished;
+  result_.requests[static_cast<size_t>(s->id)].rejected = true;
+  ++done_;
+  return true;
+}
+
+// Evicts the most recently admitted running sequence: one scheduled after the sequence that
+// needs blocks, or that sequence itself when it is the last (as vLLM does). Returns it.
+Seq* Scheduler::preempt() {
+  Seq* victim = running_.back();
+  running_.pop_back();
+  ++iteration_preemptions_;
+  ++result_.preemptions;
+  ++result_.requests[static_cast<size_t>(victim->id)].preemptions;
+  if (config_.preemption == PreemptionMode::swap) {
+    swap_bytes_ += static_cast<double>(blocks_.held_blocks(victim->id)) * config_.kv_block_bytes;
+    swapped_.push_back(victim);
+    victim->state = SeqState::swapped;
+    blocks_.release(victim->id);
+  } else {
+    blocks_.release(victim->id);
+    victim->computed = 0;
+    victim->target = victim->request->prompt_tokens + victim->generated;
+    victim->state = SeqState::waiting;
+    waiting_.push_front(victim);
+  }
+  return victim;
+}
+
+bool Scheduler::grow_or_preempt(Seq* s, int64_t tokens) {
+  while (!blocks_.grow(s->id, tokens)) {
+    if (preempt() == s) return false;
+  }
+  return true;
+}
+
+// Admits a waiting sequence: takes its cached prefix blocks and reserves what it needs.
+bool Scheduler::admit(Seq* s, int64_t chunk_limit, int64_t& new_tokens) {
+  const auto& r = *s->request;
+  int64_t hit_tokens = 0;
+  if (s->computed == 0 && paged()) {
+    const int64_t prefix_full_blocks = r.prefix_id >= 0 ? r.prefix_tokens / config_.block_size : 0;
+    // At least one prompt token is always computed (its logits give the first token).
+    const int64_t usable = std::min(prefix_full_blocks, (s->target - 1) / config_.block_size);
+    const int64_t hits = blocks_.cached_prefix_blocks(r.prefix_id, usable);
+    const int64_t uncached = s->target - hits * config_.block_size;
+    const int64_t chunk = std::min(uncached, chunk_limit);
+    if (chunk < 1) return false;
+    if (blocks_.blocks_for(s->target - uncached + chunk) - hits > blocks_.free_blocks()) {
+      return false;
+    }
+    blocks_.acquire_prefix(s->id, r.prefix_id, hits);
+    if (!blocks_.grow(s->id, hits * config_.block_size + chunk)) {
+      blocks_.release(s->id);  // the cached blocks it took were the ones it needed to grow
+      return false;
+    }
+    hit_tokens = hits * config_.block_size;
+    s->computed = hit_tokens;
+    new_tokens = chunk;
+  } else if (paged()) {
+    const int64_t chunk = std::min(s->target - s->computed, chunk_limit);
+    if (chunk < 1 || !blocks_.grow(s->id, s->computed + chunk)) return false;
+    new_tokens = chunk;
+  } else {
+    // Reserved for the whole request up front.
+    if (!blocks_.grow(s->id, r.prompt_tokens + r.output_tokens)) return false;
+    new_tokens = s->target - s->computed;
+  }
+  if (s->generated == 0) {
+    auto& out = result_.requests[static_cast<size_t>(s->id)];
+    out.prefix_hit_tokens = hit_tokens;
+    result_.prefix_hit_tokens += hit_tokens;
+    result_.prompt_tokens += r.prompt_tokens;
+  }
+  s->state = SeqState::running;
+  running_.push_back(s);
+  return true;
+}
+
+void Scheduler::admit_waiting(std::vector<Work>& work, int64_t& budget, bool chunks) {
+  while (!waiting_.empty() && static_cast<int64_t>(running_.size()) < config_.max_num_seqs &&
+         (!chunks || (budget > 0 && swapped_.empty()))) {
+    Seq* s = waiting_.front();
+    if (reject_if_impossible(s)) {
+      waiting_.pop_front();
+      continue;
+    }
+    const int64_t remaining = s->target - s->computed;
+    if (!chunks && !work.empty() && remaining > budget) break;
+    int64_t tokens = 0;
+    if (!admit(s, chunks ? budget : remaining, tokens)) break;
+    waiting_.pop_front();
+    work.push_back({s, tokens, false});
+    budget -= tokens;
+  }
+}
+
+void Scheduler::schedule_decodes(std::vector<Work>& work) {
+  for (size_t i = 0; i < running_.size(); ++i) {
+    Seq* s = running_[i];
+    if (!s->decoding()) continue;
+    const int64_t step = decode_tokens(s);
+    if (!grow_or_preempt(s, s->computed + step)) break;  // s itself was the last
+    work.push_back({s, step, true});
+  }
+  // Preemption may have removed sequences already given work: keep only running ones.
+  std::erase_if(work, [](const Work& w) { return w.seq->state != SeqState::running; });
+}
+
+void Scheduler::swap_in() {
+  while (!swapped_.empty()) {
+    Seq* s = swapped_.front();
+    if (!blocks_.grow(s->id, s->computed)) break;
+    swap_bytes_ += static_cast<double>(blocks_.held_blocks(s->id)) * config_.kv_block_bytes;
+    swapped_.pop_front();
+    s->state = SeqState::running;
+    running_.push_back(s);
+  }
+}
+
+void Scheduler::emit(Seq* s, int64_t tokens, double now) {
+  auto& out = result_.requests[static_cast<size_t>(s->id)];
+  if (s->generated == 0) {
+    out.first_token_s = now;
+  } else if (tokens > 0) {
+    const double gap = (now - s->last_emit_s) / static_cast<double>(tokens);
+    for (int64_t i = 0; i < tokens; ++i) out.inter_token_s.push_back(gap);
+  }
+  s->generated += tokens;
+  s->last_emit_s = now;
+  if (s->generated >= s->request->output_tokens) {
+    s->state = SeqState::finished;
+    out.finish_s = now;
+    ++done_;
+    if (config_.policy != SchedulePolicy::static_batch) {
+      blocks_.release(s->id);
+      std::erase(running_, s);
+    }
+  }
+}
+
+void Scheduler::update(const ScheduledIteration& iteration, const IterationOutcome& outcome,
+                       double now, IterationRecord& record) {
+  for (size_t i = 0; i < iteration.work.size(); ++i) {
+    const Work& w = iteration.work[i];
+    Seq* s = w.seq;
+    int64_t emitted = 0;
+    if (w.decode) {
+      ++record.decode_seqs;
+      const int64_t advance = outcome.advance[i];
+      if (w.new_tokens > 1) {
+        result_.draft_tokens_proposed += w.new_tokens - 1;
+        result_.draft_tokens_accepted += advance - 1;
+      }
+      s->computed += advance;
+      emitted = std::min(advance, s->request->output_tokens - s->generated);
+    } else {
+      record.prefill_tokens += w.new_tokens;
+      s->computed += w.new_tokens;
+      emitted = s->computed >= s->target ? 1 : 0;
+    }
+    // Full shared-prefix blocks become cache hits for later requests (before a finished
+    // sequence gives its blocks back, so they stay cached).
+    blocks_.mark_computed(s->id, s->computed, s->request->prefix_id,
+                          s->shared_prefix_tokens() / config_.block_size);
+    if (emitted > 0) emit(s, emitted, now);
+  }
+}
+
+}  // namespace inferlab

@@ -1,0 +1,91 @@
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "serve/block_manager.hpp"
+#include "serve/engine.hpp"
+#include "serve/executor.hpp"
+#include "serve/sequence.hpp"
+
+namespace inferlab {
+
+class Scheduler;
+// A scheduling policy forms one iteration's work from the scheduler's queues, through the
+// primitives below (one file per policy: serve/policy_*.cpp).
+using SchedulePolicyFn = std::vector<Work> (*)(Scheduler& scheduler);
+SchedulePolicyFn policy_function(SchedulePolicy policy);
+
+// Sequence state, queues and the block manager of the serving loop: arrivals join `waiting`,
+// admission moves them to `running` with KV blocks, preemption sends the newest running one
+// back (recompute) or to host memory (swap), and update() applies what an iteration did.
+// The loop (serve/engine.cpp) is schedule → execute → update.
+class Scheduler {
+ public:
+  Scheduler(const std::vector<ServeRequest>& requests, const EngineConfig& config);
+
+  // Moves every request that has arrived by `now` into the waiting queue.
+  void arrive(double now);
+  // The next iteration: its work and swap traffic (empty when nothing can run now).
+  ScheduledIteration schedule();
+  // Applies an iteration that ended at `now`: positions computed, tokens emitted, finished
+  // sequences released; fills the record's prefill/decode counts.
+  void update(const ScheduledIteration& iteration, const IterationOutcome& outcome, double now,
+              IterationRecord& record);
+
+  bool finished() const { return done_ == seqs_.size(); }
+  bool has_pending_arrivals() const { return next_arrival_ < arrivals_.size(); }
+  double next_arrival_s() const { return arrivals_[next_arrival_]->request->arrival_s; }
+  double first_arrival_s() const;
+  int64_t preemptions_this_iteration() const { return iteration_preemptions_; }
+  int64_t running_count() const { return static_cast<int64_t>(running_.size()); }
+  int64_t waiting_count() const { return static_cast<int64_t>(waiting_.size() + swapped_.size()); }
+  const BlockManager& blocks() const { return blocks_; }
+  ServeResult take_result() { return std::move(result_); }
+
+  // --- The primitives the policies use ---------------------------------------------------
+  const EngineConfig& config() const { return config_; }
+  // vllm and chunked page the cache; orca and static reserve each request's KV up front.
+  bool paged() const;
+  // Tokens one decode step computes for `s`: 1, or k + 1 under speculation, never more than
+  // it still has to emit.
+  int64_t decode_tokens(const Seq* s) const;
+  // Admits waiting sequences in arrival order (no overtaking) while sequence slots and the
+  // token budget last: whole prompts, or with `chunks` a first chunk that fills what the budget
+  // leaves. A whole prompt may exceed the budget when it is the iteration's first work (vLLM
+  // raises its budget to the longest prompt).
+  void admit_waiting(std::vector<Work>& work, int64_t& budget, bool chunks);
+  // One decode step for every running sequence, oldest first, preempting the newest while
+  // blocks run short.
+  void schedule_decodes(std::vector<Work>& work);
+  // Swapped-out sequences come back while blocks last.
+  void swap_in();
+  // Grows `s` to `tokens`, preempting later sequences while blocks are short. False when `s`
+  // itself had to go.
+  bool grow_or_preempt(Seq* s, int64_t tokens);
+  // Gives every block of `s` back (static batching frees a finished batch at once).
+  void release_blocks(Seq* s) { blocks_.release(s->id); }
+  std::vector<Seq*>& running() { return running_; }
+  bool swapped_empty() const { return swapped_.empty(); }
+
+ private:
+  bool reject_if_impossible(Seq* s);
+  Seq* preempt();
+  bool admit(Seq* s, int64_t chunk_limit, int64_t& new_tokens);
+  void emit(Seq* s, int64_t tokens, double now);
+
+  EngineConfig config_;
+  SchedulePolicyFn policy_;
+  BlockManager blocks_;
+  std::vector<Seq> seqs_;
+  std::vector<Seq*> arrivals_;
+  size_t next_arrival_ = 0;
+  size_t done_ = 0;
+  std::deque<Seq*> waiting_, swapped_;
+  std::vector<Seq*> running_;
+  ServeResult result_;
+  int64_t iteration_preemptions_ = 0;
+  double swap_bytes_ = 0.0;
+};
+
+}  // namespace inferlab
