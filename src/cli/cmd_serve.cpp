@@ -1,9 +1,13 @@
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "cli/commands.hpp"
 #include "cli/common_args.hpp"
+#include "cli/engine_args.hpp"
 #include "cli/serve_args.hpp"
 #include "cli/slo_grammar.hpp"
+#include "engine/serving_executor.hpp"
 #include "report/emit.hpp"
 #include "report/serve_report.hpp"
 #include "serve/capacity.hpp"
@@ -17,7 +21,40 @@ struct ServeCommandArgs {
   CommonArgs common;
   ServeArgs serve;
   std::string slo, requests_csv, iterations_csv, svg_prefix;
+  std::string executor = "sim", device = "auto";
+  int64_t kv_tokens = 0;
 };
+
+// The engine's run of the same schedule: the model on --device, its KV pool holding
+// --kv-tokens (default: what the simulated GPU would hold; the CPU needs it given), each
+// iteration timed on the wall clock. `engine.kv_blocks` becomes the pool's size.
+ServeResult run_on_engine(const ServeCommandArgs& a, const std::vector<ServeRequest>& requests,
+                          EngineConfig& engine) {
+  if (engine.speculative.k > 0) {
+    throw InputError("--executor engine does not run --speculative yet");
+  }
+  if (engine.preemption == PreemptionMode::swap) {
+    throw InputError("--executor engine preempts by recompute only; drop --preemption swap");
+  }
+  EngineOptions options;
+  options.device = resolve_device(a.device);
+  options.seed = a.serve.seed;
+  options.block_size = engine.block_size;
+  options.kv_tokens = a.kv_tokens > 0 ? a.kv_tokens : engine.kv_blocks * engine.block_size;
+  if (options.device == "cpu" && a.kv_tokens <= 0) {
+    throw InputError("--executor engine --device cpu needs --kv-tokens (the CPU cache's size)");
+  }
+  int64_t longest = 0;
+  for (const auto& r : requests) longest = std::max(longest, r.prompt_tokens + r.output_tokens);
+  options.max_batch_tokens = std::max(engine.max_num_batched_tokens, longest);
+  options.max_sequences = engine.max_num_seqs;
+  options.gpu_memory_utilization = a.common.gpu_memory_utilization;
+  const std::string model = a.common.model;
+  auto backend = make_engine_backend(model, options);
+  engine.kv_blocks = backend->kv_layout().num_blocks;
+  engine::ServingExecutor executor(*backend, requests, a.serve.seed);
+  return run_serving(requests, engine, executor);
+}
 
 // --slo sets the goodput targets; without it every finished request counts.
 SloTargets goodput_slo(const std::string& text) {
@@ -63,17 +100,33 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--iterations-csv", args->iterations_csv, "Write one row per iteration here");
   cmd->add_option("--svg-prefix", args->svg_prefix,
                   "Write PREFIX-ttft-cdf.svg, PREFIX-tpot-cdf.svg and PREFIX-kv.svg");
+  cmd->add_option("--executor", args->executor,
+                  "sim: iterations priced by the cost model; engine: run on inferlab's engine "
+                  "(--model a checkpoint folder or a shipped name, random weights)")
+      ->capture_default_str();
+  cmd->add_option("--device", args->device, "With --executor engine: auto, cuda or cpu")
+      ->capture_default_str();
+  cmd->add_option("--kv-tokens", args->kv_tokens,
+                  "KV cache size in tokens for both executors (default: the GPU's budget)");
   cmd->callback([args] {
     const auto& a = *args;
     OutputFormat format = parse_output_format(a.common.format);
-    ModelConfig model = load_model(a.common.model);
+    if (a.executor != "sim" && a.executor != "engine") {
+      throw InputError("unknown --executor '" + a.executor + "'; known: sim, engine");
+    }
+    ModelConfig model = load_model(
+        is_checkpoint_folder(a.common.model) ? a.common.model + "/config.json" : a.common.model);
     LoadedHardware hw = load_cost_model(a.common);
     PredictOptions o = to_predict_options(a.common);
     EngineConfig engine = make_engine_config(a.serve);
     const std::unique_ptr<ModelConfig> draft = load_draft_model(a.serve);
     const SloTargets slo = goodput_slo(a.slo);
     std::vector<ServeRequest> requests = make_workload(a.serve, a.serve.rate);
-    const KvBudget kv = size_kv_cache(engine, model, hw.spec, o);
+    KvBudget kv = size_kv_cache(engine, model, hw.spec, o);
+    if (a.kv_tokens < 0) throw InputError("--kv-tokens must be positive");
+    if (a.kv_tokens > 0) {  // the simulated run and the engine's get the same pool
+      engine.kv_blocks = (a.kv_tokens + engine.block_size - 1) / engine.block_size;
+    }
     const ServeSetupView setup{model, hw.spec, hw.cost->name(), o.tp, engine, kv};
     if (!kv.fits()) {  // not fitting is a result: say so with the numbers
       const std::string text = serve_not_fitting_text(setup);
@@ -81,11 +134,22 @@ void register_serve(CLI::App& app) {
       return;
     }
     PredictedIterationCost cost(model, hw.spec, *hw.cost, o, load_host_overhead(), draft.get());
-    const ServeResult result = run_engine(requests, engine, cost);
+    const ServeResult result = a.executor == "engine" ? run_on_engine(a, requests, engine)
+                                                      : run_engine(requests, engine, cost);
     const ServeSummary s = summarize(result, slo);
     write_serve_files(a, result,
                       fmt::format("{} on {}, {}", model.name, hw.spec.name, engine.max_num_seqs));
-    emit(serve_json(setup, s), serve_text(setup, s), serve_latency_table(s).to_csv(), format);
+    kv.blocks = engine.kv_blocks;  // --kv-tokens, or the engine's pool, where they set it
+    nlohmann::json json = serve_json(setup, s);
+    std::string text = serve_text(setup, s);
+    json["executor"] = a.executor;
+    if (a.executor == "engine") {
+      json["device"] = resolve_device(a.device);
+      text +=
+          fmt::format("\nexecutor: inferlab's engine on {} (iterations timed on the wall clock)\n",
+                      resolve_device(a.device));
+    }
+    emit(json, text, serve_latency_table(s).to_csv(), format);
   });
 }
 

@@ -66,12 +66,14 @@ std::unique_ptr<engine::Backend> make_engine_backend(const std::string& model,
   const engine::LlamaConfig config = engine::load_llama_config(model);
   if (options.device == "cpu") {
     check_cpu_memory(config, options.kv_tokens);
-    return engine::make_cpu_backend(load_engine_model(model, options.seed), options.kv_tokens);
+    return engine::make_cpu_backend(load_engine_model(model, options.seed), options.kv_tokens,
+                                    options.block_size);
   }
   engine::CudaBackendOptions cuda;
   cuda.gpu_memory_utilization = options.gpu_memory_utilization;
   cuda.max_batch_tokens = options.max_batch_tokens;
   cuda.max_sequences = options.max_sequences;
+  cuda.block_size = options.block_size;
   // A switch for checking the GPU sampler against the host's: logits to the host, picked there.
   const char* host_sampling = std::getenv("INFERLAB_ENGINE_HOST_SAMPLING");
   cuda.sample_on_device = host_sampling == nullptr || std::string(host_sampling) != "1";

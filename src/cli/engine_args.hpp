@@ -27,6 +27,7 @@ struct EngineOptions {
   int64_t kv_tokens = 0;        // the cache must hold this many tokens (CPU: exactly this)
   int64_t max_batch_tokens = 4096;
   int64_t max_sequences = 256;
+  int64_t block_size = 16;  // tokens per KV block
   double gpu_memory_utilization = 0.90;
 };
 

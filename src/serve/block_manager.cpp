@@ -85,6 +85,12 @@ void BlockManager::mark_computed(int64_t seq, int64_t computed_tokens, int64_t p
   done = std::max(done, computed_tokens);
 }
 
+const std::vector<int64_t>& BlockManager::blocks_of(int64_t seq) const {
+  static const std::vector<int64_t> kNone;
+  auto it = seq_blocks_.find(seq);
+  return it == seq_blocks_.end() ? kNone : it->second;
+}
+
 int64_t BlockManager::held_blocks(int64_t seq) const {
   auto it = seq_blocks_.find(seq);
   return it == seq_blocks_.end() ? 0 : static_cast<int64_t>(it->second.size());

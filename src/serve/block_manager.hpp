@@ -32,6 +32,8 @@ class BlockManager {
   void mark_computed(int64_t seq, int64_t computed_tokens, int64_t prefix_id,
                      int64_t prefix_blocks);
   int64_t held_blocks(int64_t seq) const;
+  // A sequence's blocks in position order (empty when it holds none): its block table.
+  const std::vector<int64_t>& blocks_of(int64_t seq) const;
   // Gives a sequence's blocks back: shared-prefix blocks stay cached while free.
   void release(int64_t seq);
 

@@ -1,0 +1,83 @@
+// `serve --executor engine`: the serving simulator's scheduler driving inferlab's engine (CPU
+// reference here), the same summary fields as the simulation, and its refusals.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "test_support.hpp"
+
+namespace inferlab {
+namespace {
+
+using testing::run_inferlab;
+
+class ServeOnEngine : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("inferlab_serve_engine_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+    nlohmann::json config = {{"architectures", {"LlamaForCausalLM"}},
+                             {"model_type", "llama"},
+                             {"hidden_size", 32},
+                             {"intermediate_size", 64},
+                             {"num_hidden_layers", 2},
+                             {"num_attention_heads", 4},
+                             {"num_key_value_heads", 2},
+                             {"head_dim", 8},
+                             {"vocab_size", 128},
+                             {"max_position_embeddings", 512}};
+    std::ofstream(dir_ / "config.json") << config.dump();
+    model_ = (dir_ / "config.json").string();
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::filesystem::path dir_;
+  std::string model_;
+};
+
+TEST_F(ServeOnEngine, RunsEveryRequestAndReportsLikeTheSimulation) {
+  const std::string workload =
+      " --rate 100 --requests 24 --input-dist uniform:10,80 "
+      "--output-dist uniform:2,10 --kv-tokens 640 --seed 5 --format json";
+  auto engine = run_inferlab("serve --model " + model_ + " --executor engine --device cpu" +
+                             workload + " --prefix-caching --shared-prefix tokens=32,groups=2");
+  auto sim = run_inferlab("serve --model " + model_ + workload +
+                          " --prefix-caching --shared-prefix tokens=32,groups=2");
+  ASSERT_EQ(engine.exit_code, 0) << engine.err;
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  auto e = nlohmann::json::parse(engine.out), s = nlohmann::json::parse(sim.out);
+  EXPECT_EQ(e["executor"], "engine");
+  EXPECT_EQ(e["device"], "cpu");
+  EXPECT_EQ(s["executor"], "sim");
+  EXPECT_EQ(e["completed"].get<int>(), 24);
+  // The same fields, so a measured run and a simulated one compare field by field.
+  for (const auto& [key, value] : s.items()) EXPECT_TRUE(e.contains(key)) << key;
+  // 640 tokens in blocks of 16, for both.
+  EXPECT_EQ(e["kv_cache"]["blocks"].get<int>(), 40);
+  EXPECT_EQ(s["kv_cache"]["blocks"].get<int>(), 40);
+  EXPECT_GT(e["prefix_hit_rate"].get<double>(), 0.0);
+}
+
+TEST_F(ServeOnEngine, RefusesWhatItCannotRun) {
+  const std::string m = "serve --model " + model_ + " --requests 3 ";
+  const std::string cases[] = {
+      m + "--executor gpu",
+      m + "--executor engine --device cpu",  // the CPU cache needs --kv-tokens
+      m + "--kv-tokens -5",
+      m + "--executor engine --device cpu --kv-tokens 512 --speculative draft=" + model_ +
+          ",k=2,accept=0.5",
+      m + "--executor engine --device cpu --kv-tokens 512 --preemption swap",
+  };
+  for (const auto& args : cases) {
+    auto r = run_inferlab(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
+    EXPECT_TRUE(r.out.empty()) << args;
+    EXPECT_EQ(r.err.rfind("inferlab: error: ", 0), 0u) << args << "\n" << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace inferlab
