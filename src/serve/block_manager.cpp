@@ -1,6 +1,7 @@
 #include "serve/block_manager.hpp"
 
 #include <algorithm>
+#include <unordered_set>
 
 namespace inferlab {
 
@@ -110,6 +111,47 @@ void BlockManager::release(int64_t seq) {
   }
   seq_blocks_.erase(it);
   seq_computed_.erase(seq);
+}
+
+std::string BlockManager::consistency_error() const {
+  const auto where = [](const char* what, int64_t block) {
+    return std::string(what) + " (block " + std::to_string(block) + ")";
+  };
+  std::vector<int64_t> holders(blocks_.size(), 0);
+  for (const auto& [seq, held] : seq_blocks_) {
+    std::unordered_set<int64_t> seen;
+    for (int64_t b : held) {
+      if (b < 0 || b >= total_) return where("a sequence holds a block outside the pool", b);
+      if (!seen.insert(b).second) return where("a sequence holds a block twice", b);
+      ++holders[static_cast<size_t>(b)];
+    }
+  }
+  std::vector<int> places(blocks_.size(), 0);
+  for (int64_t b : never_used_) ++places[static_cast<size_t>(b)];
+  for (int64_t b : evictable_) ++places[static_cast<size_t>(b)];
+  if (evictable_pos_.size() != evictable_.size()) return "the evictable index is out of step";
+  for (size_t i = 0; i < blocks_.size(); ++i) {
+    const auto b = static_cast<int64_t>(i);
+    const Block& block = blocks_[i];
+    if (block.refs != holders[i]) return where("reference count differs from its holders", b);
+    if (block.refs > 0 && places[i] != 0) return where("a held block is also free", b);
+    if (block.refs == 0 && places[i] != 1) return where("a free block is not free exactly once", b);
+    if (block.key >= 0) {
+      auto it = cache_.find(block.key);
+      if (it == cache_.end() || it->second != b) return where("a keyed block is not cached", b);
+    }
+  }
+  for (int64_t b : never_used_) {
+    if (blocks_[static_cast<size_t>(b)].key >= 0) return where("a never-used block has a key", b);
+  }
+  for (int64_t b : evictable_) {
+    if (blocks_[static_cast<size_t>(b)].key < 0) return where("an evictable block has no key", b);
+  }
+  for (const auto& [key, b] : cache_) {
+    if (blocks_[static_cast<size_t>(b)].key != key)
+      return where("the cache names a block by another key", b);
+  }
+  return "";
 }
 
 }  // namespace inferlab

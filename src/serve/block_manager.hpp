@@ -1,6 +1,7 @@
 #pragma once
 #include <cstdint>
 #include <list>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -38,6 +39,11 @@ class BlockManager {
   void release(int64_t seq);
 
   int64_t evictions() const { return evictions_; }
+
+  // "" when the bookkeeping holds together, else what is wrong: every block exactly one of
+  // held (refs = the number of sequences holding it, none twice), evictable (cached, no holder)
+  // or never used; the prefix cache and the blocks' keys agree. For stress tests.
+  std::string consistency_error() const;
 
  private:
   struct Block {
