@@ -24,6 +24,7 @@ struct BenchArgs {
   int64_t batch = 1, input = 512, output = 128, repeats = 5, warmup = 1;
   uint64_t seed = 0;
   bool compare = false, no_kernels = false;
+  std::string cuda_graphs = "off";
   double gpu_memory_utilization = 0.90;
 };
 
@@ -66,6 +67,7 @@ void run_bench(const BenchArgs& a) {
   options.max_batch_tokens = std::max<int64_t>(4096, a.batch * a.input);
   options.max_sequences = a.batch;
   options.gpu_memory_utilization = a.gpu_memory_utilization;
+  options.cuda_graphs = parse_on_off("--cuda-graphs", a.cuda_graphs);
   const std::string device_name =
       options.device == "cuda" ? engine::cuda_device_name() : std::string("cpu");
   std::optional<RequestPrediction> predicted;
@@ -74,7 +76,7 @@ void run_bench(const BenchArgs& a) {
     common.model = predict_model_name(a.model);
     common.hardware = hardware_for_compare(a, device_name);
     common.framework = "inferlab";
-    common.cuda_graphs = "off";
+    common.cuda_graphs = a.cuda_graphs;
     load_cost_model(common);
   }
   auto backend = make_engine_backend(a.model, options);
@@ -94,6 +96,7 @@ void run_bench(const BenchArgs& a) {
   setup.device = options.device;
   setup.device_name = device_name;
   setup.options = bench;
+  setup.cuda_graphs = options.cuda_graphs && options.device == "cuda";
   const int64_t bytes_per_parameter = options.device == "cuda" ? 2 : 4;
   setup.weight_bytes = backend->config().model.total_params() * bytes_per_parameter;
   setup.kv_bytes_per_element = bytes_per_parameter;
@@ -125,6 +128,9 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--hardware", args->hardware,
                   "Hardware for --compare (default: the GPU this runs on)");
   cmd->add_flag("--no-kernels", args->no_kernels, "Skip the per-kernel profiled passes");
+  cmd->add_option("--cuda-graphs", args->cuda_graphs,
+                  "on: decode steps replay a CUDA graph per padded batch (not yet measured)")
+      ->capture_default_str();
   cmd->add_option("--format", args->format, "table, json")->capture_default_str();
   cmd->callback([args] { run_bench(*args); });
 }

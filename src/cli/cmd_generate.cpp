@@ -26,6 +26,7 @@ struct GenerateArgs {
   int64_t max_tokens = 64, top_k = 0;
   double temperature = 0.0, top_p = 1.0;
   double gpu_memory_utilization = 0.90;
+  std::string cuda_graphs = "off";
   uint64_t seed = 0;
 };
 
@@ -70,6 +71,7 @@ void run_generate(const GenerateArgs& a) {
       std::max<int64_t>(engine_options.max_batch_tokens, static_cast<int64_t>(prompt.size()));
   engine_options.max_sequences = 1;
   engine_options.gpu_memory_utilization = a.gpu_memory_utilization;
+  engine_options.cuda_graphs = parse_on_off("--cuda-graphs", a.cuda_graphs);
   auto backend = make_engine_backend(a.model, engine_options);
   std::vector<int32_t> stops =
       engine::stop_token_ids(tok, is_checkpoint_folder(a.model) ? a.model : "");
@@ -115,6 +117,9 @@ void register_generate(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--gpu-memory-utilization", args->gpu_memory_utilization,
                   "Share of the GPU's memory the engine may take (weights, KV pool, buffers)")
+      ->capture_default_str();
+  cmd->add_option("--cuda-graphs", args->cuda_graphs,
+                  "on: decode steps replay a CUDA graph (not yet measured)")
       ->capture_default_str();
   add_format_option(cmd, args->common);
   cmd->callback([args] { run_generate(*args); });

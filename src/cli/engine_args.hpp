@@ -27,7 +27,8 @@ struct EngineOptions {
   int64_t kv_tokens = 0;        // the cache must hold this many tokens (CPU: exactly this)
   int64_t max_batch_tokens = 4096;
   int64_t max_sequences = 256;
-  int64_t block_size = 16;  // tokens per KV block
+  int64_t block_size = 16;   // tokens per KV block
+  bool cuda_graphs = false;  // decode steps replay captured graphs (CUDA)
   double gpu_memory_utilization = 0.90;
 };
 

@@ -24,6 +24,9 @@ struct CudaBackendOptions {
   int64_t max_batch_tokens = 4096;       // new tokens per forward pass (activation buffers)
   int64_t max_sequences = 256;           // sequences per forward pass
   bool sample_on_device = true;          // false: logits to the host, sampled there
+  // Decode-only forward_sample calls replay a CUDA graph captured per (batch padded to a power
+  // of two, context bound rounded up to a power of two), instead of launching each kernel.
+  bool cuda_graphs = false;
 };
 
 // Device memory the CUDA backend needs before its KV cache: bf16 weights (QKV and gate/up

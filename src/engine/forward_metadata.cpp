@@ -1,6 +1,7 @@
 #include "engine/forward_metadata.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace inferlab::engine {
 
@@ -64,6 +65,44 @@ std::vector<int32_t> ForwardMetadata::packed() const {
     all.insert(all.end(), part->begin(), part->end());
   }
   return all;
+}
+
+ForwardMetadata pad_decode_metadata(const ForwardMetadata& meta, int32_t padded, int32_t stride,
+                                    int32_t context_bound, int32_t scratch_block,
+                                    int64_t block_size) {
+  const int32_t real = meta.sequences();
+  if (meta.max_query_len != 1 || meta.tokens() != real ||
+      static_cast<int32_t>(meta.logit_rows.size()) != real) {
+    throw std::invalid_argument("pad_decode_metadata: not a decode-only batch");
+  }
+  if (real > padded || meta.block_table_stride > stride || meta.max_context_len > context_bound) {
+    throw std::invalid_argument("pad_decode_metadata: the batch is larger than the shape");
+  }
+  ForwardMetadata out = meta;
+  const int32_t scratch_slot = static_cast<int32_t>(scratch_block * block_size);
+  for (int32_t s = real; s < padded; ++s) {
+    out.token_ids.push_back(0);
+    out.positions.push_back(0);
+    out.slots.push_back(scratch_slot);
+    out.query_start.push_back(s + 1);
+    out.context_lens.push_back(1);
+    out.logit_rows.push_back(s);
+    out.first_row.push_back(s + 1);
+  }
+  out.block_tables.assign(static_cast<size_t>(padded) * static_cast<size_t>(stride), 0);
+  for (int32_t s = 0; s < padded; ++s) {
+    auto row = out.block_tables.begin() + static_cast<ptrdiff_t>(s) * stride;
+    if (s < real) {
+      const auto from =
+          meta.block_tables.begin() + static_cast<ptrdiff_t>(s) * meta.block_table_stride;
+      std::copy(from, from + meta.block_table_stride, row);
+    } else {
+      *row = scratch_block;
+    }
+  }
+  out.block_table_stride = stride;
+  out.max_context_len = context_bound;
+  return out;
 }
 
 }  // namespace inferlab::engine

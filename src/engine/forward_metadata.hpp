@@ -37,4 +37,14 @@ struct ForwardMetadata {
 ForwardMetadata build_forward_metadata(const ForwardBatch& batch, const KvCacheLayout& layout,
                                        bool last_only);
 
+// A decode-only batch (one new token per sequence, last-token logits) reshaped for a captured
+// CUDA graph: `padded` sequences (the real ones first, then padding that decodes token 0 at
+// position 0 into slot 0 of `scratch_block`), block tables `stride` wide and max_context_len
+// `context_bound`, so that every array sits at the same offset and every launch has the same
+// shape for all batches of this (padded, context_bound). Throws std::invalid_argument when the
+// batch does not fit that shape.
+ForwardMetadata pad_decode_metadata(const ForwardMetadata& meta, int32_t padded, int32_t stride,
+                                    int32_t context_bound, int32_t scratch_block,
+                                    int64_t block_size);
+
 }  // namespace inferlab::engine

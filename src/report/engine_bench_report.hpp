@@ -16,6 +16,7 @@ struct BenchSetup {
   engine::BenchOptions options;
   int64_t weight_bytes = 0;
   int64_t kv_bytes_per_element = 2;
+  bool cuda_graphs = false;  // decode steps replayed from captured graphs
 };
 
 // `bench`: the fields predict prints (prefill_ms, ttft_ms, tpot_ms, e2e_ms, decode_tokens_per_s,

@@ -39,5 +39,33 @@ TEST(ForwardMetadata, PacksTwoSequencesWithTheirSlotsAndTables) {
   EXPECT_EQ(packed[o.context_lens], 8);
 }
 
+TEST(ForwardMetadata, PadsADecodeBatchToAGraphShape) {
+  KvCacheLayout layout{1, 1, 64, /*block_size=*/4, /*num_blocks=*/10};
+  ForwardBatch batch;
+  batch.sequences.push_back({{7}, 5, {3, 1}, false});  // position 5: block 1, slot 1·4 + 1 = 5
+  batch.sequences.push_back({{8}, 0, {6}, false});     // position 0: slot 24
+  const auto meta = build_forward_metadata(batch, layout, true);
+  // 4 sequences, block tables 3 wide, contexts bounded by 12; scratch block 10 (past the pool).
+  const auto padded = pad_decode_metadata(meta, 4, 3, 12, 10, 4);
+  EXPECT_EQ(padded.token_ids, (std::vector<int32_t>{7, 8, 0, 0}));
+  EXPECT_EQ(padded.positions, (std::vector<int32_t>{5, 0, 0, 0}));
+  EXPECT_EQ(padded.slots, (std::vector<int32_t>{5, 24, 40, 40}));
+  EXPECT_EQ(padded.query_start, (std::vector<int32_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(padded.context_lens, (std::vector<int32_t>{6, 1, 1, 1}));
+  EXPECT_EQ(padded.logit_rows, (std::vector<int32_t>{0, 1, 2, 3}));
+  EXPECT_EQ(padded.block_tables, (std::vector<int32_t>{3, 1, 0, 6, 0, 0, 10, 0, 0, 10, 0, 0}));
+  EXPECT_EQ(padded.block_table_stride, 3);
+  EXPECT_EQ(padded.max_context_len, 12);
+  // Every batch of this shape puts each array at the same offset.
+  ForwardBatch other;
+  other.sequences.push_back({{9}, 9, {2, 4, 5}, false});
+  const auto again =
+      pad_decode_metadata(build_forward_metadata(other, layout, true), 4, 3, 12, 10, 4);
+  EXPECT_EQ(again.offsets().block_tables, padded.offsets().block_tables);
+  EXPECT_EQ(again.offsets().end, padded.offsets().end);
+  EXPECT_THROW(pad_decode_metadata(meta, 1, 3, 12, 10, 4), std::invalid_argument);
+  EXPECT_THROW(pad_decode_metadata(meta, 4, 3, 5, 10, 4), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace inferlab::engine

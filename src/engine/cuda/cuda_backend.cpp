@@ -78,7 +78,10 @@ class CudaBackend final : public Backend {
  public:
   CudaBackend(const LlamaConfig& config, const TensorSource& source,
               const CudaBackendOptions& options, int64_t kv_blocks);
-  ~CudaBackend() override { cudaStreamDestroy(stream_); }
+  ~CudaBackend() override {
+    for (auto& [shape, graph] : graphs_) cudaGraphExecDestroy(graph);
+    cudaStreamDestroy(stream_);
+  }
 
   const LlamaConfig& config() const override { return config_; }
   const KvCacheLayout& kv_layout() const override { return layout_; }
@@ -93,6 +96,15 @@ class CudaBackend final : public Backend {
   // Everything up to the LM head's input: metadata to the device, embedding, the layers and the
   // final norm (into normed_; logit_rows_ then points at the wanted rows' indices on the device).
   void run_model(const ForwardMetadata& meta);
+  // run_model's halves: the metadata to the device (a copy a graph cannot hold), and every
+  // launch after it (what a graph captures).
+  void upload_metadata(const ForwardMetadata& meta);
+  void launch_model(const ForwardMetadata& meta);
+  // forward_sample of a decode-only batch by replaying (capturing first if new) the graph of
+  // its padded shape.
+  std::vector<int32_t> decode_with_graph(const ForwardMetadata& meta,
+                                         std::span<const SampleSpec> specs);
+  void upload_sampling(std::span<const SampleSpec> specs, size_t rows);
   // Logits of the wanted rows [first, first + count) into logits_ (fp32); count at most the
   // capacity of lm_rows_ and logits_.
   void lm_head(int64_t first, int64_t count);
@@ -113,6 +125,7 @@ class CudaBackend final : public Backend {
   DeviceBuffer<cuda::RowSampling> row_sampling_;
   cuda::KernelTimer timer_;
   const int32_t* logit_rows_ = nullptr;
+  std::map<std::pair<int32_t, int32_t>, cudaGraphExec_t> graphs_;  // (padded, bound) → graph
   double last_device_s_ = -1;
   std::vector<KernelClassTime> profile_;
 };
@@ -123,8 +136,9 @@ CudaBackend::CudaBackend(const LlamaConfig& config, const TensorSource& source,
   const ModelConfig& m = config_.model;
   layout_ = {m.num_layers, m.num_kv_heads, m.head_dim, options.block_size, kv_blocks};
   INFERLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  const auto cache_elements =
-      static_cast<size_t>(layout_.slots() * layout_.elements_per_token() / 2);
+  // One block past the pool: the scratch block padding sequences of a graph write into.
+  const auto cache_elements = static_cast<size_t>((layout_.slots() + layout_.block_size) *
+                                                  layout_.elements_per_token() / 2);
   k_cache_ = DeviceBuffer<bf16>(cache_elements);
   v_cache_ = DeviceBuffer<bf16>(cache_elements);
 
@@ -153,7 +167,12 @@ CudaBackend::CudaBackend(const LlamaConfig& config, const TensorSource& source,
 }
 
 void CudaBackend::run_model(const ForwardMetadata& meta) {
-  const ModelConfig& m = config_.model;
+  upload_metadata(meta);
+  timer_.begin(stream_);
+  launch_model(meta);
+}
+
+void CudaBackend::upload_metadata(const ForwardMetadata& meta) {
   const int tokens = meta.tokens();
   if (tokens > options_.max_batch_tokens || meta.sequences() > options_.max_sequences) {
     throw std::invalid_argument(fmt::format(
@@ -170,6 +189,11 @@ void CudaBackend::run_model(const ForwardMetadata& meta) {
   INFERLAB_CUDA_CHECK(cudaMemcpyAsync(metadata_.data(), packed.data(),
                                       packed.size() * sizeof(int32_t), cudaMemcpyHostToDevice,
                                       stream_));
+}
+
+void CudaBackend::launch_model(const ForwardMetadata& meta) {
+  const ModelConfig& m = config_.model;
+  const int tokens = meta.tokens();
   const auto o = meta.offsets();
   const int32_t* dev = metadata_.data();
 
@@ -179,9 +203,9 @@ void CudaBackend::run_model(const ForwardMetadata& meta) {
   const int64_t q_dim = m.q_dim(), qkv_dim = m.q_dim() + 2 * m.kv_dim();
   const auto eps = static_cast<float>(config_.rms_norm_eps);
   const double t = tokens;
-  const size_t layer_cache = static_cast<size_t>(layout_.slots() * m.kv_dim());
+  const size_t layer_cache =
+      static_cast<size_t>((layout_.slots() + layout_.block_size) * m.kv_dim());
 
-  timer_.begin(stream_);
   cuda::embedding_gather(weights_.embed_tokens, dev + o.token_ids, tokens, hidden, residual_.data(),
                          stream_);
   timer_.mark("embedding", 4.0 * t * hidden);
@@ -305,6 +329,18 @@ ForwardResult CudaBackend::forward(const ForwardBatch& batch) {
   return result;
 }
 
+void CudaBackend::upload_sampling(std::span<const SampleSpec> specs, size_t rows) {
+  std::vector<cuda::RowSampling> params(rows);  // padding rows: greedy
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const SampleSpec& spec = specs[i];
+    params[i] = {static_cast<float>(spec.params.temperature), static_cast<int>(spec.params.top_k),
+                 static_cast<float>(spec.params.top_p), spec.uniform};
+  }
+  INFERLAB_CUDA_CHECK(cudaMemcpyAsync(row_sampling_.data(), params.data(),
+                                      params.size() * sizeof(cuda::RowSampling),
+                                      cudaMemcpyHostToDevice, stream_));
+}
+
 std::vector<int32_t> CudaBackend::forward_sample(const ForwardBatch& batch,
                                                  std::span<const SampleSpec> specs) {
   if (specs.size() != batch.sequences.size()) {
@@ -313,18 +349,11 @@ std::vector<int32_t> CudaBackend::forward_sample(const ForwardBatch& batch,
   if (!options_.sample_on_device) return Backend::forward_sample(batch, specs);
   validate_batch(batch, config_, layout_);
   const ForwardMetadata meta = build_forward_metadata(batch, layout_, /*last_only=*/true);
+  if (options_.cuda_graphs && meta.max_query_len == 1) return decode_with_graph(meta, specs);
+  upload_sampling(specs, specs.size());
   run_model(meta);
   const auto rows = static_cast<int>(meta.logit_rows.size());
   lm_head(0, rows);
-  std::vector<cuda::RowSampling> params;
-  for (const SampleSpec& spec : specs) {
-    params.push_back({static_cast<float>(spec.params.temperature),
-                      static_cast<int>(spec.params.top_k), static_cast<float>(spec.params.top_p),
-                      spec.uniform});
-  }
-  INFERLAB_CUDA_CHECK(cudaMemcpyAsync(row_sampling_.data(), params.data(),
-                                      params.size() * sizeof(cuda::RowSampling),
-                                      cudaMemcpyHostToDevice, stream_));
   cuda::sample_rows(logits_.data(), rows, static_cast<int>(config_.model.vocab_size),
                     row_sampling_.data(), sampled_ids_.data(), sampling_workspace_.data(),
                     sampling_workspace_.bytes(), stream_);
@@ -333,6 +362,58 @@ std::vector<int32_t> CudaBackend::forward_sample(const ForwardBatch& batch,
   INFERLAB_CUDA_CHECK(cudaMemcpyAsync(ids.data(), sampled_ids_.data(), ids.size() * 4,
                                       cudaMemcpyDeviceToHost, stream_));
   finish_timing();
+  return ids;
+}
+
+std::vector<int32_t> CudaBackend::decode_with_graph(const ForwardMetadata& meta,
+                                                    std::span<const SampleSpec> specs) {
+  // The shape: sequences padded to a power of two (at most max_sequences), contexts bounded by
+  // a power of two of at least 256 (at most the model's context).
+  auto next_pow2 = [](int64_t n) {
+    int64_t p = 1;
+    while (p < n) p *= 2;
+    return p;
+  };
+  const auto padded =
+      static_cast<int32_t>(std::min<int64_t>(next_pow2(meta.sequences()), options_.max_sequences));
+  const auto bound = static_cast<int32_t>(std::min<int64_t>(
+      std::max<int64_t>(256, next_pow2(meta.max_context_len)), max_context(config_)));
+  const auto stride = static_cast<int32_t>(layout_.blocks_for(bound));
+  const ForwardMetadata shaped = pad_decode_metadata(
+      meta, padded, stride, bound, static_cast<int32_t>(layout_.num_blocks), layout_.block_size);
+  upload_sampling(specs, static_cast<size_t>(padded));
+  upload_metadata(shaped);
+  const bool profiling = timer_.enabled();
+  timer_.set_enabled(false);  // per-kernel events cannot sit inside a graph
+  cudaGraphExec_t& graph = graphs_[{padded, bound}];
+  if (graph == nullptr) {
+    cudaGraph_t captured = nullptr;
+    INFERLAB_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    try {
+      launch_model(shaped);
+      lm_head(0, padded);
+      cuda::sample_rows(logits_.data(), padded, static_cast<int>(config_.model.vocab_size),
+                        row_sampling_.data(), sampled_ids_.data(), sampling_workspace_.data(),
+                        sampling_workspace_.bytes(), stream_);
+    } catch (...) {
+      cudaStreamEndCapture(stream_, &captured);  // leaves the stream usable
+      if (captured != nullptr) cudaGraphDestroy(captured);
+      graphs_.erase({padded, bound});
+      timer_.set_enabled(profiling);
+      throw;
+    }
+    INFERLAB_CUDA_CHECK(cudaStreamEndCapture(stream_, &captured));
+    INFERLAB_CUDA_CHECK(cudaGraphInstantiate(&graph, captured, 0));
+    cudaGraphDestroy(captured);
+  }
+  timer_.begin(stream_);
+  INFERLAB_CUDA_CHECK(cudaGraphLaunch(graph, stream_));
+  std::vector<int32_t> ids(static_cast<size_t>(meta.sequences()));
+  INFERLAB_CUDA_CHECK(cudaMemcpyAsync(ids.data(), sampled_ids_.data(), ids.size() * 4,
+                                      cudaMemcpyDeviceToHost, stream_));
+  finish_timing();
+  timer_.set_enabled(profiling);
+  profile_.clear();
   return ids;
 }
 

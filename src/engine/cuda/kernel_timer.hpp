@@ -19,6 +19,7 @@ class KernelTimer {
   KernelTimer& operator=(const KernelTimer&) = delete;
 
   void set_enabled(bool on) { enabled_ = on; }
+  bool enabled() const { return enabled_; }
   void begin(cudaStream_t stream);
   // After a launch: charges the time since the previous event to `name`, with the bytes moved
   // and the floating-point operations of that launch (ignored unless enabled).

@@ -168,6 +168,50 @@ TEST(CudaBackend, QwenWithQkvBiasAndTiedEmbeddingsMatchesTheCpuReference) {
   run_both(true);
 }
 
+// Decode steps replayed from captured graphs pick what eager launches pick: batches of 3, 1 and 5
+// sequences (padded to 4, 1 and 8), contexts crossing the 256-token bound, and a prefill
+// (never a graph) in between; the padding writes only into the scratch block.
+TEST(CudaBackend, GraphReplayedDecodeMatchesEagerLaunches) {
+  REQUIRE_GPU();
+  const LlamaConfig config = small_config(false);
+  CudaBackendOptions options;
+  options.max_kv_tokens = 96 * 16;
+  options.max_sequences = 8;
+  options.max_batch_tokens = 2048;
+  auto eager = make_cuda_backend(config, random_tensor_source(config, 2), options);
+  options.cuda_graphs = true;
+  auto graphed = make_cuda_backend(config, random_tensor_source(config, 2), options);
+  ForwardBatch prefill;
+  for (int s = 0; s < 5; ++s) {
+    BlockTable table;
+    for (int b = 0; b < 18; ++b) table.push_back(s * 18 + b);  // 288 tokens each
+    prefill.sequences.push_back({tokens(240 + 3 * s, s + 1), 0, table, false});
+  }
+  std::vector<SampleSpec> greedy(5);
+  auto a = eager->forward_sample(prefill, greedy);
+  auto b = graphed->forward_sample(prefill, greedy);
+  ASSERT_EQ(a, b);
+  ForwardBatch decode = prefill;
+  for (size_t s = 0; s < 5; ++s) {
+    decode.sequences[s].cached_tokens = static_cast<int64_t>(prefill.sequences[s].tokens.size());
+    decode.sequences[s].tokens.assign(1, a[s]);
+  }
+  for (int step = 0; step < 24; ++step) {
+    const size_t count = step < 8 ? 3 : (step < 12 ? 1 : 5);
+    ForwardBatch batch;
+    batch.sequences.assign(decode.sequences.begin(), decode.sequences.begin() + count);
+    const std::vector<SampleSpec> specs(count);
+    const auto ids_eager = eager->forward_sample(batch, specs);
+    const auto ids_graph = graphed->forward_sample(batch, specs);
+    ASSERT_EQ(ids_graph, ids_eager) << "step " << step;
+    EXPECT_GT(graphed->last_forward_device_s(), 0);
+    for (size_t s = 0; s < count; ++s) {
+      decode.sequences[s].cached_tokens += 1;
+      decode.sequences[s].tokens.assign(1, ids_eager[s]);
+    }
+  }
+}
+
 TEST(CudaBackend, ProfilingChargesEveryKernelClass) {
   REQUIRE_GPU();
   const LlamaConfig config = small_config(false);
