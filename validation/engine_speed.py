@@ -10,6 +10,7 @@ mean over 8 steps at contexts C+1 .. C+8.
 
 Usage on the device:  python3 validation/engine_speed.py BUILD/inferlab $OUT/engine_speed.json
                       [MODELS] [PHASE:BATCH]
+INFERLAB_BENCH_EXTRA adds options to every bench (e.g. "--cuda-graphs on").
 """
 import json
 import os
@@ -28,7 +29,7 @@ def engine(binary, model, phase, batch, n):
     else:
         args = ["--batch", str(batch), "--input", str(n), "--output", "9", "--repeats", "1"]
     cmd = [binary, "bench", "--model", model, "--device", "cuda", "--format", "json",
-           "--compare"] + args
+           "--compare"] + args + os.environ.get("INFERLAB_BENCH_EXTRA", "").split()
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         return {"error": r.stderr.strip()[-2000:]}
