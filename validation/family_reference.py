@@ -45,8 +45,9 @@ Output (argv[1], written again after every section and model): one JSON object
   steps        rows validate reads today: model (a data/models name), phase, batch,
                tokens (prefill) or context (decode), graph and eager {median_s, ...}
   ops_pending  rows of op kinds the C++ does not know yet (linear_bias, silu_mul_halves,
-               rope_fused_qkv, softmax_fp32, softmax_bf16_to_fp32): validate ignores the key
-  fused_steps  step rows in gpt-fast's layout: validate ignores the key
+               rope_fused_qkv, softmax_fp32, softmax_bf16_to_fp32); `validate` and `fit` read
+               them too (since docs/MEASUREMENTS.md section 16)
+  fused_steps  step rows in gpt-fast's layout; `validate` reads them (row "layout")
   kernels      {case: {kernel name: launches}}
   failed       cases that raised (out of memory or otherwise), with the error; never in the
                lists above, so every row there has a median_s

@@ -13,8 +13,12 @@ one. Each row keeps the split the run gave it.
 With --only-ops KIND[,KIND] only those op rows are merged and no step (e.g. the softmax grid
 into the calibration's fit data, whose other groups then stay as they were).
 
+With --except-ops KIND[,KIND] those op rows stay out (e.g. the fp32 softmax variants, which the
+calibrated model does not price apart from bf16 yet: merged, their fit rows would refit the
+bf16 softmax's parameters to kernels it does not run; `validate` reads them in the run's file).
+
 Usage: python3 validation/merge_family_reference.py RUN.json REFERENCE.json [--pending]
-       [--only-ops softmax]
+       [--only-ops softmax] [--except-ops softmax_fp32,softmax_bf16_to_fp32]
 """
 import os
 import sys
@@ -47,6 +51,9 @@ def main():
         kinds = set(sys.argv[sys.argv.index("--only-ops") + 1].split(","))
         ops = [row for row in ops if row.get("op") in kinds]
         steps = []
+    if "--except-ops" in sys.argv[3:]:
+        kinds = set(sys.argv[sys.argv.index("--except-ops") + 1].split(","))
+        ops = [row for row in ops if row.get("op") not in kinds]
     reference["ops"], n_ops = append_new(reference.get("ops", []), ops, OP_KEYS)
     reference["steps"], n_steps = append_new(reference.get("steps", []), steps, STEP_KEYS)
     write_merged(reference, reference_path, "family_measured_at", run["measured_at"],

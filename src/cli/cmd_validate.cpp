@@ -3,6 +3,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/common_args.hpp"
+#include "fit/fit_run.hpp"
 #include "fit/validation.hpp"
 #include "report/emit.hpp"
 #include "report/validation_report.hpp"
@@ -14,7 +15,7 @@ namespace inferlab::cli {
 namespace {
 struct ValidateArgs {
   CommonArgs common;
-  std::string data, max_mape, split = "all";
+  std::string data, max_mape, split = "all", sustained;
   bool cases = false;
 };
 
@@ -22,7 +23,13 @@ void run_validate(const ValidateArgs& a) {
   OutputFormat format = parse_output_format(a.common.format);
   SplitFilter split = parse_split_filter(a.split);
   auto reference = read_json_file(a.data, "measured reference");
-  LoadedHardware hw = load_cost_model(a.common);
+  CostRequest request = to_cost_request(a.common);
+  if (!a.sustained.empty()) {
+    const SustainedNote sustained = read_sustained(a.sustained);
+    request.sustained_compute_slowdown = sustained.slowdown;
+    request.sustained_note = sustained.note.substr(2);  // drop the leading "; "
+  }
+  LoadedHardware hw = load_cost(request);
   ValidationReport report = validate_against_reference(
       reference, "measured reference '" + a.data + "'", *hw.cost, hw.factors.kernel_latency_s,
       load_host_overhead(), isolated_time_for(hw), split);
@@ -51,6 +58,10 @@ void register_validate(CLI::App& app) {
                   "Operators to check: all, fit (used to fit the model) or holdout (never "
                   "used; whole steps count as held out)")
       ->capture_default_str();
+  cmd->add_option("--sustained", args->sustained,
+                  "With --cost calibrated: the GPU's own GEMM clock under sustained load "
+                  "(validation/sustained_clock.py or sustained_load.py output), in place of the "
+                  "calibration's slowdown");
   cmd->add_flag("--cases", args->cases, "Table: list every case, not only the summary");
   cmd->add_option("--max-mape", args->max_mape,
                   "Fail (exit 1) when a group's MAPE exceeds its bound, e.g. "

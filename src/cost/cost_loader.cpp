@@ -47,6 +47,10 @@ LoadedCost load_cost(const CostRequest& request) {
     loaded.cost = std::make_unique<RooflineCostModel>(loaded.spec, loaded.factors);
     return loaded;
   }
+  if (request.sustained_compute_slowdown > 0.0) {
+    (*params)[CalibParam::sustained_compute_slowdown] = request.sustained_compute_slowdown;
+    params->source += "; sustained-compute slowdown replaced by " + request.sustained_note;
+  }
   loaded.method = CostMethod::calibrated;
   loaded.source = params->source;
   loaded.cost = std::make_unique<CalibratedCostModel>(loaded.spec, *params, loaded.factors);

@@ -40,6 +40,11 @@ struct CostRequest {
   // A calibrated GPU's name or a calibration file; empty: the GPU's own calibration, else one
   // of the same architecture moved by spec-sheet ratios (cost/calibrated/calibration_transfer).
   std::string calibration;
+  // > 0: the calibrated model's sustained-compute slowdown, measured on this GPU (replaces the
+  // calibration's, which a transfer carries over from the GPU it was fitted on); `note` says
+  // where it was measured.
+  double sustained_compute_slowdown = 0.0;
+  std::string sustained_note;
 };
 
 struct LoadedCost {

@@ -16,6 +16,8 @@ std::vector<P> params_of(CalibGroup group) {
       return {P::elementwise_efficiency, P::elementwise_fixed_s, P::isolated_launch_s};
     case CalibGroup::rope:
       return {P::rope_efficiency, P::rope_isolated_launch_s};
+    case CalibGroup::strided_elementwise:  // the launch wait is the elementwise group's
+      return {P::strided_efficiency, P::strided_fixed_s};
     case CalibGroup::norm:
       return {P::norm_efficiency, P::norm_fixed_s, P::norm_round_trip_s};
     case CalibGroup::softmax:
@@ -99,6 +101,8 @@ std::string_view calib_group_name(CalibGroup group) {
       return "gemm";
     case CalibGroup::rope:
       return "rope";
+    case CalibGroup::strided_elementwise:
+      return "strided_elementwise";
   }
   return "?";
 }
@@ -124,7 +128,7 @@ CalibGroup calib_group_of(const Op& op) {
     case OpKind::rope:
       return CalibGroup::rope;
     default:
-      return CalibGroup::elementwise;
+      return op.strided_input ? CalibGroup::strided_elementwise : CalibGroup::elementwise;
   }
 }
 
@@ -149,7 +153,8 @@ CalibratedFit fit_calibrated(const HardwareSpec& hardware, const DelayFactors& c
     fit.groups.clear();
     for (CalibGroup group :
          {CalibGroup::gemm, CalibGroup::elementwise, CalibGroup::norm, CalibGroup::softmax,
-          CalibGroup::attention_prefill, CalibGroup::attention_decode, CalibGroup::rope}) {
+          CalibGroup::attention_prefill, CalibGroup::attention_decode, CalibGroup::rope,
+          CalibGroup::strided_elementwise}) {
       fit.groups.push_back(fit_group(hardware, comm_factors, measured, group, fit.params));
     }
   }

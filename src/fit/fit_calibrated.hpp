@@ -15,7 +15,8 @@ enum class CalibGroup {
   attention_prefill,
   attention_decode,
   gemm,
-  rope
+  rope,
+  strided_elementwise  // elementwise ops on strided views (SiLU x mul on fused gate/up halves)
 };
 std::string_view calib_group_name(CalibGroup group);
 CalibGroup calib_group_of(const Op& op);

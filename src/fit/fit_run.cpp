@@ -8,12 +8,6 @@
 
 namespace inferlab {
 
-namespace {
-struct SustainedNote {
-  double slowdown = 1.0;
-  std::string note;
-};
-
 SustainedNote read_sustained(const std::string& path) {
   SustainedNote out;
   if (path.empty()) return out;
@@ -22,13 +16,15 @@ SustainedNote read_sustained(const std::string& path) {
       sustained_slowdown_from(document, "sustained-clock measurement '" + path + "'");
   out.slowdown = s.slowdown;
   out.note = fmt::format(
-      "; sustained-compute slowdown {:.3f} = GEMM {} back to back {:.1f} us / alone {:.1f} us "
-      "(SM clock {:.0f} MHz sustained, {:.0f} idle) from {} ({})",
-      s.slowdown, s.shape, s.back_to_back_s * 1e6, s.alone_s * 1e6, s.sustained_mhz, s.idle_mhz,
-      path, document.value("measured_at", std::string("?")));
+      "; sustained-compute slowdown {:.3f}{} = GEMM {} back to back {:.1f} us / alone {:.1f} us "
+      "(SM clock {:.0f} MHz sustained, {:.0f} alone, {:.0f} idle) from {} ({})",
+      s.slowdown, s.lower_bound ? " (a lower bound: throttled when alone)" : "", s.shape,
+      s.back_to_back_s * 1e6, s.alone_s * 1e6, s.sustained_mhz, s.alone_mhz, s.idle_mhz, path,
+      document.value("measured_at", std::string("?")));
   return out;
 }
 
+namespace {
 nlohmann::json group_summary(const CalibratedFit& fit) {
   nlohmann::json summary = nlohmann::json::object();
   for (const auto& g : fit.groups) {

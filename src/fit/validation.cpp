@@ -48,7 +48,9 @@ void add_steps(ValidationReport& report, const nlohmann::json& steps, const std:
     StepContext c;
     c.model = &model;
     c.cost = &cost;
-    c.plan = kernel_plan(Framework::pytorch, /*flash_attention=*/true);
+    const std::string layout = row.value("layout", std::string());
+    c.plan =
+        with_projection_layout(kernel_plan(Framework::pytorch, /*flash_attention=*/true), layout);
     c.framework = Framework::pytorch;
     c.shard = shard_dims(model, 1);
     c.host = host;
@@ -57,10 +59,12 @@ void add_steps(ValidationReport& report, const nlohmann::json& steps, const std:
       c.cuda_graphs = std::string(mode) == "graph";
       double measured = require_number(row[mode], "median_s", ctx + " step " + mode);
       double predicted = predict_step(c, shape).time_s;
-      report.cases.push_back({phase + "_" + mode,
-                              fmt::format("{} {} batch {} {} {}", name, phase, batch,
-                                          phase == "prefill" ? "tokens" : "context", shape.context),
-                              measured, predicted});
+      report.cases.push_back(
+          {phase + "_" + mode,
+           fmt::format("{} {} batch {} {} {}{}", name, phase, batch,
+                       phase == "prefill" ? "tokens" : "context", shape.context,
+                       layout.empty() ? std::string() : fmt::format(" {}", layout)),
+           measured, predicted});
     }
   }
 }
@@ -111,8 +115,12 @@ ValidationReport validate_against_reference(const nlohmann::json& reference,
                               isolated(m.op), m.held_out});
     }
   }
-  if (reference.contains("steps") && split != SplitFilter::fit) {
-    add_steps(report, reference["steps"], context, cost, host);
+  // Whole steps are never fitted: always held out. A family run keeps its steps in other
+  // projection layouts under "fused_steps" until they are merged into "steps".
+  for (const char* key : {"steps", "fused_steps"}) {
+    if (reference.contains(key) && split != SplitFilter::fit) {
+      add_steps(report, reference[key], context, cost, host);
+    }
   }
   if (report.cases.empty()) {
     throw InputError(context + ": no 'ops', 'steps' or probe 'sweeps' to validate");

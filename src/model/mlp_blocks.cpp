@@ -15,7 +15,8 @@ void close_mlp(StepBuilder& b) {
   b.close_sublayer("mlp_add_next_norm", "mlp_residual_add");
 }
 
-// SiLU(gate) x up over `rows` rows: one fused kernel, or SiLU and mul apart.
+// SiLU(gate) x up over `rows` rows: one fused kernel, or SiLU and mul apart. Apart after a
+// fused gate/up GEMM (gpt-fast's layout), both read the halves of its output as strided views.
 void add_silu_mul(StepBuilder& b, int64_t rows) {
   const int64_t inter = b.shard.intermediate;
   if (b.plan.fuse_silu_mul) {
@@ -27,9 +28,11 @@ void add_silu_mul(StepBuilder& b, int64_t rows) {
   silu.kind = OpKind::silu;
   silu.flops = 5.0 * elems;
   silu.activation_bytes = 2.0 * elems * b.float_bytes;
+  silu.strided_input = b.plan.fuse_gate_up;
   b.add_per_layer(silu);
   Op mul = make_add_op("mul", rows, inter, b.float_dtype);
   mul.kind = OpKind::mul;
+  mul.strided_input = b.plan.fuse_gate_up;
   b.add_per_layer(mul);
 }
 

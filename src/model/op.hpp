@@ -73,6 +73,10 @@ struct Op {
   // `cols` elements. Cost models use them to price one CTA per row when rows are few.
   int64_t rows = 0, cols = 0;
   bool context_dependent = false;  // its cost changes with the decode context length
+  // An elementwise op that reads an input through a strided view (one half of a fused gate/up
+  // output, rows 2 x intermediate apart): PyTorch cannot vectorize it and runs its generic
+  // elementwise kernel, 1.6-1.7x slower than on contiguous tensors (H100, 2026-11-23).
+  bool strided_input = false;
 
   double bytes() const { return weight_bytes + activation_bytes + kv_bytes; }
 };

@@ -39,6 +39,17 @@ KernelPlan kernel_plan(Framework framework, bool flash_attention) {
   return plan;
 }
 
+KernelPlan with_projection_layout(KernelPlan plan, std::string_view layout) {
+  if (layout.empty() || layout == "separate") return plan;
+  if (layout == "fused_qkv_gate_up") {
+    plan.fuse_qkv = true;
+    plan.fuse_gate_up = true;
+    return plan;
+  }
+  throw InputError("unknown projection layout '" + std::string(layout) +
+                   "'; known: separate, fused_qkv_gate_up");
+}
+
 HostOverhead load_host_overhead(const std::string& path) {
   auto file = path.empty() ? data_dir() / "host_overhead.json" : std::filesystem::path(path);
   auto json = read_json_file(file, "host overhead");

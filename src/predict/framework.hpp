@@ -19,6 +19,11 @@ std::string_view framework_name(Framework framework);
 // place), launched from C++ without Python.
 KernelPlan kernel_plan(Framework framework, bool flash_attention);
 
+// A plan with the projections laid out as a measured step row names them ("layout"): "" or
+// "separate" keeps `plan`; "fused_qkv_gate_up" (gpt-fast) runs one QKV and one gate/up GEMM,
+// whose output halves an unfused SiLU x mul then reads as strided views. InputError otherwise.
+KernelPlan with_projection_layout(KernelPlan plan, std::string_view layout);
+
 // Host-side cost of launching work, measured (data/host_overhead.json).
 struct HostOverhead {
   double eager_per_kernel_s = 0.0;  // Python + dispatcher + launch, per kernel, no CUDA graph

@@ -10,11 +10,25 @@
 #include <nlohmann/json.hpp>
 
 #include "test_support.hpp"
+#include "util/data_dir.hpp"
 
 namespace inferlab {
 namespace {
 
 using testing::run_inferlab;
+
+// init-weights copies the fetched Llama 3 tokenizer into the checkpoint.
+bool have_llama3_tokenizer() {
+  try {
+    fetched_tokenizer_dir("llama3");
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+#define REQUIRE_TOKENIZER() \
+  if (!have_llama3_tokenizer()) GTEST_SKIP() << "Llama 3 tokenizer not fetched"
 
 struct TinyCheckpoint {
   std::filesystem::path dir, ckpt;
@@ -63,6 +77,7 @@ std::vector<float> read_npy(const std::filesystem::path& path, int64_t& rows, in
 }
 
 TEST(EngineBenchCli, BenchOnTheCpuReportsPredictsFieldsAndTheSpread) {
+  REQUIRE_TOKENIZER();
   TinyCheckpoint tiny;
   auto r = run_inferlab("bench --model " + tiny.ckpt.string() +
                         " --device cpu --batch 2 --input 8 --output 3 --repeats 2 --format json");
@@ -98,6 +113,7 @@ TEST(EngineBenchCli, BenchOnTheCpuReportsPredictsFieldsAndTheSpread) {
 }
 
 TEST(EngineBenchCli, TeacherForcedDecodeLogitsEqualOnePrefillsLogits) {
+  REQUIRE_TOKENIZER();
   TinyCheckpoint tiny;
   std::ofstream(tiny.dir / "ids.json") << "[5, 17, 299, 0, 42, 42, 7, 128]";
   auto base = "logits --model " + tiny.ckpt.string() + " --device cpu --tokens " +
@@ -143,6 +159,7 @@ TEST(EngineBenchCli, PredictFrameworkInferlabPricesTheEnginesKernels) {
 }
 
 TEST(EngineBenchCli, BadInputIsExitTwo) {
+  REQUIRE_TOKENIZER();
   TinyCheckpoint tiny;
   std::ofstream(tiny.dir / "bad.json") << "{\"tokens\": [1, -2]}";
   std::ofstream(tiny.dir / "ok.json") << "[1, 2, 3]";

@@ -267,6 +267,22 @@ TEST(Calibrated, RopeStreamsAtItsOwnEfficiency) {
   EXPECT_NEAR(model.isolated_time_s(rope), in_stream + 9 * 2e-6, 1e-12);
 }
 
+// SiLU x mul on the halves of a fused gate/up output: the same bytes as on contiguous tensors,
+// at the strided share of bandwidth and the strided fixed cost per kernel.
+TEST(Calibrated, StridedElementwiseStreamsAtItsOwnEfficiency) {
+  CalibratedParams p = plain_params();
+  p[P::elementwise_efficiency] = 1.0;
+  p[P::elementwise_fixed_s] = 1e-6;
+  p[P::strided_efficiency] = 0.6;
+  p[P::strided_fixed_s] = 3e-6;
+  CalibratedCostModel model(load_hardware("h100-sxm", kProfileNone), p, testing::unit_factors());
+  Op contiguous = make_silu_mul_op("silu_mul", 4096, 14336, DType::bf16);
+  Op strided = contiguous;
+  strided.strided_input = true;
+  EXPECT_NEAR(model.price(contiguous).time_s, contiguous.bytes() / 3.35e12 + 1e-6, 1e-12);
+  EXPECT_NEAR(model.price(strided).time_s, strided.bytes() / (0.6 * 3.35e12) + 3e-6, 1e-12);
+}
+
 // Timed alone: + event overhead, + the dirty L2 the op evicts (min(bytes, 50 MB L2)), + the
 // launch wait of each further kernel.
 TEST(Calibrated, IsolatedTimeAddsTheMeasurementOverheads) {

@@ -64,5 +64,13 @@ TEST(Calibrated, RopeIsItsOwnFitGroup) {
   EXPECT_EQ(calib_group_of(rope), CalibGroup::rope);
 }
 
+// Elementwise ops on strided views have a group (and parameters) of their own.
+TEST(Calibrated, StridedElementwiseIsItsOwnFitGroup) {
+  Op silu_mul = make_silu_mul_op("silu_mul", 512, 14336, DType::bf16);
+  EXPECT_EQ(calib_group_of(silu_mul), CalibGroup::elementwise);
+  silu_mul.strided_input = true;
+  EXPECT_EQ(calib_group_of(silu_mul), CalibGroup::strided_elementwise);
+}
+
 }  // namespace
 }  // namespace inferlab

@@ -27,16 +27,29 @@ TEST(SustainedClock, RatioOfTheFirstUnthrottledShape) {
   EXPECT_DOUBLE_EQ(s.slowdown, 345.0 / 300.0);
   EXPECT_EQ(s.shape, "2048 x 14336 x 4096");
   EXPECT_DOUBLE_EQ(s.sustained_mhz, 1425.0);
+  EXPECT_FALSE(s.lower_bound);
+}
+
+// Every alone run throttled (the H200 of 2026-11-23): the pair whose alone run kept the highest
+// clock, its ratio marked as a lower bound.
+TEST(SustainedClock, AllThrottledGivesALowerBound) {
+  nlohmann::json big = {{"m", 8192}, {"n", 8192}, {"k", 8192}, {"median_s", 1e-3}};
+  nlohmann::json doc = {
+      {"runs",
+       {run("idle", 1980.0), run("gemm_alone", 1590.0, big), run("gemm_back_to_back", 1500.0, big),
+        run("gemm_alone", 1830.0, gemm(3e-4)), run("gemm_back_to_back", 1515.0, gemm(3.6e-4))}}};
+  SustainedSlowdown s = sustained_slowdown_from(doc, "test");
+  EXPECT_TRUE(s.lower_bound);
+  EXPECT_DOUBLE_EQ(s.slowdown, 3.6 / 3.0);
+  EXPECT_DOUBLE_EQ(s.alone_mhz, 1830.0);
 }
 
 TEST(SustainedClock, BadFilesAreInputErrors) {
   EXPECT_THROW(sustained_slowdown_from(nlohmann::json::object(), "t"), InputError);
   nlohmann::json no_idle = {{"runs", nlohmann::json::array()}};
   EXPECT_THROW(sustained_slowdown_from(no_idle, "t"), InputError);
-  nlohmann::json all_throttled = {{"runs",
-                                   {run("idle", 1980.0), run("gemm_alone", 1500.0, gemm(3e-4)),
-                                    run("gemm_back_to_back", 1400.0, gemm(4e-4))}}};
-  EXPECT_THROW(sustained_slowdown_from(all_throttled, "t"), InputError);
+  nlohmann::json no_pair = {{"runs", {run("idle", 1980.0), run("gemm_alone", 1500.0, gemm(3e-4))}}};
+  EXPECT_THROW(sustained_slowdown_from(no_pair, "t"), InputError);
   nlohmann::json negative = {{"runs",
                               {run("idle", 1980.0), run("gemm_alone", 1980.0, gemm(-1.0)),
                                run("gemm_back_to_back", 1400.0, gemm(4e-4))}}};

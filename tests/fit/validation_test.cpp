@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "cost/roofline.hpp"
+#include "fit/reference_data.hpp"
+#include "model/op_builders.hpp"
 #include "test_support.hpp"
 #include "util/error.hpp"
 
@@ -64,6 +66,67 @@ TEST(Validation, StepsUseThePytorchPlanInBothModes) {
   EXPECT_THROW(
       validate_against_reference(nlohmann::json::object(), "t", cost, 1e-6, load_host_overhead()),
       InputError);
+}
+
+// A family run's rows of the newer kinds ("ops_pending") and its gpt-fast-layout steps
+// ("fused_steps") are read as the kernels PyTorch ran.
+TEST(Validation, PendingOpKindsAndFusedStepsAreRead) {
+  auto row = [](nlohmann::json r) {
+    r["median_s"] = 1e-5;
+    return r;
+  };
+  nlohmann::json ref = {
+      {"ops", {row({{"op", "silu_mul_eager"}, {"tokens", 512}, {"intermediate", 8192}})}},
+      {"ops_pending",
+       {row({{"op", "silu_mul_halves"},
+             {"tokens", 512},
+             {"intermediate", 8192},
+             {"row_stride", 16384}}),
+        row({{"op", "linear_bias"}, {"m", 16}, {"n", 3584}, {"k", 3584}}),
+        row({{"op", "rope_fused_qkv"},
+             {"batch", 1},
+             {"tokens", 512},
+             {"heads", 32},
+             {"kv_heads", 8},
+             {"head_dim", 128}}),
+        row({{"op", "softmax_fp32"}, {"rows", 32}, {"cols", 2048}}),
+        row({{"op", "softmax_bf16_to_fp32"}, {"rows", 32}, {"cols", 2048}})}}};
+  auto ops = measured_ops_from_reference(ref, "t");
+  ASSERT_EQ(ops.size(), 6u);
+  EXPECT_FALSE(ops[0].op.strided_input);
+  EXPECT_TRUE(ops[1].op.strided_input);  // same kernels and bytes, strided views
+  EXPECT_EQ(ops[1].op.kernels, 2);
+  EXPECT_DOUBLE_EQ(ops[1].op.bytes(), ops[0].op.bytes());
+  EXPECT_DOUBLE_EQ(
+      ops[2].op.bytes(),  // + the bias read
+      make_gemm_op("l", 16, 3584, 3584, DType::bf16, DType::bf16, DType::bf16, DType::bf16)
+              .bytes() +
+          3584.0 * 2.0);
+  EXPECT_EQ(ops[3].op.kind, OpKind::rope);
+  const double elems = 32.0 * 2048.0;
+  EXPECT_DOUBLE_EQ(ops[4].op.bytes(), elems * 8.0);  // fp32 in and out
+  EXPECT_EQ(ops[5].op.kernels, 2);                   // a cast to fp32, then the fp32 softmax
+  EXPECT_DOUBLE_EQ(ops[5].op.bytes(), elems * (8.0 + 6.0));
+  ref["ops_pending"][0]["row_stride"] = 8192;  // not the halves of one row
+  EXPECT_THROW(measured_ops_from_reference(ref, "t"), InputError);
+
+  HardwareSpec hw = load_hardware("h100-sxm");
+  RooflineCostModel cost(hw, load_delay_factors(hw));
+  nlohmann::json step = {{"model", "llama-3.2-1b"},
+                         {"phase", "prefill"},
+                         {"batch", 1},
+                         {"tokens", 512},
+                         {"graph", {{"median_s", 3e-3}}}};
+  nlohmann::json fused = step;
+  fused["layout"] = "fused_qkv_gate_up";
+  nlohmann::json steps = {{"steps", {step}}, {"fused_steps", {fused}}};
+  ValidationReport r = validate_against_reference(steps, "t", cost, 1.5e-6, load_host_overhead());
+  ASSERT_EQ(r.cases.size(), 2u);
+  EXPECT_EQ(r.cases[1].group, "prefill_graph");
+  EXPECT_NE(r.cases[1].predicted_s, r.cases[0].predicted_s);  // two GEMMs fewer
+  steps["fused_steps"][0]["layout"] = "fused_everything";
+  EXPECT_THROW(validate_against_reference(steps, "t", cost, 1.5e-6, load_host_overhead()),
+               InputError);
 }
 
 }  // namespace

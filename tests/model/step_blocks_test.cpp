@@ -54,6 +54,29 @@ TEST(StepBlocks, MixtralMoeMlpBlockOfFourTokens) {
   EXPECT_DOUBLE_EQ(ops[4].flops, 5.0 * 4 * 4096);
 }
 
+// gpt-fast's layout: one gate/up GEMM, then SiLU and mul apart on the halves of its output
+// (strided views); the plain PyTorch plan's SiLU and mul read contiguous tensors.
+TEST(StepBlocks, UnfusedSiluMulOnFusedGateUpReadsStridedViews) {
+  ModelConfig m = load_model("llama-3.2-1b");
+  const StepShape shape{Phase::prefill, 1, 16, 16};
+  const Precision p;
+  KernelPlan plan;
+  plan.fuse_silu_mul = false;
+  plan.fuse_add_rmsnorm = false;
+  const ShardDims s = shard_dims(m, 1);
+  for (bool fused_gate_up : {true, false}) {
+    plan.fuse_gate_up = fused_gate_up;
+    std::vector<Op> ops;
+    StepBuilder b(m, shape, p, plan, s, NormKind::rms, ops);
+    gated_mlp_block(b);
+    const size_t silu = fused_gate_up ? 2 : 3;
+    ASSERT_EQ(std::string(ops[silu].name), "silu");
+    EXPECT_EQ(ops[silu].strided_input, fused_gate_up);
+    EXPECT_EQ(ops[silu + 1].strided_input, fused_gate_up);
+    EXPECT_FALSE(ops[silu + 2].strided_input);  // down_proj
+  }
+}
+
 // One GELU MLP block of GPT-3 175B for a decode batch of 8, eager plan: LayerNorm, biased
 // fc_in (12288 -> 49152), GELU, biased fc_out, residual add.
 TEST(StepBlocks, Gpt3GeluMlpBlockOfEightTokens) {

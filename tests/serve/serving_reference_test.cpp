@@ -34,7 +34,9 @@ double median(std::vector<double> v) {
 struct Bounds {
   double decode_median, tpot_p50, ttft_p50, ttft_p99, busy;
 };
-constexpr Bounds kAt2PerS{0.875, 0.775, 0.72, 0.495, 0.955};
+// TTFT p50 at 2 req/s: 0.72 until the refit of docs/MEASUREMENTS.md section 16 (GEMM group refitted
+// with the family run's F.linear rows) moved it from 0.769 to 0.718 (section 12 lists it).
+constexpr Bounds kAt2PerS{0.875, 0.775, 0.685, 0.495, 0.955};
 constexpr Bounds kAt5PerS{0.98, 0.805, 0.77, 0.42, 0.955};
 
 TEST(ServingReference, EagerPyTorchServerOnH100) {

@@ -323,6 +323,9 @@ OpCost CalibratedCostModel::price(const Op& op) const {
                                  params_[P::softmax_fixed_s], params_[P::softmax_row_stream_bps],
                                  params_[P::softmax_rows_per_sm]);
     default:
+      if (op.strided_input) {
+        return price_streaming(op, params_[P::strided_efficiency], params_[P::strided_fixed_s]);
+      }
       return price_streaming(op, params_[P::elementwise_efficiency],
                              params_[P::elementwise_fixed_s]);
   }

@@ -47,7 +47,8 @@ double clock_dragged_s(double boost_s, double drop, double settle_s);
 //    set the chain's length, a fitted round-trip time its pace);
 //  * softmax/sampling: HBM bandwidth at a fitted share, or one CTA per row streaming at a
 //    fitted rate when rows are few; elementwise kernels: HBM bandwidth at a fitted share plus
-//    a fixed cost.
+//    a fixed cost (a share and a cost of their own on strided views, where PyTorch cannot
+//    vectorize).
 // Times are in-stream: what each kernel adds to a step run back to back (a CUDA graph), the
 // gap between kernels included. Collectives are priced by the roofline model's ring formula.
 class CalibratedCostModel : public CostModel {

@@ -51,6 +51,8 @@ constexpr std::array<CalibParamInfo, kCalibParamCount> kInfo = {{
     {"isolated_flush_fraction", 0.5, 0.0, 2.0},
     {"isolated_launch_s", 1e-6, 0.0, 1e-4},
     {"sustained_compute_slowdown", 1.0, 1.0, 3.0},
+    {"strided_efficiency", 0.6, 0.02, 1.5},
+    {"strided_fixed_s", 2e-6, 0.0, 1e-4},
 }};
 }  // namespace
 

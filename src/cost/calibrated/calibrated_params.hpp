@@ -53,6 +53,10 @@ enum class CalibParam : int {
   isolated_flush_fraction,     // share of an L2 full of dirty lines written back while the op runs
   isolated_launch_s,           // each further kernel of an op timed alone waits for its launch
   sustained_compute_slowdown,  // GEMM back to back over GEMM alone: the power cap's clock drop
+  // Elementwise kernels on strided views (SiLU x mul on the halves of one fused gate/up output):
+  // PyTorch's generic, unvectorized kernel at its own share of HBM bandwidth and fixed cost.
+  strided_efficiency,
+  strided_fixed_s,
   count
 };
 inline constexpr int kCalibParamCount = static_cast<int>(CalibParam::count);

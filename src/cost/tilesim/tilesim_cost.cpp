@@ -185,7 +185,8 @@ double TileSimCostModel::norm_row_chain_s(const Op& op) const {
 }
 
 TileSimBreakdown TileSimCostModel::simulate_noncontiguous(const Op& op) const {
-  // Unfused RoPE runs on the transposed q/k views F.linear's output gives: PyTorch's generic
+  // Unfused RoPE runs on the transposed q/k views F.linear's output gives (and SiLU x mul on the
+  // halves of a fused gate/up output on strided ones): PyTorch's generic
   // kernel, one narrow access per element, at its own measured share of the bandwidth; every
   // kernel streams a whole tensor, too large to stay in the global buffer for long prefills.
   const auto& hw = *hw_;
@@ -281,7 +282,9 @@ TileSimBreakdown TileSimCostModel::simulate(const Op& op) const {
     case OpKind::rope:
       return simulate_noncontiguous(op);
     default:
-      return simulate_vector(op);
+      // Strided views (SiLU x mul on a fused gate/up output's halves) run the same generic
+      // kernel as unfused RoPE.
+      return op.strided_input ? simulate_noncontiguous(op) : simulate_vector(op);
   }
 }
 
