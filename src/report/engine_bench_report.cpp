@@ -115,7 +115,8 @@ std::string bench_text(const BenchSetup& setup, const engine::BenchResult& r,
                  format_fixed(k.seconds > 0 ? k.flops / k.seconds / 1e12 : 0, 1),
                  std::to_string(k.launches)});
     }
-    text += "\n" + t.to_text();
+    text += '\n';
+    text += t.to_text();
   }
   return text;
 }
