@@ -188,7 +188,7 @@ std::vector<ServeRequest> parse_trace(std::istream& in, TraceFormat format,
       nlohmann::json j;
       try {
         j = nlohmann::json::parse(line);
-      } catch (const nlohmann::json::parse_error& e) {
+      } catch (const nlohmann::json::exception& e) {  // out_of_range too: "1e805"
         throw InputError(where + ": malformed JSON (" + e.what() + ")");
       }
       if (!j.is_object()) throw InputError(where + ": not a JSON object");

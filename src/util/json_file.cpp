@@ -42,7 +42,8 @@ nlohmann::json parse_json_text(std::string_view text, const std::string& context
   };
   try {
     return nlohmann::json::parse(text.begin(), text.end(), bounded_depth);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
+    // parse_error, and out_of_range for a number beyond double's range ("1e805").
     throw InputError(context + " is not valid JSON: " + e.what());
   }
 }

@@ -197,6 +197,19 @@ TEST_F(TraceFiles, LineOverTheLimitIsRefused) {
   EXPECT_THROW(parse_trace(endless, TraceFormat::csv, "stream"), InputError);
 }
 
+// Fuzz finding (trace; fuzz/corpus/trace/finding-number-out-of-range.jsonl): a number beyond
+// double's range escaped as nlohmann's out_of_range (exit 1) instead of an InputError naming the
+// line.
+TEST_F(TraceFiles, NumberOutOfRangeIsAnInputError) {
+  try {
+    load_trace(
+        write("big.jsonl", "{\"arrival_s\": 0, \"prompt_tokens\": 5e999, \"output_tokens\": 1}\n"));
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("line 1: malformed JSON"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ServeBlocks, AllocationReleaseAndPrefixSharing) {
   BlockManager m(10, 4, true);
   EXPECT_EQ(m.blocks_for(9), 3);

@@ -50,6 +50,19 @@ TEST(JsonFile, NestingOverTheLimitIsRefused) {
             std::string::npos);
 }
 
+// Fuzz finding (config_json, hardware_template; fuzz/corpus/*/finding-number-out-of-range.*): a
+// number beyond double's range ("1e805") made nlohmann throw out_of_range, not parse_error, so
+// it escaped as "run failed" (exit 1) instead of an InputError (exit 2).
+TEST(JsonFile, NumberOutOfRangeIsAnInputError) {
+  for (const char* text : {"{\"rms_norm_eps\": 1e805}", "[-1e400]", "1E+99999"}) {
+    EXPECT_NE(error_of([&] {
+                parse_json_text(text, "config.json");
+              }).find("config.json is not valid JSON"),
+              std::string::npos)
+        << text;
+  }
+}
+
 TEST(Text, BoundedLineStopsAtTheBound) {
   std::istringstream in("abc\r\n\nabcdef\nxy");
   std::string line;
