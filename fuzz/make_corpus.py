@@ -116,12 +116,18 @@ put("checkpoint_index", "index.json", json.dumps(
 # fuzz/data/tiny_tokenizer.json is tests/engine/tokenizer_test.cpp's tiny_json() (256 byte
 # tokens, a few merges, two added tokens, the Llama 3 split regex); a variant with the NFC
 # normalizer, GPT-2's ByteLevel regex, a prefix space and ignore_merges covers the other paths.
+# fuzz/data/tiny_nfc_tokenizer.json (written here) is the same with the NFC normalizer, GPT-2's
+# ByteLevel regex and ignore_merges (Qwen's paths); both are also fuzz_tokenizer_text's tokenizers.
 copy("tokenizer_json", "fuzz/data/tiny_tokenizer.json", "tiny.json")
 tiny = load("fuzz/data/tiny_tokenizer.json")
 tiny["normalizer"] = {"type": "NFC"}
-tiny["pre_tokenizer"] = {"type": "ByteLevel", "add_prefix_space": True, "use_regex": True}
+tiny["pre_tokenizer"] = {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True}
 tiny["model"]["ignore_merges"] = True
-put("tokenizer_json", "tiny_nfc_bytelevel.json", json.dumps(tiny, ensure_ascii=False))
+with open("fuzz/data/tiny_nfc_tokenizer.json", "w") as f:
+    f.write(json.dumps(tiny, ensure_ascii=False) + "\n")
+copy("tokenizer_json", "fuzz/data/tiny_nfc_tokenizer.json", "tiny_nfc.json")
+tiny["pre_tokenizer"]["add_prefix_space"] = True
+put("tokenizer_json", "tiny_nfc_prefix_space.json", json.dumps(tiny, ensure_ascii=False))
 put("tokenizer_text", "ascii.txt", "Hello world, hello!  It's 2026: 12345 tokens.\n\tx  y")
 put("tokenizer_text", "unicode.txt",
     "naïve café 日本語のテキスト 🦙 Ελληνικά e\u0301 \ufb01 한국어 \u200b العربية")
