@@ -104,6 +104,15 @@ std::string require_string(const nlohmann::json& object, const std::string& key,
   return value.get<std::string>();
 }
 
+std::string optional_string(const nlohmann::json& object, const std::string& key,
+                            const std::string& fallback, const std::string& context) {
+  if (!object.is_object()) throw InputError(context + ": expected a JSON object");
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return fallback;
+  if (!it->is_string()) throw InputError(context + ": field '" + key + "' must be a string");
+  return it->get<std::string>();
+}
+
 bool optional_bool(const nlohmann::json& object, const std::string& key, bool fallback,
                    const std::string& context) {
   if (!object.contains(key) || object.at(key).is_null()) return fallback;

@@ -33,6 +33,10 @@ int64_t require_count(const nlohmann::json& object, const std::string& key,
                       int64_t max_value = int64_t{1} << 40);
 std::string require_string(const nlohmann::json& object, const std::string& key,
                            const std::string& context);
+// `fallback` when the field is absent or null; an InputError when it is not a string (nlohmann's
+// value(key, fallback) would throw its own type_error there: "run failed", exit 1).
+std::string optional_string(const nlohmann::json& object, const std::string& key,
+                            const std::string& fallback, const std::string& context);
 bool optional_bool(const nlohmann::json& object, const std::string& key, bool fallback,
                    const std::string& context);
 
