@@ -8,6 +8,7 @@
 #include "report/emit.hpp"
 #include "report/engine_report.hpp"
 #include "util/json_file.hpp"
+#include "util/text.hpp"
 
 namespace inferlab::cli {
 
@@ -24,11 +25,15 @@ std::vector<std::string> read_jsonl_texts(const std::string& path) {
   if (!in) throw InputError("cannot read --input file '" + path + "'");
   std::vector<std::string> texts;
   std::string line;
-  for (int64_t number = 1; std::getline(in, line); ++number) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    if (line.size() > engine::Tokenizer::kMaxTextBytes + 1024) {
+  // A line is bounded as it is read: the text's own bound plus room for the JSON around it.
+  constexpr size_t kMaxLineBytes = engine::Tokenizer::kMaxTextBytes + 1024;
+  int64_t number = 0;
+  for (LineRead read; (read = read_bounded_line(in, line, kMaxLineBytes)) != LineRead::end;) {
+    ++number;
+    if (read == LineRead::too_long) {
       throw InputError(path + " line " + std::to_string(number) + " is over 4 MiB");
     }
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     auto context = path + " line " + std::to_string(number);
     nlohmann::json object = nlohmann::json::parse(line, nullptr, false);
     if (object.is_discarded()) throw InputError(context + " is not valid JSON");

@@ -17,6 +17,23 @@ bool plain_file_name(const std::string& name) {
 
 }  // namespace
 
+std::map<std::string, std::set<std::string>> parse_checkpoint_index(const nlohmann::json& index,
+                                                                    const std::string& context) {
+  if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object()) {
+    throw InputError(context + ": expected an object with a 'weight_map' object");
+  }
+  std::map<std::string, std::set<std::string>> names_by_shard;
+  for (const auto& [name, shard] : index["weight_map"].items()) {
+    if (!shard.is_string() || !plain_file_name(shard.get<std::string>())) {
+      throw InputError(context + ": tensor '" + name +
+                       "' maps to something other than a file name in the folder");
+    }
+    names_by_shard[shard.get<std::string>()].insert(name);
+  }
+  if (names_by_shard.empty()) throw InputError(context + ": the weight_map is empty");
+  return names_by_shard;
+}
+
 Checkpoint Checkpoint::open(const std::filesystem::path& folder) {
   Checkpoint checkpoint;
   checkpoint.folder_ = folder;
@@ -25,19 +42,8 @@ Checkpoint Checkpoint::open(const std::filesystem::path& folder) {
   std::error_code error;
   if (std::filesystem::exists(index_path, error)) {
     const std::string context = "checkpoint index '" + index_path.string() + "'";
-    auto index = read_json_file(index_path, "checkpoint index");
-    if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object()) {
-      throw InputError(context + ": expected an object with a 'weight_map' object");
-    }
-    std::map<std::string, std::set<std::string>> names_by_shard;
-    for (const auto& [name, shard] : index["weight_map"].items()) {
-      if (!shard.is_string() || !plain_file_name(shard.get<std::string>())) {
-        throw InputError(context + ": tensor '" + name +
-                         "' maps to something other than a file name in the folder");
-      }
-      names_by_shard[shard.get<std::string>()].insert(name);
-    }
-    if (names_by_shard.empty()) throw InputError(context + ": the weight_map is empty");
+    const auto names_by_shard =
+        parse_checkpoint_index(read_json_file(index_path, "checkpoint index"), context);
     for (const auto& [shard, names] : names_by_shard) {
       auto file = std::make_unique<SafetensorsFile>(folder / shard);
       for (const auto& name : names) {

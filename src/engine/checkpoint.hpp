@@ -2,6 +2,8 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,6 +32,12 @@ class Checkpoint {
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
   std::map<std::string, TensorView> tensors_;
 };
+
+// The weight_map of model.safetensors.index.json: tensor names by shard file name. InputError
+// naming `context` for anything but an object whose weight_map maps each tensor to a plain file
+// name in the folder (nothing that climbs out), or an empty map.
+std::map<std::string, std::set<std::string>> parse_checkpoint_index(const nlohmann::json& index,
+                                                                    const std::string& context);
 
 inline constexpr const char* kSafetensorsFile = "model.safetensors";
 inline constexpr const char* kSafetensorsIndexFile = "model.safetensors.index.json";

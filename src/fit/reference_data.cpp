@@ -84,7 +84,7 @@ MeasuredOp measured_op_from_row(const nlohmann::json& row, const std::string& co
   } else {
     throw InputError(context + ": unknown measured op '" + kind + "'");
   }
-  m.held_out = row.value("split", std::string("fit")) == "holdout";
+  m.held_out = optional_string(row, "split", "fit", context) == "holdout";
   return m;
 }
 
@@ -126,11 +126,13 @@ std::vector<MeasuredOp> measured_ops_from_profile(const nlohmann::json& profile,
     out.push_back({make_gemm_op("gemm", m, n, k, bf16, bf16, bf16, bf16),
                    fmt::format("probe gemm m={} n={} k={}", m, n, k),
                    require_number(row, "median_s", context),
-                   row.value("model", std::string()) == kHeldOutProbeModel});
+                   optional_string(row, "model", "", context) == kHeldOutProbeModel});
   }
   for (const auto& row : sweeps.value("llm_kernels", nlohmann::json::array())) {
     const std::string kernel = require_string(row, "kernel", context);
-    const auto& shape = row.at("shape");
+    if (!row.contains("shape") || !row["shape"].is_object())
+      throw InputError(context + " " + kernel + ": missing object 'shape'");
+    const auto& shape = row["shape"];
     auto n = [&](const char* key) { return require_count(shape, key, context + " " + kernel); };
     MeasuredOp m;
     m.measured_s = require_number(row, "median_s", context);

@@ -57,8 +57,12 @@ void apply_profile(HardwareSpec& spec, MeasuredProfile profile) {
 }
 
 namespace {
-HardwareSpec load_sheet(const std::string& name_or_path);
+HardwareSpec load_sheet(const std::string& name_or_path) {
+  auto path = resolve_data_file(name_or_path, "hardware", "hardware");
+  return parse_hardware_sheet(read_json_file(path, "hardware sheet"),
+                              "hardware sheet '" + path.string() + "'");
 }
+}  // namespace
 
 HardwareSpec load_hardware(const std::string& name_or_path, const std::string& profile) {
   HardwareSpec spec = load_sheet(name_or_path);
@@ -79,11 +83,7 @@ HardwareSpec load_hardware(const std::string& name_or_path, const std::string& p
   return spec;
 }
 
-namespace {
-HardwareSpec load_sheet(const std::string& name_or_path) {
-  auto path = resolve_data_file(name_or_path, "hardware", "hardware");
-  auto sheet = read_json_file(path, "hardware sheet");
-  const std::string context = "hardware sheet '" + path.string() + "'";
+HardwareSpec parse_hardware_sheet(const nlohmann::json& sheet, const std::string& context) {
   HardwareSpec spec;
   spec.name = require_string(sheet, "name", context);
   spec.display_name = require_string(sheet, "display_name", context);
@@ -121,7 +121,6 @@ HardwareSpec load_sheet(const std::string& name_or_path) {
       sourced(link, "latency_s", context + " interconnect", spec, 1e-7, 1e-3);
   return spec;
 }
-}  // namespace
 
 std::vector<std::string> known_hardware() {
   return data_names("hardware");

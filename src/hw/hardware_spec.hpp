@@ -1,5 +1,6 @@
 #pragma once
 #include <array>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,6 +58,9 @@ inline constexpr const char* kProfileNone = "none";
 // the measured profile chosen by `profile`.
 HardwareSpec load_hardware(const std::string& name_or_path,
                            const std::string& profile = kProfileAuto);
+
+// The checks and fields of a spec sheet already parsed as JSON; InputError naming `context`.
+HardwareSpec parse_hardware_sheet(const nlohmann::json& sheet, const std::string& context);
 
 // Replaces the datasheet ceilings with measured ones: matrix peaks per dtype, HBM bandwidth
 // (the read stream, what weight and KV streaming do). Datasheet values stay in datasheet_*.

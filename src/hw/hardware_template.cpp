@@ -82,7 +82,11 @@ nlohmann::json load_merged(const std::string& name_or_path, int depth) {
   }
   nlohmann::json merged = load_merged(require_string(doc, "base", path.string()), depth + 1);
   nlohmann::json sources = merged.value("sources", nlohmann::json::object());
-  if (doc.contains("sources")) sources.update(doc["sources"]);
+  if (doc.contains("sources")) {
+    if (!doc["sources"].is_object() || !sources.is_object())
+      throw InputError("hardware template '" + path.string() + "': 'sources' must be an object");
+    sources.update(doc["sources"]);
+  }
   merged.merge_patch(doc);
   merged["sources"] = sources;
   return merged;
@@ -123,7 +127,7 @@ HardwareTemplate parse_hardware_template(const nlohmann::json& doc, const std::s
   t.document = doc;
   t.name = require_string(doc, "name", context);
   t.display_name = require_string(doc, "display_name", context);
-  t.base = doc.value("base", std::string());
+  t.base = optional_string(doc, "base", "", context);
   t.process_node = require_string(doc, "process_node", context);
   t.clock_hz = positive(doc, "clock_hz", context, 1e10);
   t.core_count = static_cast<int>(require_count(doc, "core_count", context, 1, 100000));
@@ -240,6 +244,8 @@ HardwareTemplate parse_hardware_template(const nlohmann::json& doc, const std::s
   t.published_die_area_mm2 = optional_number(doc, "published_die_area_mm2", 0.0, context);
   if (t.published_die_area_mm2 < 0.0)
     throw InputError(context + ": negative published_die_area_mm2");
+  if (doc.contains("sources") && !doc["sources"].is_object())
+    throw InputError(context + ": 'sources' must be an object");
   t.sources = doc.value("sources", nlohmann::json::object());
   return t;
 }

@@ -24,9 +24,13 @@ double positive(const nlohmann::json& j, const char* key, const std::string& con
 }  // namespace
 
 MeasuredProfile load_profile(const std::string& path) {
+  return parse_profile(read_json_file(path, "hardware profile"), path);
+}
+
+MeasuredProfile parse_profile(nlohmann::json document, const std::string& path) {
   MeasuredProfile p;
   p.path = path;
-  p.document = read_json_file(path, "hardware profile");
+  p.document = std::move(document);
   const std::string ctx = "hardware profile '" + path + "'";
   const auto& doc = p.document;
   const auto& device = object_at(doc, "device", ctx);

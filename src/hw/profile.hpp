@@ -28,5 +28,7 @@ struct MeasuredProfile {
 
 // Reads and validates a profile; missing or impossible figures are InputErrors naming the file.
 MeasuredProfile load_profile(const std::string& path);
+// The same checks on a document already parsed; `path` names it in errors.
+MeasuredProfile parse_profile(nlohmann::json document, const std::string& path);
 
 }  // namespace inferlab

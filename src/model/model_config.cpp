@@ -67,7 +67,7 @@ ModelConfig parse_gpt_config(const nlohmann::json& config, const std::string& na
 ModelConfig parse_model_config(const nlohmann::json& config, const std::string& name,
                                const std::string& context) {
   if (!config.is_object()) throw InputError(context + ": expected a JSON object");
-  if (config.value("model_type", std::string()) == "gpt2" || config.contains("n_embd")) {
+  if (optional_string(config, "model_type", "", context) == "gpt2" || config.contains("n_embd")) {
     return parse_gpt_config(config, name, context);
   }
   constexpr int64_t kMaxDim = int64_t{1} << 24;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <istream>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -147,15 +148,25 @@ ServeRequest request_from_fields(const std::map<std::string, double>& f, const s
 }  // namespace
 
 std::vector<ServeRequest> load_trace(const std::string& path) {
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError("trace '" + path + "' does not exist or cannot be read");
   const bool csv = path.size() >= 4 && path.substr(path.size() - 4) == ".csv";
+  return parse_trace(in, csv ? TraceFormat::csv : TraceFormat::jsonl, path);
+}
+
+std::vector<ServeRequest> parse_trace(std::istream& in, TraceFormat format,
+                                      const std::string& path) {
+  const bool csv = format == TraceFormat::csv;
   std::vector<ServeRequest> out;
   std::string line;
   int64_t line_number = 0;
   std::vector<std::string> header;
-  while (std::getline(in, line)) {
+  for (LineRead read; (read = read_bounded_line(in, line, kMaxTraceLineBytes)) != LineRead::end;) {
     ++line_number;
+    if (read == LineRead::too_long) {
+      throw InputError(fmt::format("trace '{}' line {}: longer than {} bytes", path, line_number,
+                                   kMaxTraceLineBytes));
+    }
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
     const std::string where = fmt::format("trace '{}' line {}", path, line_number);
@@ -177,7 +188,7 @@ std::vector<ServeRequest> load_trace(const std::string& path) {
       nlohmann::json j;
       try {
         j = nlohmann::json::parse(line);
-      } catch (const nlohmann::json::parse_error& e) {
+      } catch (const nlohmann::json::exception& e) {  // out_of_range too: "1e805"
         throw InputError(where + ": malformed JSON (" + e.what() + ")");
       }
       if (!j.is_object()) throw InputError(where + ": not a JSON object");

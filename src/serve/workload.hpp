@@ -1,5 +1,7 @@
 #pragma once
+#include <cstddef>
 #include <cstdint>
+#include <iosfwd>
 #include <random>
 #include <string>
 #include <vector>
@@ -57,6 +59,12 @@ std::vector<ServeRequest> generate_workload(const WorkloadSpec& spec);
 // A trace: JSON lines ({"arrival_s", "prompt_tokens", "output_tokens"[, "prefix_id",
 // "prefix_tokens"]}) or CSV with a header naming those columns. InputError with the line
 // number for anything malformed.
+// A line longer than kMaxTraceLineBytes is refused before it is read whole.
 std::vector<ServeRequest> load_trace(const std::string& path);
+inline constexpr size_t kMaxTraceLineBytes = size_t{64} << 10;
+enum class TraceFormat { jsonl, csv };
+// The same from a stream; `path` names it in errors (load_trace picks CSV by the .csv suffix).
+std::vector<ServeRequest> parse_trace(std::istream& in, TraceFormat format,
+                                      const std::string& path);
 
 }  // namespace inferlab

@@ -20,14 +20,31 @@ nlohmann::json read_json_file(const std::filesystem::path& path, const std::stri
     }
     throw InputError(what + " file '" + path.string() + "' does not exist or is not a file" + note);
   }
+  if (const auto bytes = std::filesystem::file_size(path, ec); !ec && bytes > kMaxJsonFileBytes) {
+    throw InputError(what + " file '" + path.string() + "' is " + std::to_string(bytes) +
+                     " bytes, above the limit of " + std::to_string(kMaxJsonFileBytes));
+  }
   std::ifstream in(path);
   if (!in) throw InputError("cannot read " + what + " file '" + path.string() + "'");
   std::stringstream text;
   text << in.rdbuf();
+  return parse_json_text(text.str(), what + " file '" + path.string() + "'");
+}
+
+nlohmann::json parse_json_text(std::string_view text, const std::string& context) {
+  // Called for every value with its nesting depth; refuses before the deeper value is built.
+  const auto bounded_depth = [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+    if (depth > kMaxJsonDepth) {
+      throw InputError(context + " is not valid JSON: nested deeper than " +
+                       std::to_string(kMaxJsonDepth) + " levels");
+    }
+    return true;
+  };
   try {
-    return nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(what + " file '" + path.string() + "' is not valid JSON: " + e.what());
+    return nlohmann::json::parse(text.begin(), text.end(), bounded_depth);
+  } catch (const nlohmann::json::exception& e) {
+    // parse_error, and out_of_range for a number beyond double's range ("1e805").
+    throw InputError(context + " is not valid JSON: " + e.what());
   }
 }
 
@@ -85,6 +102,15 @@ std::string require_string(const nlohmann::json& object, const std::string& key,
     throw InputError(context + ": field '" + key + "' must be a string, got " + value.dump());
   }
   return value.get<std::string>();
+}
+
+std::string optional_string(const nlohmann::json& object, const std::string& key,
+                            const std::string& fallback, const std::string& context) {
+  if (!object.is_object()) throw InputError(context + ": expected a JSON object");
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return fallback;
+  if (!it->is_string()) throw InputError(context + ": field '" + key + "' must be a string");
+  return it->get<std::string>();
 }
 
 bool optional_bool(const nlohmann::json& object, const std::string& key, bool fallback,

@@ -1,6 +1,7 @@
 #include "util/text.hpp"
 
 #include <cmath>
+#include <istream>
 #include <stdexcept>
 
 namespace inferlab {
@@ -30,6 +31,20 @@ std::optional<double> parse_number(const std::string& text) {
   }
   if (used == 0 || used != text.size() || !std::isfinite(value)) return std::nullopt;
   return value;
+}
+
+LineRead read_bounded_line(std::istream& in, std::string& line, size_t max_bytes) {
+  line.clear();
+  auto* buffer = in.rdbuf();
+  if (buffer == nullptr) return LineRead::end;
+  bool any = false;
+  for (int c = buffer->sbumpc(); c != std::char_traits<char>::eof(); c = buffer->sbumpc()) {
+    any = true;
+    if (c == '\n') return LineRead::line;
+    if (line.size() >= max_bytes) return LineRead::too_long;
+    line.push_back(static_cast<char>(c));
+  }
+  return any ? LineRead::line : LineRead::end;
 }
 
 }  // namespace inferlab

@@ -146,6 +146,27 @@ TEST(Safetensors, BadShapeEntries) {
                      {"tensor 'w'", "overflows"});
 }
 
+// The tensor count and rank bounds (kMaxSafetensorsTensors, kMaxTensorRank): refused before any
+// per-tensor work.
+TEST(Safetensors, TensorCountAndRankOverTheLimits) {
+  const auto parse = [](const std::string& header) {
+    std::string file(8, '\0');
+    for (int i = 0; i < 8; ++i) file[i] = static_cast<char>(uint64_t{header.size()} >> (8 * i));
+    file += header;
+    return parse_safetensors_header(reinterpret_cast<const uint8_t*>(file.data()), file.size(),
+                                    "t.safetensors");
+  };
+  std::string many = "{";
+  for (size_t i = 0; i < kMaxSafetensorsTensors + 2; ++i) many += '"' + std::to_string(i) + "\":0,";
+  many.back() = '}';
+  expect_input_error([&] { parse(many); }, {"entries, above the limit of 1000000"});
+  expect_input_error(
+      [&] {
+        parse(R"({"w": {"dtype": "U8", "shape": [1,1,1,1,1,1,1,1,1], "data_offsets": [0, 1]}})");
+      },
+      {"tensor 'w'", "rank 9 above the limit 8"});
+}
+
 TEST(Safetensors, OverlappingRanges) {
   ScratchDir dir("st_defects");
   write_raw(dir / "t.safetensors",

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "serve/block_manager.hpp"
 #include "util/error.hpp"
@@ -177,6 +178,36 @@ TEST_F(TraceFiles, MalformedTracesNameTheLine) {
   expect_error("f.csv", "arrival_s,prompt_tokens,output_tokens\n0,five,1\n", "not a number");
   expect_error("g.jsonl", "", "no requests");
   EXPECT_THROW(load_trace((dir / "missing.jsonl").string()), InputError);
+}
+
+// A trace line is bounded (kMaxTraceLineBytes) and refused as it is read, not after a line of
+// any length was taken into memory; a line just under the bound is still read.
+TEST_F(TraceFiles, LineOverTheLimitIsRefused) {
+  const std::string row = "{\"arrival_s\": 0, \"prompt_tokens\": 5, \"output_tokens\": 1}";
+  const std::string padded = row + std::string(kMaxTraceLineBytes - row.size(), ' ');
+  EXPECT_EQ(load_trace(write("ok.jsonl", padded + "\n")).size(), 1u);
+  try {
+    load_trace(write("long.jsonl", row + "\n" + padded + " \n"));
+    ADD_FAILURE() << "no error for a line over the limit";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("line 2: longer than 65536 bytes"), std::string::npos)
+        << e.what();
+  }
+  std::istringstream endless(std::string(kMaxTraceLineBytes * 4, '1'));
+  EXPECT_THROW(parse_trace(endless, TraceFormat::csv, "stream"), InputError);
+}
+
+// Fuzz finding (trace; fuzz/corpus/trace/finding-number-out-of-range.jsonl): a number beyond
+// double's range escaped as nlohmann's out_of_range (exit 1) instead of an InputError naming the
+// line.
+TEST_F(TraceFiles, NumberOutOfRangeIsAnInputError) {
+  try {
+    load_trace(
+        write("big.jsonl", "{\"arrival_s\": 0, \"prompt_tokens\": 5e999, \"output_tokens\": 1}\n"));
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("line 1: malformed JSON"), std::string::npos) << e.what();
+  }
 }
 
 TEST(ServeBlocks, AllocationReleaseAndPrefixSharing) {

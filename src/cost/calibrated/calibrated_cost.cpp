@@ -129,7 +129,8 @@ GemmWavePlan CalibratedCostModel::plan_gemm(const Op& op) const {
     // in clusters of (at least) two CTAs that share the larger operand block by multicast.
     const double l2_feed = params_[P::gemm_l2_feed_bps] * alignment;
     const double l2_bytes_per_k = (std::max(tm, tn) / 2.0 + std::min(tm, tn)) * element_bytes;
-    auto tile_time_s = [&](double k, double ctas_at_once) {
+    // tm and tn copied in: clang before 16 cannot capture structured bindings (sanitize preset).
+    auto tile_time_s = [&, tm = tm, tn = tn](double k, double ctas_at_once) {
       return std::max({2.0 * tm * tn * k / sm_flops, (tm + tn) * k * element_bytes / sm_stream,
                        l2_bytes_per_k * k * ctas_at_once / l2_feed});
     };

@@ -31,7 +31,8 @@ BpeModel::BpeModel(const TokenizerSpec& spec, const std::string& context)
   merges_.reserve(spec.merges.size());
   for (size_t rank = 0; rank < spec.merges.size(); ++rank) {
     const auto& [a, b] = spec.merges[rank];
-    auto at = [&] {
+    // a and b by explicit reference: clang before 16 cannot capture structured bindings.
+    auto at = [&, &a = a, &b = b] {
       return context + ": merges[" + std::to_string(rank) + "] '" + a + " " + b + "'";
     };
     auto ia = vocab_.find(a), ib = vocab_.find(b);
