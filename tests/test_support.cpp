@@ -1,11 +1,14 @@
 #include "test_support.hpp"
 
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include "util/data_dir.hpp"
 
 namespace inferlab::testing {
 
@@ -49,6 +52,39 @@ std::string cmake_command() {
 }
 std::string inferlab_binary() {
   return INFERLAB_BINARY;
+}
+
+nlohmann::json tiny_llama_config(int64_t vocab_size, int64_t max_position_embeddings) {
+  return {{"architectures", {"LlamaForCausalLM"}},
+          {"model_type", "llama"},
+          {"hidden_size", 32},
+          {"intermediate_size", 64},
+          {"num_hidden_layers", 2},
+          {"num_attention_heads", 4},
+          {"num_key_value_heads", 2},
+          {"head_dim", 8},
+          {"vocab_size", vocab_size},
+          {"max_position_embeddings", max_position_embeddings},
+          {"rms_norm_eps", 1e-5},
+          {"rope_theta", 10000.0}};
+}
+
+bool have_llama3_tokenizer() {
+  try {
+    fetched_tokenizer_dir("llama3");
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+void expect_refused(const std::vector<std::string>& cases) {
+  for (const auto& args : cases) {
+    auto r = run_inferlab(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
+    EXPECT_TRUE(r.out.empty()) << args;
+    EXPECT_EQ(r.err.rfind("inferlab: error: ", 0), 0u) << args << "\n" << r.err;
+  }
 }
 
 }  // namespace inferlab::testing

@@ -1,5 +1,7 @@
 #pragma once
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "cost/delay_factors.hpp"
 
@@ -41,6 +43,15 @@ struct CommandResult {
 CommandResult run_command(const std::string& command_line);
 // Runs the inferlab binary with the given argument string (shell-quoted by the caller).
 CommandResult run_inferlab(const std::string& args);
+
+// The engine commands' tests share these.
+// A two-layer Llama config.json object (hidden 32, 4 heads of 8, 2 KV heads, MLP 64): small
+// enough for the CPU reference in CI.
+nlohmann::json tiny_llama_config(int64_t vocab_size, int64_t max_position_embeddings);
+// Whether the Llama 3 tokenizer has been fetched (init-weights copies it into checkpoints).
+bool have_llama3_tokenizer();
+// Expects every command line to be refused: exit 2, nothing on stdout, "inferlab: error: ".
+void expect_refused(const std::vector<std::string>& cases);
 
 // The source tree's data/ folder (absolute): tests that read shipped files directly.
 std::string test_data_dir();

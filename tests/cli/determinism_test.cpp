@@ -43,18 +43,8 @@ TEST(Determinism, SeededGenerationOnTheCpuIsIdentical) {
   const auto dir = std::filesystem::temp_directory_path() /
                    ("inferlab_determinism_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
-  nlohmann::json config = {{"architectures", {"LlamaForCausalLM"}},
-                           {"model_type", "llama"},
-                           {"hidden_size", 32},
-                           {"intermediate_size", 64},
-                           {"num_hidden_layers", 2},
-                           {"num_attention_heads", 4},
-                           {"num_key_value_heads", 2},
-                           {"head_dim", 8},
-                           {"vocab_size", 128256},  // the Llama 3 tokenizer's ids
-                           {"max_position_embeddings", 128},
-                           {"rms_norm_eps", 1e-5},
-                           {"rope_theta", 10000.0}};
+  // The Llama 3 tokenizer's ids fit its vocabulary.
+  const nlohmann::json config = testing::tiny_llama_config(128256, 128);
   std::ofstream(dir / "tiny.json") << config.dump();
   // Random weights made in memory from the config (no checkpoint), sampled with a seed; the
   // tokenizer is only needed for the prompt: ids in, ids out.

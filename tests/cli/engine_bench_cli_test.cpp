@@ -10,25 +10,14 @@
 #include <nlohmann/json.hpp>
 
 #include "test_support.hpp"
-#include "util/data_dir.hpp"
 
 namespace inferlab {
 namespace {
 
 using testing::run_inferlab;
 
-// init-weights copies the fetched Llama 3 tokenizer into the checkpoint.
-bool have_llama3_tokenizer() {
-  try {
-    fetched_tokenizer_dir("llama3");
-    return true;
-  } catch (const std::exception&) {
-    return false;
-  }
-}
-
 #define REQUIRE_TOKENIZER() \
-  if (!have_llama3_tokenizer()) GTEST_SKIP() << "Llama 3 tokenizer not fetched"
+  if (!testing::have_llama3_tokenizer()) GTEST_SKIP() << "Llama 3 tokenizer not fetched"
 
 struct TinyCheckpoint {
   std::filesystem::path dir, ckpt;
@@ -37,19 +26,8 @@ struct TinyCheckpoint {
           ("inferlab_bench_cli_" + std::to_string(::getpid()));
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
-    nlohmann::json config = {{"architectures", {"LlamaForCausalLM"}},
-                             {"model_type", "llama"},
-                             {"hidden_size", 32},
-                             {"intermediate_size", 64},
-                             {"num_hidden_layers", 2},
-                             {"num_attention_heads", 4},
-                             {"num_key_value_heads", 2},
-                             {"head_dim", 8},
-                             {"vocab_size", 300},
-                             {"max_position_embeddings", 64},
-                             {"rms_norm_eps", 1e-5},
-                             {"rope_theta", 10000.0},
-                             {"tie_word_embeddings", false}};
+    nlohmann::json config = testing::tiny_llama_config(300, 64);
+    config["tie_word_embeddings"] = false;
     std::ofstream(dir / "tiny.json") << config.dump();
     ckpt = dir / "ckpt";
     auto r = run_inferlab("init-weights --model " + (dir / "tiny.json").string() + " --out " +
@@ -164,7 +142,7 @@ TEST(EngineBenchCli, BadInputIsExitTwo) {
   std::ofstream(tiny.dir / "bad.json") << "{\"tokens\": [1, -2]}";
   std::ofstream(tiny.dir / "ok.json") << "[1, 2, 3]";
   const std::string m = " --model " + tiny.ckpt.string() + " --device cpu";
-  const std::string cases[] = {
+  const std::vector<std::string> cases = {
       "bench" + m + " --batch 0",
       "bench" + m + " --input -5",
       "bench" + m + " --input 60 --output 10",  // past the 64-token context
@@ -178,12 +156,7 @@ TEST(EngineBenchCli, BadInputIsExitTwo) {
           " --prefill 9 --out /tmp/x.npy",
       "logits" + m + " --tokens " + (tiny.dir / "ok.json").string() + " --out /nonexistent/x.npy",
   };
-  for (const auto& args : cases) {
-    auto r = run_inferlab(args);
-    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
-    EXPECT_TRUE(r.out.empty()) << args;
-    EXPECT_EQ(r.err.rfind("inferlab: error: ", 0), 0u) << args << "\n" << r.err;
-  }
+  testing::expect_refused(cases);
 }
 
 }  // namespace

@@ -24,15 +24,6 @@ std::filesystem::path scratch(const std::string& name) {
   return dir;
 }
 
-bool have_llama3_tokenizer() {
-  try {
-    fetched_tokenizer_dir("llama3");
-    return true;
-  } catch (const std::exception&) {
-    return false;
-  }
-}
-
 // A two-layer Llama with the Llama 3 vocabulary: small enough for CI, real enough to take the
 // real tokenizer's ids.
 std::filesystem::path tiny_llama3_config(const std::filesystem::path& dir) {
@@ -58,7 +49,7 @@ std::filesystem::path tiny_llama3_config(const std::filesystem::path& dir) {
 }
 
 TEST(EngineCli, TokenizeGivesHuggingFaceIdsInInputOrder) {
-  if (!have_llama3_tokenizer()) GTEST_SKIP() << "Llama 3 tokenizer not fetched";
+  if (!testing::have_llama3_tokenizer()) GTEST_SKIP() << "Llama 3 tokenizer not fetched";
   auto dir = scratch("tokenize");
   std::ofstream(dir / "in.jsonl") << "{\"text\": \"Hello, world\"}\n\n{\"text\": \"Hello\"}\n";
   auto r = run_inferlab("tokenize --input " + (dir / "in.jsonl").string() + " --format json");
@@ -71,7 +62,7 @@ TEST(EngineCli, TokenizeGivesHuggingFaceIdsInInputOrder) {
 }
 
 TEST(EngineCli, InitWeightsThenGenerateIsDeterministic) {
-  if (!have_llama3_tokenizer()) GTEST_SKIP() << "Llama 3 tokenizer not fetched";
+  if (!testing::have_llama3_tokenizer()) GTEST_SKIP() << "Llama 3 tokenizer not fetched";
   auto dir = scratch("generate");
   auto ckpt = dir / "ckpt";
   auto init = run_inferlab("init-weights --model " + tiny_llama3_config(dir).string() + " --out " +
@@ -124,12 +115,7 @@ TEST(EngineCli, BadInputIsExitTwoWithNothingOnStdout) {
     // 405B in bf16 (810 GB) is refused with the sizes before anything is allocated.
     cases.push_back("generate --model llama-3.1-405b --prompt hi --device cuda");
   }
-  for (const auto& args : cases) {
-    auto r = run_inferlab(args);
-    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
-    EXPECT_TRUE(r.out.empty()) << args;
-    EXPECT_EQ(r.err.rfind("inferlab: error: ", 0), 0u) << args << "\n" << r.err;
-  }
+  testing::expect_refused(cases);
   std::filesystem::remove_all(dir);
 }
 

@@ -20,16 +20,7 @@ class ServeOnEngine : public ::testing::Test {
     dir_ = std::filesystem::temp_directory_path() /
            ("inferlab_serve_engine_" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir_);
-    nlohmann::json config = {{"architectures", {"LlamaForCausalLM"}},
-                             {"model_type", "llama"},
-                             {"hidden_size", 32},
-                             {"intermediate_size", 64},
-                             {"num_hidden_layers", 2},
-                             {"num_attention_heads", 4},
-                             {"num_key_value_heads", 2},
-                             {"head_dim", 8},
-                             {"vocab_size", 128},
-                             {"max_position_embeddings", 512}};
+    const nlohmann::json config = testing::tiny_llama_config(128, 512);
     std::ofstream(dir_ / "config.json") << config.dump();
     model_ = (dir_ / "config.json").string();
   }
@@ -63,7 +54,7 @@ TEST_F(ServeOnEngine, RunsEveryRequestAndReportsLikeTheSimulation) {
 
 TEST_F(ServeOnEngine, RefusesWhatItCannotRun) {
   const std::string m = "serve --model " + model_ + " --requests 3 ";
-  const std::string cases[] = {
+  const std::vector<std::string> cases = {
       m + "--executor gpu",
       m + "--executor engine --device cpu",  // the CPU cache needs --kv-tokens
       m + "--kv-tokens -5",
@@ -71,12 +62,7 @@ TEST_F(ServeOnEngine, RefusesWhatItCannotRun) {
           ",k=2,accept=0.5",
       m + "--executor engine --device cpu --kv-tokens 512 --preemption swap",
   };
-  for (const auto& args : cases) {
-    auto r = run_inferlab(args);
-    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
-    EXPECT_TRUE(r.out.empty()) << args;
-    EXPECT_EQ(r.err.rfind("inferlab: error: ", 0), 0u) << args << "\n" << r.err;
-  }
+  testing::expect_refused(cases);
 }
 
 }  // namespace
