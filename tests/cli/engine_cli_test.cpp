@@ -9,7 +9,6 @@
 
 #include "engine/cuda_backend.hpp"
 #include "test_support.hpp"
-#include "util/data_dir.hpp"
 
 namespace inferlab {
 namespace {
