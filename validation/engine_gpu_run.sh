@@ -42,7 +42,7 @@ if has tests; then
 fi
 wait  # the checkpoints
 if has logits; then
-  timeout 300 python3 validation/engine_logits.py "$BIN/inferlab" "$OUT/engine_logits.json" \
+  timeout 420 python3 validation/engine_logits.py "$BIN/inferlab" "$OUT/engine_logits.json" \
     --work "$WORK" > "$OUT/engine_logits.txt" 2>&1
   echo "logits rc=$?" | tee -a "$OUT/summary.txt"
 fi
