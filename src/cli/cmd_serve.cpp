@@ -26,7 +26,7 @@ struct ServeCommandArgs {
 };
 
 // The engine's run of the same schedule: the model on --device, its KV pool holding
-// --kv-tokens (default: what the simulated GPU would hold; the CPU needs it given), each
+// --kv-tokens (default on a GPU: what its memory holds; the CPU needs it given), each
 // iteration timed on the wall clock. `engine.kv_blocks` becomes the pool's size.
 ServeResult run_on_engine(const ServeCommandArgs& a, const std::vector<ServeRequest>& requests,
                           EngineConfig& engine) {
@@ -40,7 +40,11 @@ ServeResult run_on_engine(const ServeCommandArgs& a, const std::vector<ServeRequ
   options.device = resolve_device(a.device);
   options.seed = a.serve.seed;
   options.block_size = engine.block_size;
-  options.kv_tokens = a.kv_tokens > 0 ? a.kv_tokens : engine.kv_blocks * engine.block_size;
+  // Without --kv-tokens the GPU's pool is what --gpu-memory-utilization leaves, which need not
+  // equal the simulated GPU's estimate; the run reports the pool it had (engine.kv_blocks), and a
+  // comparison with the simulation passes the same --kv-tokens to both.
+  options.kv_tokens = a.kv_tokens > 0 ? a.kv_tokens : 0;
+  options.kv_pool_tokens = options.kv_tokens;  // the simulated run is given the same pool
   if (options.device == "cpu" && a.kv_tokens <= 0) {
     throw InputError("--executor engine --device cpu needs --kv-tokens (the CPU cache's size)");
   }

@@ -25,6 +25,7 @@ struct EngineOptions {
   std::string device = "auto";  // auto (cuda where a GPU is present), cuda, cpu
   uint64_t seed = 0;            // random weights of a shipped model
   int64_t kv_tokens = 0;        // the cache must hold this many tokens (CPU: exactly this)
+  int64_t kv_pool_tokens = 0;   // > 0: the GPU's pool holds this many, not all memory left
   int64_t max_batch_tokens = 4096;
   int64_t max_sequences = 256;
   int64_t block_size = 16;   // tokens per KV block
