@@ -8,7 +8,7 @@
 #   logits        validation/engine_logits.py (transformers at 1B/1.5B/3B/8B, noise floor, greedy)
 #   speed         validation/engine_speed.py (bench vs PyTorch + CUDA graphs)
 #   speed_graphs  the same with the engine's --cuda-graphs on
-#   serve         serve --executor engine against the simulation, Llama 3.2 1B, light load
+#   serve         validation/serve_engine_vs_sim.py (engine vs simulator, same trace, 3 loads)
 # Each stage writes under $OUT and appends its exit code to $OUT/summary.txt. Wall times on an
 # H100 (2026-11-23): tests ≈ 60 s, logits ≈ 150 s, speed ≈ 120 s.
 set -u
@@ -37,6 +37,12 @@ if has tests; then
   timeout 90 compute-sanitizer --tool memcheck "$BIN/inferlab_tests" \
     --gtest_filter='CudaLayerKernels.*:CudaBackend.Qwen*:CudaBackend.Graph*' > "$OUT/sanitizer.txt" 2>&1
   echo "sanitizer rc=$?" | tee -a "$OUT/summary.txt"
+  # Shared-memory races and barrier misuse in the engine's kernels (issue 21).
+  for tool in racecheck synccheck; do
+    timeout 120 compute-sanitizer --tool $tool "$BIN/inferlab_tests" \
+      --gtest_filter='CudaAttention*:CudaLayerKernels.*:CudaSampling*:CudaGemv*' > "$OUT/$tool.txt" 2>&1
+    echo "$tool rc=$?" | tee -a "$OUT/summary.txt"
+  done
   "$BIN/inferlab" generate --model llama-3.1-405b --prompt hi --device cuda > "$OUT/too_big.txt" 2>&1
   echo "405b rc=$?" | tee -a "$OUT/summary.txt"
 fi
@@ -57,11 +63,8 @@ if has speed_graphs; then
     "$BIN/inferlab" "$OUT/engine_speed_graphs.json" > "$OUT/engine_speed_graphs.txt" 2>&1
   echo "speed graphs rc=$?" | tee -a "$OUT/summary.txt"
 fi
-if has serve; then
-  for ex in sim engine; do
-    timeout 120 "$BIN/inferlab" serve --model llama-3.2-1b --hardware h100-sxm --executor $ex \
-      --rate 20 --requests 400 --input-dist lognormal:512,0.6 --output-dist lognormal:128,0.6 \
-      --seed 3 --format json > "$OUT/serve_$ex.json" 2> "$OUT/serve_$ex.err"
-    echo "serve $ex rc=$?" | tee -a "$OUT/summary.txt"
-  done
+if has serve; then  # the serving simulator against the engine, same trace (issue 20)
+  timeout 420 python3 validation/serve_engine_vs_sim.py "$BIN/inferlab" "$OUT/serve_engine_vs_sim.json" \
+    ${INFERLAB_SERVE_ARGS:-} > "$OUT/serve_engine_vs_sim.txt" 2>&1
+  echo "serve rc=$?" | tee -a "$OUT/summary.txt"
 fi

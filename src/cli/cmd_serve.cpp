@@ -53,6 +53,7 @@ ServeResult run_on_engine(const ServeCommandArgs& a, const std::vector<ServeRequ
   options.max_batch_tokens = std::max(engine.max_num_batched_tokens, longest);
   options.max_sequences = engine.max_num_seqs;
   options.gpu_memory_utilization = a.common.gpu_memory_utilization;
+  options.cuda_graphs = a.common.cuda_graphs == "on";  // decode-only iterations replay graphs
   const std::string model = a.common.model;
   auto backend = make_engine_backend(model, options);
   engine.kv_blocks = backend->kv_layout().num_blocks;
