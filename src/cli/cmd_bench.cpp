@@ -10,8 +10,10 @@
 #include "cli/predict_run.hpp"
 #include "engine/cuda_backend.hpp"
 #include "engine/engine_bench.hpp"
+#include "engine/speculative_bench.hpp"
 #include "report/emit.hpp"
 #include "report/engine_bench_report.hpp"
+#include "report/speculative_report.hpp"
 #include "util/error.hpp"
 
 namespace inferlab::cli {
@@ -25,6 +27,7 @@ struct BenchArgs {
   uint64_t seed = 0;
   bool compare = false, no_kernels = false;
   std::string cuda_graphs = "off";
+  std::string speculative;  // ngram,k=K or draft=MODEL,k=K: time speculation's steps instead
   double gpu_memory_utilization = 0.90;
 };
 
@@ -57,9 +60,39 @@ std::string predict_model_name(const std::string& model) {
                                      : model;
 }
 
+// --speculative: the target's decode step, its verification of k + 1 tokens and a drafting
+// step at a context of --input tokens, and the speed-up they give at each acceptance rate.
+void run_speculative_bench(const BenchArgs& a, OutputFormat format) {
+  if (a.batch != 1) throw InputError("--speculative times one sequence; drop --batch");
+  std::string draft_model;
+  const auto speculative = engine::parse_speculative(a.speculative, draft_model);
+  if (!draft_model.empty()) engine::load_llama_config(draft_model);  // fails before any load
+  EngineOptions options;
+  options.device = resolve_device(a.device);
+  options.seed = a.seed;
+  options.kv_tokens = a.input + speculative.k + 1;
+  options.kv_pool_tokens = options.kv_tokens;  // leave the GPU's memory to the draft model too
+  options.max_batch_tokens = std::max<int64_t>(4096, a.input);
+  options.max_sequences = 1;
+  options.gpu_memory_utilization = a.gpu_memory_utilization;
+  options.cuda_graphs = parse_on_off("--cuda-graphs", a.cuda_graphs);
+  auto target = make_engine_backend(a.model, options);
+  std::unique_ptr<engine::Backend> draft;
+  if (!draft_model.empty()) draft = make_engine_backend(draft_model, options);
+  const auto costs = engine::measure_speculative_costs(*target, draft.get(), speculative, a.input,
+                                                       a.repeats, a.seed);
+  const std::string device_name =
+      options.device == "cuda" ? engine::cuda_device_name() : std::string("cpu");
+  nlohmann::json json =
+      speculative_costs_json(target->config().model.name, draft ? draft->config().model.name : "",
+                             device_name, speculative, costs);
+  emit(json, speculative_costs_text(json), "", format);
+}
+
 void run_bench(const BenchArgs& a) {
   OutputFormat format = parse_output_format(a.format);
   check_sizes(a);
+  if (!a.speculative.empty()) return run_speculative_bench(a, format);
   EngineOptions options;
   options.device = resolve_device(a.device);
   options.seed = a.seed;
@@ -130,6 +163,10 @@ void register_bench(CLI::App& app) {
   cmd->add_flag("--no-kernels", args->no_kernels, "Skip the per-kernel profiled passes");
   cmd->add_option("--cuda-graphs", args->cuda_graphs,
                   "on: decode steps replay a CUDA graph per padded batch (not yet measured)")
+      ->capture_default_str();
+  cmd->add_option("--speculative", args->speculative,
+                  "ngram,k=K or draft=MODEL,k=K: time a decode step, the verification of k + 1 "
+                  "tokens and a drafting step at a context of --input tokens (--repeats each)")
       ->capture_default_str();
   cmd->add_option("--format", args->format, "table, json")->capture_default_str();
   cmd->callback([args] { run_bench(*args); });

@@ -8,12 +8,14 @@
 #include "cli/common_args.hpp"
 #include "cli/engine_args.hpp"
 #include "engine/generate.hpp"
+#include "engine/speculative.hpp"
 #include "engine/tokenizer/chat.hpp"
 #include "engine/tokenizer/stream_decoder.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
 #include "engine/tokenizer/utf8.hpp"
 #include "report/emit.hpp"
 #include "report/engine_report.hpp"
+#include "report/speculative_report.hpp"
 #include "util/error.hpp"
 
 namespace inferlab::cli {
@@ -27,6 +29,7 @@ struct GenerateArgs {
   double temperature = 0.0, top_p = 1.0;
   double gpu_memory_utilization = 0.90;
   std::string cuda_graphs = "off";
+  std::string speculative;  // ngram,k=K[,n=N] or draft=MODEL,k=K
   uint64_t seed = 0;
 };
 
@@ -72,7 +75,19 @@ void run_generate(const GenerateArgs& a) {
   engine_options.max_sequences = 1;
   engine_options.gpu_memory_utilization = a.gpu_memory_utilization;
   engine_options.cuda_graphs = parse_on_off("--cuda-graphs", a.cuda_graphs);
+  std::string draft_model;
+  engine::SpeculativeOptions speculative;
+  if (!a.speculative.empty()) {
+    speculative = engine::parse_speculative(a.speculative, draft_model);
+    if (!draft_model.empty()) engine::load_llama_config(draft_model);  // fails before any load
+    // Verification writes up to k positions past the accepted ones; on a GPU the target's pool
+    // is sized to the request so that a draft model's backend finds memory too.
+    engine_options.kv_tokens += speculative.k;
+    engine_options.kv_pool_tokens = engine_options.kv_tokens;
+  }
   auto backend = make_engine_backend(a.model, engine_options);
+  std::unique_ptr<engine::Backend> draft;
+  if (!draft_model.empty()) draft = make_engine_backend(draft_model, engine_options);
   std::vector<int32_t> stops =
       engine::stop_token_ids(tok, is_checkpoint_folder(a.model) ? a.model : "");
   engine::GenerateOptions options{a.max_tokens,
@@ -81,19 +96,26 @@ void run_generate(const GenerateArgs& a) {
                                   std::vector<int64_t>(stops.begin(), stops.end())};
   engine::StreamDecoder stream(tok, /*skip_special_tokens=*/true);
   bool streaming = format == OutputFormat::table;
-  auto result = engine::generate(*backend, prompt, options, [&](int32_t id) {
+  auto on_token = [&](int32_t id) {
     std::string piece = stream.push(id);
     if (streaming) std::cout << piece << std::flush;
-  });
+  };
+  engine::SpeculativeStats stats;
+  const auto result = a.speculative.empty()
+                          ? engine::generate(*backend, prompt, options, on_token)
+                          : engine::generate_speculative(*backend, draft.get(), prompt, options,
+                                                         speculative, on_token, &stats);
   std::string tail = stream.finish();
   int64_t prompt_tokens = static_cast<int64_t>(prompt.size());
   if (streaming) {
     std::cout << tail << '\n';
     std::cerr << generate_summary(prompt_tokens, result, engine_options.device);
+    if (!a.speculative.empty()) std::cerr << speculative_stats_summary(stats);
     return;
   }
   std::string text = engine::utf8_lossy(tok.decode(result.tokens, /*skip_special_tokens=*/true));
   nlohmann::json json = generate_json(text, prompt_tokens, result, engine_options.device);
+  if (!a.speculative.empty()) json["speculative"] = speculative_stats_json(speculative, stats);
   emit(json, "", json.dump() + "\n", format);
 }
 }  // namespace
@@ -121,6 +143,9 @@ void register_generate(CLI::App& app) {
   cmd->add_option("--cuda-graphs", args->cuda_graphs,
                   "on: decode steps replay a CUDA graph (not yet measured)")
       ->capture_default_str();
+  cmd->add_option("--speculative", args->speculative,
+                  "Speculative decoding: ngram,k=K[,n=N] (prompt lookup) or draft=MODEL,k=K (a "
+                  "draft model sharing the tokenizer); greedy output is unchanged");
   add_format_option(cmd, args->common);
   cmd->callback([args] { run_generate(*args); });
 }

@@ -1,0 +1,351 @@
+#include "engine/speculative.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <sstream>
+#include <unordered_map>
+
+#include "util/error.hpp"
+
+namespace inferlab::engine {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+using Distribution = std::vector<std::pair<int32_t, double>>;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+int64_t parse_count(const std::string& key, const std::string& value, int64_t lo, int64_t hi) {
+  size_t used = 0;
+  int64_t n = 0;
+  try {
+    n = std::stoll(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != value.size() || n < lo || n > hi) {
+    throw InputError("--speculative: " + key + " must be an integer in [" + std::to_string(lo) +
+                     ", " + std::to_string(hi) + "], got '" + value + "'");
+  }
+  return n;
+}
+
+double probability_of(const Distribution& distribution, int32_t token) {
+  for (const auto& [t, p] : distribution) {
+    if (t == token) return p;
+  }
+  return 0.0;
+}
+
+// The token a sampler with `params` picks from one row of logits (greedy: the argmax, no draw).
+int32_t sample_row(std::span<const float> logits, const SamplingParams& params, Xoshiro256& rng,
+                   Distribution* distribution_out = nullptr) {
+  if (!sampling_draws(params)) {
+    const int32_t best = argmax(logits);
+    if (distribution_out != nullptr) *distribution_out = {{best, 1.0}};
+    return best;
+  }
+  Distribution distribution = sampling_distribution(logits, params);
+  const int32_t token = pick_token(distribution, rng.uniform());
+  if (distribution_out != nullptr) *distribution_out = std::move(distribution);
+  return token;
+}
+
+// max(0, p − q) renormalized, in p's order; q empty means a point mass on `drafted`.
+Distribution residual(const Distribution& p, const Distribution& q, int32_t drafted) {
+  std::unordered_map<int32_t, double> q_of;
+  if (q.empty()) {
+    q_of[drafted] = 1.0;
+  } else {
+    for (const auto& [t, prob] : q) q_of[t] = prob;
+  }
+  Distribution out;
+  double total = 0;
+  for (const auto& [t, prob] : p) {
+    auto it = q_of.find(t);
+    const double r = prob - (it == q_of.end() ? 0.0 : it->second);
+    if (r > 0) {
+      out.emplace_back(t, r);
+      total += r;
+    }
+  }
+  if (!(total > 0)) return p;  // p ≤ q everywhere: only rounding can get here
+  for (auto& entry : out) entry.second /= total;
+  return out;
+}
+}  // namespace
+
+SpeculativeOptions parse_speculative(const std::string& text, std::string& draft_model) {
+  SpeculativeOptions options;
+  draft_model.clear();
+  std::stringstream parts(text);
+  std::string part;
+  bool kind_seen = false;
+  while (std::getline(parts, part, ',')) {
+    const auto eq = part.find('=');
+    const std::string key = part.substr(0, eq);
+    const std::string value = eq == std::string::npos ? "" : part.substr(eq + 1);
+    if (!kind_seen) {
+      kind_seen = true;
+      if (key == "ngram" && eq == std::string::npos) {
+        options.drafter = SpeculativeOptions::Drafter::ngram;
+        continue;
+      }
+      if (key == "draft" && !value.empty()) {
+        options.drafter = SpeculativeOptions::Drafter::model;
+        draft_model = value;
+        continue;
+      }
+      throw InputError("--speculative must start with 'ngram' or 'draft=MODEL', got '" + text +
+                       "'");
+    }
+    if (key == "k") {
+      options.k = parse_count("k", value, 1, 16);
+    } else if (key == "n" && options.drafter == SpeculativeOptions::Drafter::ngram) {
+      options.ngram_max = parse_count("n", value, 1, 16);
+    } else {
+      throw InputError("--speculative: unknown field '" + part + "' (known: k, and n for ngram)");
+    }
+  }
+  if (!kind_seen) throw InputError("--speculative is empty; e.g. ngram,k=4 or draft=MODEL,k=4");
+  return options;
+}
+
+std::vector<int32_t> ngram_proposal(std::span<const int32_t> context, int64_t k, int64_t ngram_max,
+                                    int64_t ngram_min) {
+  const int64_t length = static_cast<int64_t>(context.size());
+  for (int64_t n = std::min(ngram_max, length - 1); n >= std::max<int64_t>(ngram_min, 1); --n) {
+    const auto suffix = context.subspan(static_cast<size_t>(length - n));
+    // The latest earlier occurrence: start from the right, excluding the suffix itself.
+    for (int64_t start = length - n - 1; start >= 0; --start) {
+      if (!std::equal(suffix.begin(), suffix.end(), context.begin() + start)) continue;
+      const int64_t from = start + n;
+      const int64_t take = std::min(k, length - from);
+      return {context.begin() + from, context.begin() + from + take};
+    }
+  }
+  return {};
+}
+
+Verdict verify_draft(std::span<const std::span<const float>> target_rows,
+                     std::span<const int32_t> draft,
+                     std::span<const std::vector<std::pair<int32_t, double>>> draft_distributions,
+                     const SamplingParams& params, Xoshiro256& rng) {
+  if (target_rows.size() != draft.size() + 1) {
+    throw std::invalid_argument("verify_draft: needs one more target row than draft tokens");
+  }
+  Verdict verdict;
+  const bool greedy = !sampling_draws(params);
+  for (size_t i = 0; i < draft.size(); ++i) {
+    if (greedy) {
+      const int32_t best = argmax(target_rows[i]);
+      verdict.tokens.push_back(best);
+      if (best != draft[i]) return verdict;
+      ++verdict.accepted;
+      continue;
+    }
+    const Distribution p = sampling_distribution(target_rows[i], params);
+    const bool point_mass = i >= draft_distributions.size() || draft_distributions[i].empty();
+    const Distribution empty;
+    const Distribution& q = point_mass ? empty : draft_distributions[i];
+    const double p_d = probability_of(p, draft[i]);
+    const double q_d = point_mass ? 1.0 : probability_of(q, draft[i]);
+    if (q_d > 0 && rng.uniform() < std::min(1.0, p_d / q_d)) {
+      verdict.tokens.push_back(draft[i]);
+      ++verdict.accepted;
+      continue;
+    }
+    verdict.tokens.push_back(pick_token(residual(p, q, draft[i]), rng.uniform()));
+    return verdict;
+  }
+  verdict.tokens.push_back(sample_row(target_rows.back(), params, rng));
+  return verdict;
+}
+
+namespace {
+// The draft model's side of a round: feeds it what it has not seen, then its own proposals one
+// at a time, up to k tokens.
+class ModelDrafter {
+ public:
+  explicit ModelDrafter(Backend& draft) : draft_(draft), allocator_(draft.kv_layout().num_blocks) {}
+  ~ModelDrafter() { allocator_.release(table_); }
+
+  void propose(const std::vector<int32_t>& context, int64_t k, const SamplingParams& params,
+               Xoshiro256& rng, std::vector<int32_t>& tokens, std::vector<Distribution>& qs,
+               SpeculativeStats& stats) {
+    std::vector<int32_t> sequence = context;
+    ForwardBatch batch;
+    batch.sequences.resize(1);
+    SequenceChunk& chunk = batch.sequences[0];
+    for (int64_t j = 0; j < k; ++j) {
+      chunk.tokens.assign(sequence.begin() + cached_, sequence.end());
+      chunk.cached_tokens = cached_;
+      allocator_.grow(table_, static_cast<int64_t>(sequence.size()), draft_.kv_layout().block_size);
+      chunk.block_table = table_;
+      const ForwardResult result = draft_.forward(batch);
+      ++stats.draft_passes;
+      cached_ = static_cast<int64_t>(sequence.size());
+      Distribution q;
+      const int32_t token = sample_row(result.last(0), params, rng, &q);
+      tokens.push_back(token);
+      qs.push_back(sampling_draws(params) ? std::move(q) : Distribution{});
+      sequence.push_back(token);
+    }
+  }
+  // Positions past `valid` held proposals the target rejected.
+  void keep(int64_t valid) { cached_ = std::min(cached_, valid); }
+
+ private:
+  Backend& draft_;
+  BlockAllocator allocator_;
+  BlockTable table_;
+  int64_t cached_ = 0;
+};
+
+void check_sizes(Backend& target, Backend* draft, int64_t prompt_tokens,
+                 const GenerateOptions& options, const SpeculativeOptions& speculative) {
+  if (prompt_tokens == 0) throw InputError("the prompt has no tokens");
+  if (options.max_new_tokens < 1) throw InputError("max new tokens must be at least 1");
+  const int64_t context = target.config().model.max_position_embeddings;
+  if (context > 0 && prompt_tokens + options.max_new_tokens > context) {
+    throw InputError("the prompt (" + std::to_string(prompt_tokens) + " tokens) plus " +
+                     std::to_string(options.max_new_tokens) +
+                     " new tokens is longer than the model's context of " +
+                     std::to_string(context) + " tokens");
+  }
+  // Verification writes up to k rejected positions past the accepted ones.
+  const int64_t slots = prompt_tokens + options.max_new_tokens + speculative.k;
+  for (Backend* b : {&target, draft}) {
+    if (b == nullptr) continue;
+    if (b->kv_layout().blocks_for(slots) > b->kv_layout().num_blocks) {
+      throw InputError("speculative decoding needs " + std::to_string(slots) +
+                       " KV slots (prompt + new tokens + k); the cache holds " +
+                       std::to_string(b->kv_layout().slots()));
+    }
+  }
+  if (speculative.drafter == SpeculativeOptions::Drafter::model) {
+    if (draft == nullptr) throw InputError("speculative decoding with a draft model needs one");
+    if (draft->config().model.vocab_size != target.config().model.vocab_size) {
+      throw InputError(
+          "the draft model's vocabulary (" + std::to_string(draft->config().model.vocab_size) +
+          " tokens) is not the target's (" + std::to_string(target.config().model.vocab_size) +
+          "); they must share the tokenizer");
+    }
+  }
+}
+}  // namespace
+
+GenerateResult generate_speculative(Backend& target, Backend* draft,
+                                    std::span<const int32_t> prompt, const GenerateOptions& options,
+                                    const SpeculativeOptions& speculative,
+                                    const std::function<void(int32_t)>& on_token,
+                                    SpeculativeStats* stats_out) {
+  const int64_t prompt_tokens = static_cast<int64_t>(prompt.size());
+  check_sizes(target, draft, prompt_tokens, options, speculative);
+  const bool use_model = speculative.drafter == SpeculativeOptions::Drafter::model;
+  SpeculativeStats stats;
+  GenerateResult result;
+  Xoshiro256 rng(options.seed);
+  BlockAllocator allocator(target.kv_layout().num_blocks);
+  BlockTable table;
+  std::vector<int32_t> context(prompt.begin(), prompt.end());
+  std::unique_ptr<ModelDrafter> drafter;
+  if (use_model) drafter = std::make_unique<ModelDrafter>(*draft);
+
+  const auto start = Clock::now();
+  auto first_token_time = start;
+  bool done = false;
+  // Appends one token; true when the sequence ends with it.
+  auto emit = [&](int32_t token) {
+    context.push_back(token);
+    result.tokens.push_back(token);
+    if (result.tokens.size() == 1) first_token_time = Clock::now();
+    if (on_token) on_token(token);
+    if (std::find(options.stop_token_ids.begin(), options.stop_token_ids.end(), token) !=
+        options.stop_token_ids.end()) {
+      result.finish_reason = "stop";
+      return true;
+    }
+    if (static_cast<int64_t>(result.tokens.size()) >= options.max_new_tokens) {
+      result.finish_reason = "length";
+      return true;
+    }
+    return false;
+  };
+
+  ForwardBatch batch;
+  batch.sequences.resize(1);
+  SequenceChunk& chunk = batch.sequences[0];
+  chunk.tokens = context;
+  allocator.grow(table, prompt_tokens, target.kv_layout().block_size);
+  chunk.block_table = table;
+  {
+    const ForwardResult prefill = target.forward(batch);
+    done = emit(sample_row(prefill.last(0), options.sampling, rng));
+  }
+  while (!done) {
+    const int64_t remaining = options.max_new_tokens - static_cast<int64_t>(result.tokens.size());
+    const int64_t k = std::min(speculative.k, remaining - 1);  // a round emits accepted + 1
+    std::vector<int32_t> proposal;
+    std::vector<Distribution> qs;
+    const auto draft_start = Clock::now();
+    if (k > 0 && use_model) {
+      drafter->propose(context, k, options.sampling, rng, proposal, qs, stats);
+    } else if (k > 0) {
+      proposal = ngram_proposal(context, k, speculative.ngram_max, speculative.ngram_min);
+    }
+    stats.draft_s += seconds_since(draft_start);
+
+    const int64_t length = static_cast<int64_t>(context.size());
+    chunk.tokens.assign(1, context.back());
+    chunk.tokens.insert(chunk.tokens.end(), proposal.begin(), proposal.end());
+    chunk.cached_tokens = length - 1;
+    chunk.all_logits = true;
+    allocator.grow(table, length + static_cast<int64_t>(proposal.size()),
+                   target.kv_layout().block_size);
+    chunk.block_table = table;
+    const auto verify_start = Clock::now();
+    const ForwardResult scored = target.forward(batch);
+    std::vector<std::span<const float>> rows;
+    for (int64_t r = 0; r < scored.rows(0); ++r)
+      rows.push_back(scored.row(scored.first_row[0] + r));
+    const Verdict verdict = verify_draft(rows, proposal, qs, options.sampling, rng);
+    stats.verify_s += seconds_since(verify_start);
+    ++stats.rounds;
+    stats.proposed += static_cast<int64_t>(proposal.size());
+    stats.accepted += verdict.accepted;
+    if (use_model) drafter->keep(length + verdict.accepted);
+    for (int32_t token : verdict.tokens) {
+      if ((done = emit(token))) break;
+    }
+  }
+  const auto end = Clock::now();
+  allocator.release(table);
+  result.ttft_s = std::chrono::duration<double>(first_token_time - start).count();
+  result.e2e_s = std::chrono::duration<double>(end - start).count();
+  if (result.tokens.size() > 1) {
+    result.tpot_s = std::chrono::duration<double>(end - first_token_time).count() /
+                    static_cast<double>(result.tokens.size() - 1);
+  }
+  if (stats_out != nullptr) *stats_out = stats;
+  return result;
+}
+
+double speculative_speedup(double acceptance, int64_t k, double draft_step_cost,
+                           double verify_cost) {
+  if (!(acceptance >= 0 && acceptance <= 1) || k < 1 || !(verify_cost > 0) ||
+      !(draft_step_cost >= 0)) {
+    throw std::invalid_argument("speculative_speedup: acceptance in [0, 1], k ≥ 1, costs > 0");
+  }
+  const double tokens_per_round =
+      acceptance >= 1.0
+          ? static_cast<double>(k + 1)
+          : (1.0 - std::pow(acceptance, static_cast<double>(k + 1))) / (1.0 - acceptance);
+  return tokens_per_round / (static_cast<double>(k) * draft_step_cost + verify_cost);
+}
+
+}  // namespace inferlab::engine
