@@ -9,6 +9,7 @@
 #   speed         validation/engine_speed.py (bench vs PyTorch + CUDA graphs)
 #   speed_graphs  the same with the engine's --cuda-graphs on
 #   serve         validation/serve_engine_vs_sim.py (engine vs simulator, same trace, 3 loads)
+#   speculative   bench --speculative: 8B target, 1B draft or n-gram, k = 4, context 1024
 # Each stage writes under $OUT and appends its exit code to $OUT/summary.txt. Wall times on an
 # H100 (2026-11-23): tests ≈ 60 s, logits ≈ 150 s, speed ≈ 120 s.
 set -u
@@ -67,4 +68,13 @@ if has serve; then  # the serving simulator against the engine, same trace (issu
   timeout 420 python3 validation/serve_engine_vs_sim.py "$BIN/inferlab" "$OUT/serve_engine_vs_sim.json" \
     ${INFERLAB_SERVE_ARGS:-} > "$OUT/serve_engine_vs_sim.txt" 2>&1
   echo "serve rc=$?" | tee -a "$OUT/summary.txt"
+fi
+if has speculative; then  # the measured costs of speculation (issue 20)
+  for spec in draft=llama-3.2-1b,k=4 ngram,k=4; do
+    name=${spec%%,*}; name=${name%%=*}
+    timeout 120 "$BIN/inferlab" bench --model llama-3-8b --device cuda --speculative $spec \
+      --input 1024 --repeats 30 --cuda-graphs on --format json > "$OUT/speculative_$name.json" \
+      2> "$OUT/speculative_$name.err"
+    echo "speculative $name rc=$?" | tee -a "$OUT/summary.txt"
+  done
 fi
