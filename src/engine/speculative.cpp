@@ -186,13 +186,19 @@ class ModelDrafter {
       chunk.cached_tokens = cached_;
       allocator_.grow(table_, static_cast<int64_t>(sequence.size()), draft_.kv_layout().block_size);
       chunk.block_table = table_;
-      const ForwardResult result = draft_.forward(batch);
       ++stats.draft_passes;
-      cached_ = static_cast<int64_t>(sequence.size());
       Distribution q;
-      const int32_t token = sample_row(result.last(0), params, rng, &q);
+      int32_t token = 0;
+      if (sampling_draws(params)) {  // the verdict needs the draft's whole distribution
+        const ForwardResult result = draft_.forward(batch);
+        token = sample_row(result.last(0), params, rng, &q);
+      } else {  // greedy: the argmax picked where the logits are (a GPU's sampler, graphs)
+        const SampleSpec greedy{params, 0.0};
+        token = draft_.forward_sample(batch, std::span<const SampleSpec>(&greedy, 1))[0];
+      }
+      cached_ = static_cast<int64_t>(sequence.size());
       tokens.push_back(token);
-      qs.push_back(sampling_draws(params) ? std::move(q) : Distribution{});
+      qs.push_back(std::move(q));
       sequence.push_back(token);
     }
   }
