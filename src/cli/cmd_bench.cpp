@@ -11,6 +11,7 @@
 #include "engine/cuda_backend.hpp"
 #include "engine/engine_bench.hpp"
 #include "engine/speculative_bench.hpp"
+#include "report/ablation_report.hpp"
 #include "report/emit.hpp"
 #include "report/engine_bench_report.hpp"
 #include "report/speculative_report.hpp"
@@ -25,7 +26,7 @@ struct BenchArgs {
   std::string model, device = "auto", hardware;
   int64_t batch = 1, input = 512, output = 128, repeats = 5, warmup = 1;
   uint64_t seed = 0;
-  bool compare = false, no_kernels = false;
+  bool compare = false, no_kernels = false, ablation = false;
   std::string cuda_graphs = "off";
   std::string speculative;  // ngram,k=K or draft=MODEL,k=K: time speculation's steps instead
   double gpu_memory_utilization = 0.90;
@@ -89,10 +90,101 @@ void run_speculative_bench(const BenchArgs& a, OutputFormat format) {
   emit(json, speculative_costs_text(json), "", format);
 }
 
+// One step of the ablation staircase: the engine as built with these switches.
+struct AblationStep {
+  const char* name;
+  bool gemv, cuda_graphs;
+};
+constexpr AblationStep kAblation[] = {
+    {"plain: cuBLASLt for every projection, eager launches", false, false},
+    {"+ GEMV kernel for decode projections (rows <= 16)", true, false},
+    {"+ CUDA graphs for decode steps", true, true},
+};
+
+double sum_of(const std::vector<engine::KernelClassTime>& kernels,
+              double engine::KernelClassTime::*field) {
+  double total = 0;
+  for (const auto& k : kernels) total += k.*field;
+  return total;
+}
+
+// --ablation: every step of kAblation measured (medians) beside predict's figure with the same
+// switches; achieved HBM bandwidth of a decode step (bytes its kernels move / its time) against
+// the probe's measured read bandwidth, and prefill's tensor FLOP rate against the bf16 peak.
+void run_ablation(const BenchArgs& a, OutputFormat format) {
+  EngineOptions options;
+  options.device = resolve_device(a.device);
+  if (options.device != "cuda") throw InputError("--ablation needs --device cuda");
+  options.seed = a.seed;
+  options.kv_tokens = a.batch * (a.input + a.output);
+  options.max_batch_tokens = std::max<int64_t>(4096, a.batch * a.input);
+  options.max_sequences = a.batch;
+  options.gpu_memory_utilization = a.gpu_memory_utilization;
+  const std::string device_name = engine::cuda_device_name();
+  CommonArgs common;
+  common.model = predict_model_name(a.model);
+  common.hardware = hardware_for_compare(a, device_name);
+  common.framework = "inferlab";
+  engine::BenchOptions bench;
+  bench.batch = a.batch;
+  bench.input_tokens = a.input;
+  bench.output_tokens = a.output;
+  bench.repeats = a.repeats;
+  bench.warmup = a.warmup;
+  bench.seed = a.seed;
+  bench.profile_kernels = true;  // the bytes and FLOPs each step's kernels move
+  nlohmann::json steps = nlohmann::json::array();
+  for (const AblationStep& step : kAblation) {
+    options.gemv = step.gemv;
+    options.cuda_graphs = step.cuda_graphs;
+    common.cuda_graphs = step.cuda_graphs ? "on" : "off";
+    const PredictRun predicted = run_prediction(common, a.batch, a.input, a.output);
+    engine::BenchResult result;
+    {
+      auto backend = make_engine_backend(a.model, options);
+      result = engine::run_engine_bench(*backend, bench);
+    }
+    const auto& spec = predicted.hw.spec;
+    const double read_bps = spec.profile ? spec.profile->hbm_read_bps : spec.memory_bandwidth_bps;
+    const double peak_bf16 = spec.peak_flops(DType::bf16).value_or(0.0);
+    const double decode_bytes = sum_of(result.decode_kernels, &engine::KernelClassTime::bytes);
+    const double prefill_flops = sum_of(result.prefill_kernels, &engine::KernelClassTime::flops);
+    const double decode_bps = decode_bytes / result.decode_step.median_s;
+    const double prefill_flops_per_s = prefill_flops / result.prefill.median_s;
+    steps.push_back(
+        {{"step", step.name},
+         {"gemv", step.gemv},
+         {"cuda_graphs", step.cuda_graphs},
+         {"prefill_ms", result.prefill.median_s * 1e3},
+         {"prefill_min_ms", result.prefill.min_s * 1e3},
+         {"prefill_max_ms", result.prefill.max_s * 1e3},
+         {"decode_step_ms", result.decode_step.median_s * 1e3},
+         {"decode_step_min_ms", result.decode_step.min_s * 1e3},
+         {"decode_step_max_ms", result.decode_step.max_s * 1e3},
+         {"decode_bytes", decode_bytes},
+         {"decode_bytes_per_s", decode_bps},
+         {"decode_of_probe_hbm_read", read_bps > 0 ? decode_bps / read_bps : 0.0},
+         {"prefill_flops_per_s", prefill_flops_per_s},
+         {"prefill_of_peak_bf16", peak_bf16 > 0 ? prefill_flops_per_s / peak_bf16 : 0.0},
+         {"predicted_prefill_ms", predicted.prediction.prefill_s * 1e3},
+         {"predicted_decode_step_ms", predicted.prediction.tpot_s * 1e3}});
+  }
+  nlohmann::json json = {{"model", a.model},
+                         {"device_name", device_name},
+                         {"hardware", common.hardware},
+                         {"batch", a.batch},
+                         {"input_tokens", a.input},
+                         {"output_tokens", a.output},
+                         {"repeats", a.repeats},
+                         {"steps", steps}};
+  emit(json, ablation_text(json), "", format);
+}
+
 void run_bench(const BenchArgs& a) {
   OutputFormat format = parse_output_format(a.format);
   check_sizes(a);
   if (!a.speculative.empty()) return run_speculative_bench(a, format);
+  if (a.ablation) return run_ablation(a, format);
   EngineOptions options;
   options.device = resolve_device(a.device);
   options.seed = a.seed;
@@ -161,6 +253,9 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--hardware", args->hardware,
                   "Hardware for --compare (default: the GPU this runs on)");
   cmd->add_flag("--no-kernels", args->no_kernels, "Skip the per-kernel profiled passes");
+  cmd->add_flag("--ablation", args->ablation,
+                "The staircase from the plain path to every optimization on, each step measured "
+                "beside predict's figure with the same switches (CUDA)");
   cmd->add_option("--cuda-graphs", args->cuda_graphs,
                   "on: decode steps replay a CUDA graph per padded batch (not yet measured)")
       ->capture_default_str();

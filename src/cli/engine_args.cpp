@@ -76,6 +76,7 @@ std::unique_ptr<engine::Backend> make_engine_backend(const std::string& model,
   cuda.block_size = options.block_size;
   cuda.cuda_graphs = options.cuda_graphs;
   cuda.max_kv_tokens = options.kv_pool_tokens;
+  cuda.gemv = options.gemv;
   // A switch for checking the GPU sampler against the host's: logits to the host, picked there.
   const char* host_sampling = std::getenv("INFERLAB_ENGINE_HOST_SAMPLING");
   cuda.sample_on_device = host_sampling == nullptr || std::string(host_sampling) != "1";

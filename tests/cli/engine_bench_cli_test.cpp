@@ -149,6 +149,7 @@ TEST(EngineBenchCli, BadInputIsExitTwo) {
       "bench" + m + " --compare",               // which hardware is 'cpu'?
       "bench" + m + " --device tpu",
       "bench" + m + " --gpu-memory-utilization 1.5",
+      "bench" + m + " --ablation",  // the staircase is of the CUDA backend's switches
       "generate" + m + " --prompt hi --gpu-memory-utilization 0",
       "logits" + m + " --tokens " + (tiny.dir / "bad.json").string() + " --out /tmp/x.npy",
       "logits" + m + " --tokens /nonexistent.json --out /tmp/x.npy",

@@ -136,6 +136,7 @@ CudaBackend::CudaBackend(const LlamaConfig& config, const TensorSource& source,
   const ModelConfig& m = config_.model;
   layout_ = {m.num_layers, m.num_kv_heads, m.head_dim, options.block_size, kv_blocks};
   INFERLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  if (!options.gemv) gemm_.set_gemv(false);
   // One block past the pool: the scratch block padding sequences of a graph write into.
   const auto cache_elements = static_cast<size_t>((layout_.slots() + layout_.block_size) *
                                                   layout_.elements_per_token() / 2);

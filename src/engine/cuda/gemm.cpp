@@ -1,7 +1,10 @@
 #include "engine/cuda/gemm.hpp"
 
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
+
+#include "engine/cuda/gemv.hpp"
 
 namespace inferlab::engine::cuda {
 
@@ -33,6 +36,8 @@ struct LtGemm::Plan {
 
 LtGemm::LtGemm(size_t workspace_bytes) : workspace_(workspace_bytes) {
   check_lt(cublasLtCreate(&handle_), "cublasLtCreate");
+  const char* env = std::getenv("INFERLAB_ENGINE_GEMV");  // A/B on a GPU without rebuilding
+  if (env != nullptr && std::string(env) == "0") gemv_ = false;
 }
 
 LtGemm::~LtGemm() {
@@ -91,6 +96,10 @@ void LtGemm::linear(const __nv_bfloat16* x, int64_t rows, const __nv_bfloat16* w
                     const __nv_bfloat16* bias, int64_t in_features, int64_t out_features, void* y,
                     bool y_fp32, cudaStream_t stream) {
   if (rows == 0) return;
+  if (gemv_ && gemv_supported(x, rows, w, in_features)) {
+    cuda::gemv(x, rows, w, bias, in_features, out_features, y, y_fp32, stream);
+    return;
+  }
   Plan& plan = plan_for({rows, in_features, out_features, bias != nullptr, y_fp32});
   if (bias != nullptr) {
     check_lt(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,

@@ -1,7 +1,8 @@
 #pragma once
-// The engine's projections on cuBLASLt: y = x · Wᵀ (+ bias), nn.Linear's layout, bf16 operands,
-// fp32 accumulation, bf16 or fp32 output. One algorithm per shape, chosen by cuBLASLt's
-// heuristic once and kept.
+// The engine's projections: y = x · Wᵀ (+ bias), nn.Linear's layout, bf16 operands, fp32
+// accumulation, bf16 or fp32 output. Up to 16 rows (decode) go to the engine's own GEMV kernel
+// (gemv.hpp) unless it is switched off; the rest to cuBLASLt, one algorithm per shape, chosen by
+// its heuristic once and kept.
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -22,6 +23,10 @@ class LtGemm {
   LtGemm(const LtGemm&) = delete;
   LtGemm& operator=(const LtGemm&) = delete;
 
+  // Whether rows ≤ 16 go to the GEMV kernel (default: on unless INFERLAB_ENGINE_GEMV=0).
+  void set_gemv(bool on) { gemv_ = on; }
+  bool gemv() const { return gemv_; }
+
   // y[rows, out] = x[rows, in] · w[out, in]ᵀ (+ bias[out]); y is bf16, or fp32 when y_fp32.
   // Row-major throughout. Launches on `stream`.
   void linear(const __nv_bfloat16* x, int64_t rows, const __nv_bfloat16* w,
@@ -36,6 +41,7 @@ class LtGemm {
   cublasLtHandle_t handle_ = nullptr;
   DeviceBuffer<unsigned char> workspace_;
   std::map<Key, std::unique_ptr<Plan>> plans_;
+  bool gemv_ = true;
 };
 
 }  // namespace inferlab::engine::cuda
