@@ -10,6 +10,7 @@
 #   speed_graphs  the same with the engine's --cuda-graphs on
 #   serve         validation/serve_engine_vs_sim.py (engine vs simulator, same trace, 3 loads)
 #   speculative   bench --speculative: 8B target, 1B draft or n-gram, k = 4, context 1024
+#   ablation      bench_engine_gemv (GEMV vs cuBLASLt) and bench --ablation for 8B and 1B
 # Each stage writes under $OUT and appends its exit code to $OUT/summary.txt. Wall times on an
 # H100 (2026-11-23): tests ≈ 60 s, logits ≈ 150 s, speed ≈ 120 s.
 set -u
@@ -76,5 +77,17 @@ if has speculative; then  # the measured costs of speculation (issue 20)
       --input 1024 --repeats 30 --cuda-graphs on --format json > "$OUT/speculative_$name.json" \
       2> "$OUT/speculative_$name.err"
     echo "speculative $name rc=$?" | tee -a "$OUT/summary.txt"
+  done
+fi
+if has ablation; then  # issue 19: the staircase, measured beside predict
+  if [ -x "$BIN/bench_engine_gemv" ]; then
+    timeout 150 "$BIN/bench_engine_gemv" --benchmark_filter='rows:(1|4)/' --benchmark_repetitions=5 \
+      --benchmark_report_aggregates_only=true --benchmark_format=json > "$OUT/bench_gemv.json" 2> "$OUT/bench_gemv.err"
+    echo "bench gemv rc=$?" | tee -a "$OUT/summary.txt"
+  fi
+  for m in llama-3-8b llama-3.2-1b; do
+    timeout 200 "$BIN/inferlab" bench --model $m --device cuda --ablation --batch 1 --input 1024 \
+      --output 17 --repeats 5 --format json > "$OUT/ablation_$m.json" 2> "$OUT/ablation_$m.err"
+    echo "ablation $m rc=$?" | tee -a "$OUT/summary.txt"
   done
 fi
