@@ -147,7 +147,9 @@ void run_ablation(const BenchArgs& a, OutputFormat format) {
     const auto& spec = predicted.hw.spec;
     const double read_bps = spec.profile ? spec.profile->hbm_read_bps : spec.memory_bandwidth_bps;
     const double peak_bf16 = spec.peak_flops(DType::bf16).value_or(0.0);
-    const double decode_bytes = sum_of(result.decode_kernels, &engine::KernelClassTime::bytes);
+    // A replayed graph is not profiled per kernel; its kernels are the previous step's.
+    double decode_bytes = sum_of(result.decode_kernels, &engine::KernelClassTime::bytes);
+    if (decode_bytes == 0 && !steps.empty()) decode_bytes = steps.back()["decode_bytes"];
     const double prefill_flops = sum_of(result.prefill_kernels, &engine::KernelClassTime::flops);
     const double decode_bps = decode_bytes / result.decode_step.median_s;
     const double prefill_flops_per_s = prefill_flops / result.prefill.median_s;

@@ -117,8 +117,12 @@ __global__ void rms_norm_vec_kernel(bf16* x, const bf16* delta, const bf16* weig
   }
 }
 
-// One block per token; thread i of a head rotates the pair (i, i + half). Transformers casts cos
-// and sin to bf16 and rounds each product and the sum to bf16; so does this kernel.
+// Blocks (token, group of kRopeHeadsPerBlock heads): thread i of a head rotates the pair
+// (i, i + half), so a decode token spreads over (heads + kv heads) / 4 blocks rather than one.
+// Transformers casts cos and sin to bf16 and rounds each product and the sum to bf16; so does
+// this kernel. The value heads are copied to the cache by the same blocks, strided.
+constexpr int kRopeHeadsPerBlock = 4;
+
 __global__ void rope_kv_kernel(bf16* qkv, int num_heads, int num_kv_heads, int head_dim,
                                const int32_t* positions, const int32_t* slot_mapping,
                                const float* inv_freq, bf16* k_cache, bf16* v_cache) {
@@ -130,8 +134,9 @@ __global__ void rope_kv_kernel(bf16* qkv, int num_heads, int num_kv_heads, int h
   const int64_t slot = slot_mapping[t];
   bf16* k_out = k_cache + slot * kv_dim;
   bf16* v_out = v_cache + slot * kv_dim;
-  const int pairs = (num_heads + num_kv_heads) * half;
-  for (int p = threadIdx.x; p < pairs; p += blockDim.x) {
+  const int first_pair = blockIdx.y * kRopeHeadsPerBlock * half;
+  const int pairs = min((num_heads + num_kv_heads) * half, first_pair + kRopeHeadsPerBlock * half);
+  for (int p = first_pair + threadIdx.x; p < pairs; p += blockDim.x) {
     const int head = p / half, i = p % half;
     float sin_value, cos_value;
     sincosf(position * inv_freq[i], &sin_value, &cos_value);
@@ -150,7 +155,9 @@ __global__ void rope_kv_kernel(bf16* qkv, int num_heads, int num_kv_heads, int h
     }
   }
   const bf16* v = row + q_dim + kv_dim;
-  for (int i = threadIdx.x; i < kv_dim; i += blockDim.x) v_out[i] = v[i];
+  for (int i = blockIdx.y * blockDim.x + threadIdx.x; i < kv_dim; i += gridDim.y * blockDim.x) {
+    v_out[i] = v[i];
+  }
 }
 
 // One thread per 16-byte vector (or per element when the width is not a multiple of 8) over all
@@ -218,10 +225,13 @@ void rope_kv_write(bf16* qkv, int tokens, int num_heads, int num_kv_heads, int h
                    const int32_t* positions, const int32_t* slot_mapping, const float* inv_freq,
                    bf16* k_cache, bf16* v_cache, cudaStream_t stream) {
   if (tokens == 0) return;
-  const int pairs = (num_heads + num_kv_heads) * head_dim / 2;
-  const int threads = pairs >= 512 ? 512 : ((pairs + 31) / 32) * 32;
-  rope_kv_kernel<<<tokens, threads, 0, stream>>>(qkv, num_heads, num_kv_heads, head_dim, positions,
-                                                 slot_mapping, inv_freq, k_cache, v_cache);
+  const int heads = num_heads + num_kv_heads;
+  const int block_pairs = kRopeHeadsPerBlock * head_dim / 2;
+  const int threads = block_pairs >= 256 ? 256 : ((block_pairs + 31) / 32) * 32;
+  const dim3 grid(static_cast<unsigned>(tokens),
+                  static_cast<unsigned>((heads + kRopeHeadsPerBlock - 1) / kRopeHeadsPerBlock));
+  rope_kv_kernel<<<grid, threads, 0, stream>>>(qkv, num_heads, num_kv_heads, head_dim, positions,
+                                               slot_mapping, inv_freq, k_cache, v_cache);
   INFERLAB_CUDA_CHECK_LAUNCH();
 }
 

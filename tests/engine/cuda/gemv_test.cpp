@@ -97,7 +97,7 @@ TEST(CudaGemv, MatchesTheCpuReferenceAndCublasLt) {
       {1, 8, 1, false, false},      {1, 64, 5, true, false},        {2, 2048, 128, false, true},
       {3, 4096, 4096, true, false}, {7, 1000, 33, false, false},    {8, 14336, 64, false, true},
       {16, 4104, 40, true, false},  {16, 2048, 3072, false, false}, {1, 4096, 6144, false, false},
-      {4, 8192, 17, true, true},
+      {4, 8192, 24, true, true},
   };
   cuda::LtGemm with_gemv, without_gemv;
   without_gemv.set_gemv(false);

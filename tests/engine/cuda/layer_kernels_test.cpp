@@ -98,9 +98,9 @@ TEST(CudaLayerKernels, RmsNormAndFusedAddMatchTheReference) {
   }
 }
 
-TEST(CudaLayerKernels, RopeWritesRotatedQueriesAndTheCacheSlots) {
-  REQUIRE_GPU();
-  const int heads = 4, kv_heads = 2, d = 128, tokens = 3;
+// Several blocks per token (4 heads each), a partial last block, head_dim 64 and 128.
+void check_rope(int heads, int kv_heads, int d) {
+  const int tokens = 3;
   const int row = (heads + 2 * kv_heads) * d;
   auto qkv = random_bf16(static_cast<size_t>(tokens * row), 4);
   RopeParams rope;
@@ -140,6 +140,13 @@ TEST(CudaLayerKernels, RopeWritesRotatedQueriesAndTheCacheSlots) {
                 qkv.values[t * row + (heads + kv_heads) * d + i]);
     }
   }
+}
+
+TEST(CudaLayerKernels, RopeWritesRotatedQueriesAndTheCacheSlots) {
+  REQUIRE_GPU();
+  check_rope(4, 2, 128);
+  check_rope(32, 8, 128);  // Llama 3 8B: 10 blocks per token
+  check_rope(6, 6, 64);
 }
 
 TEST(CudaLayerKernels, SiluMulReadsBothHalvesOfTheFusedOutput) {
