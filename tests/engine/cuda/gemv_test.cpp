@@ -97,7 +97,7 @@ TEST(CudaGemv, MatchesTheCpuReferenceAndCublasLt) {
       {1, 8, 1, false, false},      {1, 64, 5, true, false},        {2, 2048, 128, false, true},
       {3, 4096, 4096, true, false}, {7, 1000, 33, false, false},    {8, 14336, 64, false, true},
       {16, 4104, 40, true, false},  {16, 2048, 3072, false, false}, {1, 4096, 6144, false, false},
-      {4, 8192, 24, true, true},
+      {4, 8192, 24, false, true},
   };
   cuda::LtGemm with_gemv, without_gemv;
   without_gemv.set_gemv(false);
@@ -114,7 +114,7 @@ TEST(CudaGemv, MatchesTheCpuReferenceAndCublasLt) {
     EXPECT_EQ(std::memcmp(got.data(), again.data(), got.size() * sizeof(float)), 0)
         << "not bit-reproducible: rows " << c.rows << " in " << c.in << " out " << c.out;
     const auto lt = run(without_gemv, c, dx, dw, c.bias ? &db : nullptr);
-    expect_matches_reference(c, lt, x, w, bias);
+    expect_matches_reference(c, lt, x, w, bias);  // (cuBLASLt has no bias epilogue with fp32 out)
   }
 }
 
