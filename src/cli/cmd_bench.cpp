@@ -108,6 +108,17 @@ double sum_of(const std::vector<engine::KernelClassTime>& kernels,
   return total;
 }
 
+nlohmann::json kernel_classes_json(const std::vector<engine::KernelClassTime>& kernels) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& k : kernels) {
+    rows.push_back({{"kernel", k.name},
+                    {"ms", k.seconds * 1e3},
+                    {"bytes", k.bytes},
+                    {"launches", k.launches}});
+  }
+  return rows;
+}
+
 // --ablation: every step of kAblation measured (medians) beside predict's figure with the same
 // switches; achieved HBM bandwidth of a decode step (bytes its kernels move / its time) against
 // the probe's measured read bandwidth, and prefill's tensor FLOP rate against the bf16 peak.
@@ -169,7 +180,8 @@ void run_ablation(const BenchArgs& a, OutputFormat format) {
          {"prefill_flops_per_s", prefill_flops_per_s},
          {"prefill_of_peak_bf16", peak_bf16 > 0 ? prefill_flops_per_s / peak_bf16 : 0.0},
          {"predicted_prefill_ms", predicted.prediction.prefill_s * 1e3},
-         {"predicted_decode_step_ms", predicted.prediction.tpot_s * 1e3}});
+         {"predicted_decode_step_ms", predicted.prediction.tpot_s * 1e3},
+         {"decode_kernels", kernel_classes_json(result.decode_kernels)}});
   }
   nlohmann::json json = {{"model", a.model},
                          {"device_name", device_name},
