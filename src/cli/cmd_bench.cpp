@@ -97,7 +97,7 @@ struct AblationStep {
 };
 constexpr AblationStep kAblation[] = {
     {"plain: cuBLASLt for every projection, eager launches", false, false},
-    {"+ GEMV kernel for decode projections (rows <= 16)", true, false},
+    {"+ GEMV kernel for decode projections (1-2 rows)", true, false},
     {"+ CUDA graphs for decode steps", true, true},
 };
 

@@ -30,7 +30,7 @@ struct EngineOptions {
   int64_t max_sequences = 256;
   int64_t block_size = 16;   // tokens per KV block
   bool cuda_graphs = false;  // decode steps replay captured graphs (CUDA)
-  bool gemv = true;          // rows ≤ 16 on the engine's GEMV kernel, not cuBLASLt (CUDA)
+  bool gemv = true;          // 1-2 rows on the engine's GEMV kernel, not cuBLASLt (CUDA)
   double gpu_memory_utilization = 0.90;
 };
 

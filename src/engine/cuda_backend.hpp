@@ -27,7 +27,7 @@ struct CudaBackendOptions {
   // Decode-only forward_sample calls replay a CUDA graph captured per (batch padded to a power
   // of two, context bound rounded up to a power of two), instead of launching each kernel.
   bool cuda_graphs = false;
-  // Projections of up to 16 rows run the engine's GEMV kernel instead of cuBLASLt (off also
+  // Projections of one or two rows run the engine's GEMV kernel instead of cuBLASLt (off also
   // with INFERLAB_ENGINE_GEMV=0).
   bool gemv = true;
 };

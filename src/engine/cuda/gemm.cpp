@@ -37,7 +37,7 @@ struct LtGemm::Plan {
 LtGemm::LtGemm(size_t workspace_bytes) : workspace_(workspace_bytes) {
   check_lt(cublasLtCreate(&handle_), "cublasLtCreate");
   const char* env = std::getenv("INFERLAB_ENGINE_GEMV");  // A/B on a GPU without rebuilding
-  if (env != nullptr && std::string(env) == "0") gemv_ = false;
+  if (env != nullptr && std::string(env) == "0") gemv_max_rows_ = 0;
 }
 
 LtGemm::~LtGemm() {
@@ -96,7 +96,7 @@ void LtGemm::linear(const __nv_bfloat16* x, int64_t rows, const __nv_bfloat16* w
                     const __nv_bfloat16* bias, int64_t in_features, int64_t out_features, void* y,
                     bool y_fp32, cudaStream_t stream) {
   if (rows == 0) return;
-  if (gemv_ && gemv_supported(x, rows, w, in_features)) {
+  if (rows <= gemv_max_rows_ && gemv_supported(x, rows, w, in_features)) {
     cuda::gemv(x, rows, w, bias, in_features, out_features, y, y_fp32, stream);
     return;
   }

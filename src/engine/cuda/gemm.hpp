@@ -1,8 +1,8 @@
 #pragma once
 // The engine's projections: y = x · Wᵀ (+ bias), nn.Linear's layout, bf16 operands, fp32
-// accumulation, bf16 or fp32 output. Up to 16 rows (decode) go to the engine's own GEMV kernel
-// (gemv.hpp) unless it is switched off; the rest to cuBLASLt, one algorithm per shape, chosen by
-// its heuristic once and kept.
+// accumulation, bf16 or fp32 output. One or two rows (decode) go to the engine's own GEMV
+// kernel (gemv.hpp) unless it is switched off; the rest to cuBLASLt, one algorithm per shape,
+// chosen by its heuristic once and kept.
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -23,9 +23,14 @@ class LtGemm {
   LtGemm(const LtGemm&) = delete;
   LtGemm& operator=(const LtGemm&) = delete;
 
-  // Whether rows ≤ 16 go to the GEMV kernel (default: on unless INFERLAB_ENGINE_GEMV=0).
-  void set_gemv(bool on) { gemv_ = on; }
-  bool gemv() const { return gemv_; }
+  // Whether small row counts go to the GEMV kernel (default: on unless INFERLAB_ENGINE_GEMV=0),
+  // and up to how many rows (the kernel takes 16; measured on an H100 it beats cuBLASLt at 1
+  // and 2 rows and loses from 5: a decode step of Llama 3 8B at batch 5-8 took 12.5 ms through
+  // it against 8 ms at batch 17-20 through cuBLASLt, docs/MEASUREMENTS.md §19).
+  static constexpr int64_t kDefaultGemvRows = 2;
+  void set_gemv(bool on) { gemv_max_rows_ = on ? kDefaultGemvRows : 0; }
+  void set_gemv_max_rows(int64_t rows) { gemv_max_rows_ = rows; }
+  bool gemv() const { return gemv_max_rows_ > 0; }
 
   // y[rows, out] = x[rows, in] · w[out, in]ᵀ (+ bias[out]); y is bf16, or fp32 when y_fp32.
   // Row-major throughout. Launches on `stream`.
@@ -41,7 +46,7 @@ class LtGemm {
   cublasLtHandle_t handle_ = nullptr;
   DeviceBuffer<unsigned char> workspace_;
   std::map<Key, std::unique_ptr<Plan>> plans_;
-  bool gemv_ = true;
+  int64_t gemv_max_rows_ = kDefaultGemvRows;
 };
 
 }  // namespace inferlab::engine::cuda
