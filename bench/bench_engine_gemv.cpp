@@ -14,6 +14,7 @@
 #include "engine/cuda/cuda_check.hpp"
 #include "engine/cuda/gemm.hpp"
 #include "engine/cuda_backend.hpp"
+#include "gpu_bench_support.hpp"
 #include "util/data_dir.hpp"
 
 namespace {
@@ -23,19 +24,6 @@ using cuda::DeviceBuffer;
 
 constexpr int kLaunches = 20;
 constexpr double kMinWeightBytes = 128e6;
-
-double probe_hbm_read_bytes_per_s() {
-  const std::string name = cuda_device_name();
-  const char* profile = name.find("H200") != std::string::npos   ? "h200"
-                        : name.find("H100") != std::string::npos ? "h100-sxm"
-                                                                 : nullptr;
-  if (profile == nullptr) return 0;
-  std::ifstream in(inferlab::data_dir() / "profiles" / (std::string(profile) + ".json"));
-  if (!in) return 0;
-  const auto json = nlohmann::json::parse(in, nullptr, false);
-  if (json.is_discarded()) return 0;
-  return json.value("/memory/hbm/read/bytes_per_s"_json_pointer, 0.0);
-}
 
 // Arguments: rows, in, out, GEMV on (1) or off (0).
 void BM_DecodeProjection(benchmark::State& state) {
@@ -51,32 +39,11 @@ void BM_DecodeProjection(benchmark::State& state) {
   gemm.set_gemv(state.range(3) != 0);
   int next = 0;
   auto launch = [&] {
-    gemm.linear(x.data(), rows, weights.data() + static_cast<int64_t>(next) * in * out, nullptr,
-                in, out, y.data(), false, nullptr);
+    gemm.linear(x.data(), rows, weights.data() + static_cast<int64_t>(next) * in * out, nullptr, in,
+                out, y.data(), false, nullptr);
     next = (next + 1) % copies;
   };
-  launch();  // warm-up (cuBLASLt's plan)
-  cudaEvent_t start, stop;
-  INFERLAB_CUDA_CHECK(cudaEventCreate(&start));
-  INFERLAB_CUDA_CHECK(cudaEventCreate(&stop));
-  for (auto _ : state) {
-    INFERLAB_CUDA_CHECK(cudaEventRecord(start));
-    for (int i = 0; i < kLaunches; ++i) launch();
-    INFERLAB_CUDA_CHECK(cudaEventRecord(stop));
-    INFERLAB_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    INFERLAB_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    state.SetIterationTime(ms * 1e-3 / kLaunches);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  state.counters["bytes_per_s"] =
-      benchmark::Counter(weight_bytes, benchmark::Counter::kIsIterationInvariantRate);
-  static const double probe = probe_hbm_read_bytes_per_s();
-  if (probe > 0) {
-    state.counters["of_probe_hbm_read"] =
-        benchmark::Counter(weight_bytes / probe, benchmark::Counter::kIsIterationInvariantRate);
-  }
+  inferlab::bench::time_launches(state, kLaunches, weight_bytes, launch);
 }
 
 void shapes(benchmark::internal::Benchmark* b) {

@@ -15,6 +15,7 @@
 #include "engine/cuda/cuda_check.hpp"
 #include "engine/cuda/layer_kernels.hpp"
 #include "engine/cuda_backend.hpp"
+#include "gpu_bench_support.hpp"
 #include "util/data_dir.hpp"
 
 namespace {
@@ -26,48 +27,13 @@ constexpr int kHidden = 4096, kInter = 14336, kHeads = 32, kKvHeads = 8, kHeadDi
 constexpr int kVocab = 128256;
 constexpr int kLaunches = 50;
 
-// The probe's HBM read bandwidth for this GPU in bytes/s, 0 when no profile names it.
-double probe_hbm_read_bytes_per_s() {
-  const std::string name = cuda_device_name();
-  const char* profile = name.find("H200") != std::string::npos   ? "h200"
-                        : name.find("H100") != std::string::npos ? "h100-sxm"
-                                                                 : nullptr;
-  if (profile == nullptr) return 0;
-  std::ifstream in(inferlab::data_dir() / "profiles" / (std::string(profile) + ".json"));
-  if (!in) return 0;
-  const auto json = nlohmann::json::parse(in, nullptr, false);
-  if (json.is_discarded()) return 0;
-  return json.value("/memory/hbm/read/bytes_per_s"_json_pointer, 0.0);
-}
-
 // Times `launch` kLaunches times per iteration and reports bytes/s and the probe's share.
 void run(benchmark::State& state, double bytes_per_launch, const std::function<void()>& launch) {
   if (!cuda_device_available()) {
     state.SkipWithError("no CUDA GPU");
     return;
   }
-  cudaEvent_t start, stop;
-  INFERLAB_CUDA_CHECK(cudaEventCreate(&start));
-  INFERLAB_CUDA_CHECK(cudaEventCreate(&stop));
-  launch();  // warm-up
-  for (auto _ : state) {
-    INFERLAB_CUDA_CHECK(cudaEventRecord(start));
-    for (int i = 0; i < kLaunches; ++i) launch();
-    INFERLAB_CUDA_CHECK(cudaEventRecord(stop));
-    INFERLAB_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    INFERLAB_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    state.SetIterationTime(ms * 1e-3 / kLaunches);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  state.counters["bytes_per_s"] =
-      benchmark::Counter(bytes_per_launch, benchmark::Counter::kIsIterationInvariantRate);
-  static const double probe = probe_hbm_read_bytes_per_s();
-  if (probe > 0) {
-    state.counters["of_probe_hbm_read"] =
-        benchmark::Counter(bytes_per_launch / probe, benchmark::Counter::kIsIterationInvariantRate);
-  }
+  inferlab::bench::time_launches(state, kLaunches, bytes_per_launch, launch);
 }
 
 DeviceBuffer<bf16> filled(size_t count) {

@@ -61,6 +61,31 @@ std::string predict_model_name(const std::string& model) {
                                      : model;
 }
 
+// The engine options and the bench sizes of a --batch × (--input + --output) run.
+EngineOptions batch_engine_options(const BenchArgs& a) {
+  EngineOptions options;
+  options.device = resolve_device(a.device);
+  options.seed = a.seed;
+  options.kv_tokens = a.batch * (a.input + a.output);
+  options.max_batch_tokens = std::max<int64_t>(4096, a.batch * a.input);
+  options.max_sequences = a.batch;
+  options.gpu_memory_utilization = a.gpu_memory_utilization;
+  options.cuda_graphs = parse_on_off("--cuda-graphs", a.cuda_graphs);
+  return options;
+}
+
+engine::BenchOptions bench_options(const BenchArgs& a, bool profile_kernels) {
+  engine::BenchOptions bench;
+  bench.batch = a.batch;
+  bench.input_tokens = a.input;
+  bench.output_tokens = a.output;
+  bench.repeats = a.repeats;
+  bench.warmup = a.warmup;
+  bench.seed = a.seed;
+  bench.profile_kernels = profile_kernels;
+  return bench;
+}
+
 // --speculative: the target's decode step, its verification of k + 1 tokens and a drafting
 // step at a context of --input tokens, and the speed-up they give at each acceptance rate.
 void run_speculative_bench(const BenchArgs& a, OutputFormat format) {
@@ -68,15 +93,9 @@ void run_speculative_bench(const BenchArgs& a, OutputFormat format) {
   std::string draft_model;
   const auto speculative = engine::parse_speculative(a.speculative, draft_model);
   if (!draft_model.empty()) engine::load_llama_config(draft_model);  // fails before any load
-  EngineOptions options;
-  options.device = resolve_device(a.device);
-  options.seed = a.seed;
+  EngineOptions options = batch_engine_options(a);                   // batch 1
   options.kv_tokens = a.input + speculative.k + 1;
   options.kv_pool_tokens = options.kv_tokens;  // leave the GPU's memory to the draft model too
-  options.max_batch_tokens = std::max<int64_t>(4096, a.input);
-  options.max_sequences = 1;
-  options.gpu_memory_utilization = a.gpu_memory_utilization;
-  options.cuda_graphs = parse_on_off("--cuda-graphs", a.cuda_graphs);
   auto target = make_engine_backend(a.model, options);
   std::unique_ptr<engine::Backend> draft;
   if (!draft_model.empty()) draft = make_engine_backend(draft_model, options);
@@ -123,27 +142,15 @@ nlohmann::json kernel_classes_json(const std::vector<engine::KernelClassTime>& k
 // switches; achieved HBM bandwidth of a decode step (bytes its kernels move / its time) against
 // the probe's measured read bandwidth, and prefill's tensor FLOP rate against the bf16 peak.
 void run_ablation(const BenchArgs& a, OutputFormat format) {
-  EngineOptions options;
-  options.device = resolve_device(a.device);
+  EngineOptions options = batch_engine_options(a);
   if (options.device != "cuda") throw InputError("--ablation needs --device cuda");
-  options.seed = a.seed;
-  options.kv_tokens = a.batch * (a.input + a.output);
-  options.max_batch_tokens = std::max<int64_t>(4096, a.batch * a.input);
-  options.max_sequences = a.batch;
-  options.gpu_memory_utilization = a.gpu_memory_utilization;
   const std::string device_name = engine::cuda_device_name();
   CommonArgs common;
   common.model = predict_model_name(a.model);
   common.hardware = hardware_for_compare(a, device_name);
   common.framework = "inferlab";
-  engine::BenchOptions bench;
-  bench.batch = a.batch;
-  bench.input_tokens = a.input;
-  bench.output_tokens = a.output;
-  bench.repeats = a.repeats;
-  bench.warmup = a.warmup;
-  bench.seed = a.seed;
-  bench.profile_kernels = true;  // the bytes and FLOPs each step's kernels move
+  // Profiled passes: the bytes and FLOPs each step's kernels move.
+  const engine::BenchOptions bench = bench_options(a, /*profile_kernels=*/true);
   nlohmann::json steps = nlohmann::json::array();
   for (const AblationStep& step : kAblation) {
     options.gemv = step.gemv;
@@ -199,14 +206,7 @@ void run_bench(const BenchArgs& a) {
   check_sizes(a);
   if (!a.speculative.empty()) return run_speculative_bench(a, format);
   if (a.ablation) return run_ablation(a, format);
-  EngineOptions options;
-  options.device = resolve_device(a.device);
-  options.seed = a.seed;
-  options.kv_tokens = a.batch * (a.input + a.output);
-  options.max_batch_tokens = std::max<int64_t>(4096, a.batch * a.input);
-  options.max_sequences = a.batch;
-  options.gpu_memory_utilization = a.gpu_memory_utilization;
-  options.cuda_graphs = parse_on_off("--cuda-graphs", a.cuda_graphs);
+  const EngineOptions options = batch_engine_options(a);
   const std::string device_name =
       options.device == "cuda" ? engine::cuda_device_name() : std::string("cpu");
   std::optional<RequestPrediction> predicted;
@@ -219,14 +219,7 @@ void run_bench(const BenchArgs& a) {
     load_cost_model(common);
   }
   auto backend = make_engine_backend(a.model, options);
-  engine::BenchOptions bench;
-  bench.batch = a.batch;
-  bench.input_tokens = a.input;
-  bench.output_tokens = a.output;
-  bench.repeats = a.repeats;
-  bench.warmup = a.warmup;
-  bench.seed = a.seed;
-  bench.profile_kernels = !a.no_kernels && options.device == "cuda";
+  const engine::BenchOptions bench = bench_options(a, !a.no_kernels && options.device == "cuda");
   const engine::BenchResult result = engine::run_engine_bench(*backend, bench);
   if (a.compare) predicted = run_prediction(common, a.batch, a.input, a.output).prediction;
 

@@ -51,27 +51,35 @@ GenerateResult generate(Backend& backend, std::span<const int32_t> prompt,
     result.tokens.push_back(token);
     if (result.tokens.size() == 1) first_token_time = Clock::now();
     if (on_token) on_token(token);
-    if (std::find(options.stop_token_ids.begin(), options.stop_token_ids.end(), token) !=
-        options.stop_token_ids.end()) {
-      result.finish_reason = "stop";
-      break;
-    }
-    if (static_cast<int64_t>(result.tokens.size()) >= options.max_new_tokens) {
-      result.finish_reason = "length";
-      break;
-    }
+    result.finish_reason = finish_reason_after(result, token, options);
+    if (!result.finish_reason.empty()) break;
     chunk.cached_tokens += static_cast<int64_t>(chunk.tokens.size());
     chunk.tokens.assign(1, token);
   }
-  const auto end = Clock::now();
   allocator.release(chunk.block_table);
-  result.ttft_s = std::chrono::duration<double>(first_token_time - start).count();
-  result.e2e_s = std::chrono::duration<double>(end - start).count();
-  if (result.tokens.size() > 1) {
-    result.tpot_s = std::chrono::duration<double>(end - first_token_time).count() /
-                    static_cast<double>(result.tokens.size() - 1);
-  }
+  set_generate_timing(result, start, first_token_time, Clock::now());
   return result;
+}
+
+std::string finish_reason_after(const GenerateResult& result, int32_t token,
+                                const GenerateOptions& options) {
+  if (std::find(options.stop_token_ids.begin(), options.stop_token_ids.end(), token) !=
+      options.stop_token_ids.end()) {
+    return "stop";
+  }
+  if (static_cast<int64_t>(result.tokens.size()) >= options.max_new_tokens) return "length";
+  return "";
+}
+
+void set_generate_timing(GenerateResult& result, std::chrono::steady_clock::time_point start,
+                         std::chrono::steady_clock::time_point first_token,
+                         std::chrono::steady_clock::time_point end) {
+  result.ttft_s = std::chrono::duration<double>(first_token - start).count();
+  result.e2e_s = std::chrono::duration<double>(end - start).count();
+  result.tpot_s = result.tokens.size() > 1
+                      ? std::chrono::duration<double>(end - first_token).count() /
+                            static_cast<double>(result.tokens.size() - 1)
+                      : 0.0;
 }
 
 }  // namespace inferlab::engine

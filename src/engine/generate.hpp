@@ -1,4 +1,5 @@
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -24,6 +25,17 @@ struct GenerateResult {
   double tpot_s = 0;            // mean time per later token (0 with one token)
   double e2e_s = 0;
 };
+
+// After `token` was appended to result.tokens: "stop" when it is a stop token, "length" when
+// max_new_tokens are out, else empty (the sequence goes on).
+std::string finish_reason_after(const GenerateResult& result, int32_t token,
+                                const GenerateOptions& options);
+
+// Fills ttft_s, e2e_s and tpot_s (the mean over tokens after the first) from the run's start,
+// its first token and its end.
+void set_generate_timing(GenerateResult& result, std::chrono::steady_clock::time_point start,
+                         std::chrono::steady_clock::time_point first_token,
+                         std::chrono::steady_clock::time_point end);
 
 // Runs one sequence: prefill of the whole prompt, then decode steps, each sampling from the last
 // token's logits; on_token sees each token as it is chosen (for streaming). Blocks come from a

@@ -271,16 +271,8 @@ GenerateResult generate_speculative(Backend& target, Backend* draft,
     result.tokens.push_back(token);
     if (result.tokens.size() == 1) first_token_time = Clock::now();
     if (on_token) on_token(token);
-    if (std::find(options.stop_token_ids.begin(), options.stop_token_ids.end(), token) !=
-        options.stop_token_ids.end()) {
-      result.finish_reason = "stop";
-      return true;
-    }
-    if (static_cast<int64_t>(result.tokens.size()) >= options.max_new_tokens) {
-      result.finish_reason = "length";
-      return true;
-    }
-    return false;
+    result.finish_reason = finish_reason_after(result, token, options);
+    return !result.finish_reason.empty();
   };
 
   ForwardBatch batch;
@@ -329,14 +321,8 @@ GenerateResult generate_speculative(Backend& target, Backend* draft,
       if ((done = emit(token))) break;
     }
   }
-  const auto end = Clock::now();
   allocator.release(table);
-  result.ttft_s = std::chrono::duration<double>(first_token_time - start).count();
-  result.e2e_s = std::chrono::duration<double>(end - start).count();
-  if (result.tokens.size() > 1) {
-    result.tpot_s = std::chrono::duration<double>(end - first_token_time).count() /
-                    static_cast<double>(result.tokens.size() - 1);
-  }
+  set_generate_timing(result, start, first_token_time, Clock::now());
   if (stats_out != nullptr) *stats_out = stats;
   return result;
 }

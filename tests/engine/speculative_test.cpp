@@ -13,23 +13,14 @@
 #include "engine/generate.hpp"
 #include "engine/init_weights.hpp"
 #include "engine/speculative_bench.hpp"
+#include "test_support.hpp"
 #include "util/error.hpp"
 
 namespace inferlab::engine {
 namespace {
 
 LlamaConfig tiny() {
-  nlohmann::json j = {{"architectures", {"LlamaForCausalLM"}},
-                      {"model_type", "llama"},
-                      {"hidden_size", 32},
-                      {"intermediate_size", 64},
-                      {"num_hidden_layers", 2},
-                      {"num_attention_heads", 4},
-                      {"num_key_value_heads", 2},
-                      {"head_dim", 8},
-                      {"vocab_size", 97},
-                      {"max_position_embeddings", 256}};
-  return parse_llama_config(j, "tiny", "test");
+  return parse_llama_config(testing::tiny_llama_config(97, 256), "tiny", "test");
 }
 
 TEST(Speculative, NgramProposalTakesTheLatestEarlierOccurrenceOfTheLongestSuffix) {
