@@ -30,8 +30,9 @@ struct ServeCommandArgs {
 // iteration timed on the wall clock. `engine.kv_blocks` becomes the pool's size.
 ServeResult run_on_engine(const ServeCommandArgs& a, const std::vector<ServeRequest>& requests,
                           EngineConfig& engine) {
-  if (engine.speculative.k > 0) {
-    throw InputError("--executor engine does not run --speculative yet");
+  if (engine.speculative.k > 0 && parse_speculative(a.serve.speculative).draft_model != "ngram") {
+    throw InputError(
+        "--executor engine drafts by n-gram lookup only: --speculative draft=ngram,k=K");
   }
   if (engine.preemption == PreemptionMode::swap) {
     throw InputError("--executor engine preempts by recompute only; drop --preemption swap");

@@ -37,7 +37,10 @@ void add_serve_options(CLI::App* app, ServeArgs& a, bool with_rate) {
                   "Token budget per iteration (default: 2048 for chunked, 8192 otherwise)");
   app->add_option("--block-size", a.block_size, "KV block size, tokens")->capture_default_str();
   app->add_flag("--prefix-caching", a.prefix_caching, "Share full KV blocks of common prefixes");
-  app->add_option("--speculative", a.speculative, "Speculative decoding: draft=MODEL,k=K,accept=P");
+  app->add_option(
+      "--speculative", a.speculative,
+      "Speculative decoding: draft=MODEL,k=K,accept=P (draft=ngram: prompt lookup, no draft "
+      "model; --executor engine drafts by n-gram and measures its acceptance)");
 }
 
 std::vector<ServeRequest> make_workload(const ServeArgs& a, double rate) {
@@ -118,7 +121,8 @@ SpeculativeArgs parse_speculative(const std::string& text) {
 
 std::unique_ptr<ModelConfig> load_draft_model(const ServeArgs& args) {
   const SpeculativeArgs spec = parse_speculative(args.speculative);
-  if (spec.draft_model.empty()) return nullptr;
+  // draft=ngram: prompt lookup on the host, no draft model to price.
+  if (spec.draft_model.empty() || spec.draft_model == "ngram") return nullptr;
   return std::make_unique<ModelConfig>(load_model(spec.draft_model));
 }
 

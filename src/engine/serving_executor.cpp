@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "engine/rng.hpp"
+#include "engine/speculative.hpp"
 
 namespace inferlab::engine {
 
@@ -20,8 +21,11 @@ std::vector<int32_t> draw_ids(uint64_t seed, uint64_t stream, int64_t count, int
 }  // namespace
 
 ServingExecutor::ServingExecutor(Backend& backend, const std::vector<ServeRequest>& requests,
-                                 uint64_t seed)
-    : backend_(backend), prompts_(requests.size()), generated_(requests.size()) {
+                                 uint64_t seed, int64_t ngram_max)
+    : backend_(backend),
+      prompts_(requests.size()),
+      generated_(requests.size()),
+      ngram_max_(ngram_max) {
   const int64_t vocab = backend.config().model.vocab_size;
   for (size_t i = 0; i < requests.size(); ++i) {
     const ServeRequest& r = requests[i];
@@ -41,6 +45,15 @@ int32_t ServingExecutor::token_at(size_t request, int64_t position) const {
   return generated_[request][static_cast<size_t>(position - static_cast<int64_t>(prompt.size()))];
 }
 
+std::vector<int32_t> ServingExecutor::draft(size_t request, int64_t k) {
+  std::vector<int32_t> context = prompts_[request];
+  context.insert(context.end(), generated_[request].begin(), generated_[request].end());
+  std::vector<int32_t> tokens = ngram_proposal(context, k, ngram_max_, 1);
+  drafts_proposed_ += static_cast<int64_t>(tokens.size());
+  while (static_cast<int64_t>(tokens.size()) < k) tokens.push_back(context.back());
+  return tokens;
+}
+
 IterationOutcome ServingExecutor::execute(const ScheduledIteration& iteration) {
   IterationOutcome outcome;
   if (iteration.work.empty()) return outcome;  // a swap-only iteration: nothing to compute
@@ -49,15 +62,23 @@ IterationOutcome ServingExecutor::execute(const ScheduledIteration& iteration) {
   }
   ForwardBatch batch;
   std::vector<bool> samples;
-  for (const Work& w : iteration.work) {
-    if (w.decode && w.new_tokens != 1) {
-      throw std::invalid_argument("the engine does not run speculative decoding yet");
-    }
+  std::vector<std::vector<int32_t>> drafts(iteration.work.size());
+  bool speculating = false;
+  for (size_t i = 0; i < iteration.work.size(); ++i) {
+    const Work& w = iteration.work[i];
     const auto request = static_cast<size_t>(w.seq->id);
     SequenceChunk chunk;
     chunk.cached_tokens = w.seq->computed;
-    for (int64_t p = w.seq->computed; p < w.seq->computed + w.new_tokens; ++p) {
-      chunk.tokens.push_back(token_at(request, p));
+    if (w.decode && w.new_tokens > 1) {  // the last token, then the drafts
+      chunk.tokens.push_back(token_at(request, w.seq->computed));
+      drafts[i] = draft(request, w.new_tokens - 1);
+      chunk.tokens.insert(chunk.tokens.end(), drafts[i].begin(), drafts[i].end());
+      chunk.all_logits = true;
+      speculating = true;
+    } else {
+      for (int64_t p = w.seq->computed; p < w.seq->computed + w.new_tokens; ++p) {
+        chunk.tokens.push_back(token_at(request, p));
+      }
     }
     for (int64_t block : iteration.blocks->blocks_of(w.seq->id)) {
       chunk.block_table.push_back(static_cast<int32_t>(block));
@@ -65,9 +86,26 @@ IterationOutcome ServingExecutor::execute(const ScheduledIteration& iteration) {
     batch.sequences.push_back(std::move(chunk));
     samples.push_back(w.decode || w.seq->computed + w.new_tokens >= w.seq->target);
   }
-  const std::vector<SampleSpec> greedy(batch.sequences.size());
   const auto start = std::chrono::steady_clock::now();
-  const std::vector<int32_t> ids = backend_.forward_sample(batch, greedy);
+  std::vector<std::vector<int32_t>> emitted(iteration.work.size());
+  if (!speculating) {  // the fast path: sampled where the logits are
+    const std::vector<SampleSpec> greedy(batch.sequences.size());
+    const std::vector<int32_t> ids = backend_.forward_sample(batch, greedy);
+    for (size_t i = 0; i < ids.size(); ++i) emitted[i] = {ids[i]};
+  } else {  // every verified row's logits to the host, the greedy verdict there
+    const ForwardResult result = backend_.forward(batch);
+    Xoshiro256 unused(0);  // greedy verdicts draw nothing
+    for (size_t i = 0; i < iteration.work.size(); ++i) {
+      if (drafts[i].empty()) {
+        emitted[i] = {argmax(result.last(i))};
+        continue;
+      }
+      std::vector<std::span<const float>> rows;
+      for (int64_t r = 0; r < result.rows(i); ++r)
+        rows.push_back(result.row(result.first_row[i] + r));
+      emitted[i] = verify_draft(rows, drafts[i], {}, SamplingParams{}, unused).tokens;
+    }
+  }
   outcome.duration_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ++forward_passes_;
@@ -75,8 +113,9 @@ IterationOutcome ServingExecutor::execute(const ScheduledIteration& iteration) {
     const Work& w = iteration.work[i];
     // A sequence that emits its last token does so here; one whose output is complete never
     // samples again, so every sampled token is one the scheduler emits.
-    if (samples[i]) generated_[static_cast<size_t>(w.seq->id)].push_back(ids[i]);
-    outcome.advance.push_back(w.new_tokens);
+    auto& out = generated_[static_cast<size_t>(w.seq->id)];
+    if (samples[i]) out.insert(out.end(), emitted[i].begin(), emitted[i].end());
+    outcome.advance.push_back(w.decode ? static_cast<int64_t>(emitted[i].size()) : w.new_tokens);
   }
   return outcome;
 }

@@ -15,10 +15,17 @@ namespace inferlab::engine {
 // Requests carry lengths, not text: each request's prompt ids are drawn from (seed, request
 // index), except that a shared prefix (prefix_id ≥ 0) has the same ids in every request with
 // that id, drawn from (seed, prefix id) — so the KV blocks that prefix caching shares hold the
-// same tokens. Tokens are picked greedily. Speculative decoding is not run here yet.
+// same tokens. Tokens are picked greedily.
+//
+// With the scheduler's speculative k (a decode step of 1 + k tokens), each such sequence's k
+// draft tokens come from n-gram lookup over its own tokens (padded with its last token where the
+// lookup finds fewer, so the target always scores 1 + k positions, as the simulator prices it);
+// the target scores them in the iteration's one forward pass and the greedy verdict keeps the
+// drafts that match its argmax, then its own token: the same tokens as without speculation.
 class ServingExecutor : public Executor {
  public:
-  ServingExecutor(Backend& backend, const std::vector<ServeRequest>& requests, uint64_t seed);
+  ServingExecutor(Backend& backend, const std::vector<ServeRequest>& requests, uint64_t seed,
+                  int64_t ngram_max = 3);
 
   IterationOutcome execute(const ScheduledIteration& iteration) override;
 
@@ -26,14 +33,18 @@ class ServingExecutor : public Executor {
   const std::vector<int32_t>& prompt(size_t request) const { return prompts_[request]; }
   const std::vector<int32_t>& generated(size_t request) const { return generated_[request]; }
   int64_t forward_passes() const { return forward_passes_; }
+  int64_t drafts_proposed() const { return drafts_proposed_; }  // n-gram hits, not padding
 
  private:
   // Token at `position` of request i: its prompt, then what it generated.
   int32_t token_at(size_t request, int64_t position) const;
+  // k draft tokens for request i from n-gram lookup over its prompt and output.
+  std::vector<int32_t> draft(size_t request, int64_t k);
 
   Backend& backend_;
   std::vector<std::vector<int32_t>> prompts_, generated_;
-  int64_t forward_passes_ = 0;
+  int64_t forward_passes_ = 0, drafts_proposed_ = 0;
+  int64_t ngram_max_;
 };
 
 }  // namespace inferlab::engine

@@ -52,6 +52,25 @@ TEST_F(ServeOnEngine, RunsEveryRequestAndReportsLikeTheSimulation) {
   EXPECT_GT(e["prefix_hit_rate"].get<double>(), 0.0);
 }
 
+TEST_F(ServeOnEngine, NgramSpeculationRunsAndReportsTheMeasuredAcceptance) {
+  const std::string workload =
+      " --rate 100 --requests 12 --input-dist uniform:10,60 --output-dist uniform:4,12 "
+      "--kv-tokens 640 --seed 5 --format json";
+  auto plain =
+      run_inferlab("serve --model " + model_ + " --executor engine --device cpu" + workload);
+  auto spec = run_inferlab("serve --model " + model_ + " --executor engine --device cpu" +
+                           workload + " --speculative draft=ngram,k=3");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  ASSERT_EQ(spec.exit_code, 0) << spec.err;
+  auto p = nlohmann::json::parse(plain.out), s = nlohmann::json::parse(spec.out);
+  EXPECT_EQ(s["completed"].get<int>(), 12);
+  EXPECT_EQ(s["output_tokens_per_s"].is_number(), true);
+  const double acceptance = s["draft_acceptance"].get<double>();
+  EXPECT_GE(acceptance, 0.0);
+  EXPECT_LE(acceptance, 1.0);
+  EXPECT_EQ(p["draft_acceptance"].get<double>(), 0.0);  // nothing drafted without speculation
+}
+
 TEST_F(ServeOnEngine, RefusesWhatItCannotRun) {
   const std::string m = "serve --model " + model_ + " --requests 3 ";
   const std::vector<std::string> cases = {

@@ -102,14 +102,34 @@ TEST(ServingExecutor, BatchedChunkedCachedAndPreemptedRunsGiveEachRequestsAloneT
   EXPECT_EQ(serve_on_cpu(requests, vllm, 64).tokens, reference);
 }
 
+TEST(ServingExecutor, SpeculationByNgramKeepsEveryRequestsGreedyTokens) {
+  const auto requests = workload();
+  const auto reference = alone(requests);
+  EngineConfig chunked;
+  chunked.policy = SchedulePolicy::chunked;
+  chunked.block_size = 8;
+  chunked.max_num_batched_tokens = 32;
+  for (int k : {1, 3, 5}) {
+    EngineConfig speculative = chunked;
+    speculative.speculative = {k, 0.0};  // acceptance: measured by the engine, not drawn
+    auto run = serve_on_cpu(requests, speculative, 64);
+    EXPECT_EQ(run.tokens, reference) << "k = " << k;
+    EXPECT_GT(run.result.draft_tokens_proposed, 0) << "k = " << k;
+    EXPECT_LE(run.result.draft_tokens_accepted, run.result.draft_tokens_proposed);
+  }
+}
+
 TEST(ServingExecutor, RefusesWhatItDoesNotRunYet) {
   const LlamaConfig model = tiny();
-  CpuBackend backend(model, random_llama_weights(model, 3), 8, 16);
-  const std::vector<ServeRequest> requests = {{0.0, 10, 5, -1, 0}};
+  CpuBackend backend(model, random_llama_weights(model, 3), 8, 6);
+  const std::vector<ServeRequest> requests = {{0.0, 20, 10, -1, 0}, {0.0, 20, 10, -1, 0}};
   EngineConfig config;
   config.block_size = 8;
-  config.kv_blocks = 16;
-  config.speculative = {2, 0.5};
+  // Both prompts fit (3 blocks each); decoding past 24 positions needs a 4th block each, so one
+  // is preempted, by swapping, which the engine does not do yet.
+  config.kv_blocks = 6;
+  config.kv_block_bytes = 1024;  // the swap traffic the executor sees
+  config.preemption = PreemptionMode::swap;
   ServingExecutor executor(backend, requests, 1);
   EXPECT_THROW(run_serving(requests, config, executor), std::invalid_argument);
 }
