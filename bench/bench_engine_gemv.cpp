@@ -1,5 +1,5 @@
-// Speed of the engine's decode projections at Llama 3 8B and Llama 3.2 1B shapes for 1, 4 and
-// 16 rows: the GEMV kernel against cuBLASLt (LtGemm with the kernel switched off), as weight
+// Speed of the engine's decode projections at Llama 3 8B and Llama 3.2 1B shapes for 1, 4, 8
+// and 16 rows: the GEMV kernel against cuBLASLt (LtGemm with the kernel switched off), as weight
 // bytes read per second and that as a share of the probe's measured HBM read bandwidth. Each
 // launch reads another copy of the weights (≥ 128 MB in all, past the 50 MB L2), as a decode
 // step reads each layer's weights once; CUDA events around 20 launches; skipped without a GPU.
@@ -13,6 +13,7 @@
 
 #include "engine/cuda/cuda_check.hpp"
 #include "engine/cuda/gemm.hpp"
+#include "engine/cuda/gemv.hpp"
 #include "engine/cuda_backend.hpp"
 #include "gpu_bench_support.hpp"
 #include "util/data_dir.hpp"
@@ -36,7 +37,12 @@ void BM_DecodeProjection(benchmark::State& state) {
   DeviceBuffer<bf16> x(static_cast<size_t>(rows * in)), y(static_cast<size_t>(rows * out));
   INFERLAB_CUDA_CHECK(cudaMemset(x.data(), 0x3c, x.bytes()));
   cuda::LtGemm gemm;
-  gemm.set_gemv(state.range(3) != 0);
+  // gemv:1 sends every row count here to the kernel (LtGemm's default takes 1-2 rows only).
+  if (state.range(3) != 0) {
+    gemm.set_gemv_max_rows(cuda::kGemvMaxRows);
+  } else {
+    gemm.set_gemv(false);
+  }
   int next = 0;
   auto launch = [&] {
     gemm.linear(x.data(), rows, weights.data() + static_cast<int64_t>(next) * in * out, nullptr, in,
@@ -51,7 +57,7 @@ void shapes(benchmark::internal::Benchmark* b) {
   const std::vector<std::pair<int64_t, int64_t>> in_out = {
       {4096, 6144}, {4096, 4096}, {4096, 28672}, {14336, 4096}, {4096, 128256},
       {2048, 3072}, {2048, 2048}, {2048, 16384}, {8192, 2048},  {2048, 128256}};
-  for (int64_t rows : {1, 4, 16}) {
+  for (int64_t rows : {1, 4, 8, 16}) {
     for (const auto& [in, out] : in_out) {
       for (int64_t gemv : {1, 0}) b->Args({rows, in, out, gemv});
     }

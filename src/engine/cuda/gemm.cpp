@@ -1,5 +1,6 @@
 #include "engine/cuda/gemm.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
@@ -36,8 +37,14 @@ struct LtGemm::Plan {
 
 LtGemm::LtGemm(size_t workspace_bytes) : workspace_(workspace_bytes) {
   check_lt(cublasLtCreate(&handle_), "cublasLtCreate");
-  const char* env = std::getenv("INFERLAB_ENGINE_GEMV");  // A/B on a GPU without rebuilding
+  // A/B on a GPU without rebuilding: INFERLAB_ENGINE_GEMV=0 turns the kernel off,
+  // INFERLAB_ENGINE_GEMV_ROWS=N (0-16) sets the rows it takes.
+  const char* env = std::getenv("INFERLAB_ENGINE_GEMV");
   if (env != nullptr && std::string(env) == "0") gemv_max_rows_ = 0;
+  const char* rows = std::getenv("INFERLAB_ENGINE_GEMV_ROWS");
+  if (rows != nullptr && gemv_max_rows_ > 0) {
+    gemv_max_rows_ = std::clamp<int64_t>(std::atoll(rows), 0, kGemvMaxRows);
+  }
 }
 
 LtGemm::~LtGemm() {
