@@ -9,7 +9,10 @@ namespace {
 
 using bf16 = __nv_bfloat16;
 
-constexpr int kVector = 8;  // bf16 per 16-byte load
+constexpr int kWarps = 8;                      // warps (output features) per block
+constexpr int kVector = 8;                     // bf16 per 16-byte load
+constexpr int kUnroll = 4;                     // 16-byte weight loads in flight per lane
+constexpr int kStep = 32 * kVector * kUnroll;  // elements of a weight row per warp iteration
 
 // A weight vector: read once, so not kept in L1 (the x vectors are, for the other warps).
 __device__ __forceinline__ uint4 load_streaming(const bf16* p) {
@@ -34,40 +37,27 @@ __device__ __forceinline__ float dot8(const uint4& w, const uint4& x) {
   return sum;
 }
 
-// kMaxRows ≥ rows: accumulators per lane for every row; rows past `rows` are skipped. Each warp
-// owns kFeatures consecutive output features: every x vector it loads (from L1) serves kFeatures
-// weight vectors. With one feature and many rows the x loads outnumber the weight loads rows to
-// one and L1 becomes the bottleneck (measured: 8 rows ran at half the speed of 2), hence several
-// features per warp for more rows. kUnroll weight vectors per feature are in flight per lane.
-template <int kMaxRows, int kFeatures, int kUnroll, int kWarps, bool kFp32Out>
+// kMaxRows ≥ rows: accumulators per lane for every row; rows past `rows` are skipped. Past two
+// rows every lane reads rows x vectors from L1 per weight vector and the kernel loses to
+// cuBLASLt, so LtGemm sends it 1-2 rows (an experiment with 4 features per warp for 3-16 rows
+// was slower still: docs/MEASUREMENTS.md §19).
+template <int kMaxRows, bool kFp32Out>
 __global__ void __launch_bounds__(kWarps * 32)
     gemv_kernel(const bf16* __restrict__ x, int rows, const bf16* __restrict__ w,
                 const bf16* __restrict__ bias, int in, int out, void* __restrict__ y) {
-  constexpr int kStep = 32 * kVector * kUnroll;  // elements of a weight row per warp iteration
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int first = (blockIdx.x * kWarps + warp) * kFeatures;
-  if (first >= out) return;
-  const int features = min(kFeatures, out - first);
-  const bf16* w_rows = w + static_cast<int64_t>(first) * in;
-  float acc[kFeatures][kMaxRows];
+  const int feature = blockIdx.x * kWarps + warp;
+  if (feature >= out) return;
+  const bf16* w_row = w + static_cast<int64_t>(feature) * in;
+  float acc[kMaxRows];
 #pragma unroll
-  for (int f = 0; f < kFeatures; ++f) {
-#pragma unroll
-    for (int r = 0; r < kMaxRows; ++r) acc[f][r] = 0.0f;
-  }
+  for (int r = 0; r < kMaxRows; ++r) acc[r] = 0.0f;
 
   int k = 0;
-  for (; k + kStep <= in; k += kStep) {  // whole iterations: all weight loads issued first
-    uint4 wv[kFeatures][kUnroll];
+  for (; k + kStep <= in; k += kStep) {  // whole iterations: kUnroll loads issued back to back
+    uint4 wv[kUnroll];
 #pragma unroll
-    for (int f = 0; f < kFeatures; ++f) {
-      if (f >= features) break;
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        wv[f][u] =
-            load_streaming(w_rows + static_cast<int64_t>(f) * in + k + (u * 32 + lane) * kVector);
-      }
-    }
+    for (int u = 0; u < kUnroll; ++u) wv[u] = load_streaming(w_row + k + (u * 32 + lane) * kVector);
 #pragma unroll
     for (int r = 0; r < kMaxRows; ++r) {
       if (r >= rows) break;
@@ -75,75 +65,52 @@ __global__ void __launch_bounds__(kWarps * 32)
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         const uint4 xv = __ldg(reinterpret_cast<const uint4*>(x_row + (u * 32 + lane) * kVector));
-#pragma unroll
-        for (int f = 0; f < kFeatures; ++f) {
-          if (f >= features) break;
-          acc[f][r] += dot8(wv[f][u], xv);
-        }
+        acc[r] += dot8(wv[u], xv);
       }
     }
   }
   for (int i = k + lane * kVector; i < in; i += 32 * kVector) {  // the tail, one vector a lane
-#pragma unroll
-    for (int f = 0; f < kFeatures; ++f) {
-      if (f >= features) break;
-      const uint4 wv = load_streaming(w_rows + static_cast<int64_t>(f) * in + i);
-#pragma unroll
-      for (int r = 0; r < kMaxRows; ++r) {
-        if (r >= rows) break;
-        const uint4 xv =
-            __ldg(reinterpret_cast<const uint4*>(x + static_cast<int64_t>(r) * in + i));
-        acc[f][r] += dot8(wv, xv);
-      }
-    }
-  }
-#pragma unroll
-  for (int f = 0; f < kFeatures; ++f) {
-    if (f >= features) break;
-    const int feature = first + f;
+    const uint4 wv = load_streaming(w_row + i);
 #pragma unroll
     for (int r = 0; r < kMaxRows; ++r) {
       if (r >= rows) break;
-      float v = acc[f][r];
+      const uint4 xv = __ldg(reinterpret_cast<const uint4*>(x + static_cast<int64_t>(r) * in + i));
+      acc[r] += dot8(wv, xv);
+    }
+  }
 #pragma unroll
-      for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
-      if (lane == 0) {
-        if (bias != nullptr) v += __bfloat162float(bias[feature]);
-        const int64_t at = static_cast<int64_t>(r) * out + feature;
-        if (kFp32Out) {
-          static_cast<float*>(y)[at] = v;
-        } else {
-          static_cast<bf16*>(y)[at] = __float2bfloat16(v);
-        }
+  for (int r = 0; r < kMaxRows; ++r) {
+    if (r >= rows) break;
+    float v = acc[r];
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+    if (lane == 0) {
+      if (bias != nullptr) v += __bfloat162float(bias[feature]);
+      const int64_t at = static_cast<int64_t>(r) * out + feature;
+      if (kFp32Out) {
+        static_cast<float*>(y)[at] = v;
+      } else {
+        static_cast<bf16*>(y)[at] = __float2bfloat16(v);
       }
     }
   }
 }
 
-template <int kMaxRows, int kFeatures, int kUnroll, int kWarps, bool kFp32Out>
-void launch_shape(const bf16* x, int rows, const bf16* w, const bf16* bias, int in, int out,
-                  void* y, cudaStream_t stream) {
-  constexpr int kPerBlock = kWarps * kFeatures;
-  const dim3 grid(static_cast<unsigned>((out + kPerBlock - 1) / kPerBlock));
-  gemv_kernel<kMaxRows, kFeatures, kUnroll, kWarps, kFp32Out>
-      <<<grid, kWarps * 32, 0, stream>>>(x, rows, w, bias, in, out, y);
-}
-
-// One or two rows: a feature per warp, 4 weight loads in flight per lane (the form measured on
-// the H100 in docs/MEASUREMENTS.md §19). More rows: 4 features per warp, 2 loads each.
 template <bool kFp32Out>
 void launch(const bf16* x, int rows, const bf16* w, const bf16* bias, int in, int out, void* y,
             cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>((out + kWarps - 1) / kWarps));
+  const dim3 block(kWarps * 32);
   if (rows <= 1) {
-    launch_shape<1, 1, 4, 8, kFp32Out>(x, rows, w, bias, in, out, y, stream);
+    gemv_kernel<1, kFp32Out><<<grid, block, 0, stream>>>(x, rows, w, bias, in, out, y);
   } else if (rows <= 2) {
-    launch_shape<2, 1, 4, 8, kFp32Out>(x, rows, w, bias, in, out, y, stream);
+    gemv_kernel<2, kFp32Out><<<grid, block, 0, stream>>>(x, rows, w, bias, in, out, y);
   } else if (rows <= 4) {
-    launch_shape<4, 4, 2, 4, kFp32Out>(x, rows, w, bias, in, out, y, stream);
+    gemv_kernel<4, kFp32Out><<<grid, block, 0, stream>>>(x, rows, w, bias, in, out, y);
   } else if (rows <= 8) {
-    launch_shape<8, 4, 2, 4, kFp32Out>(x, rows, w, bias, in, out, y, stream);
+    gemv_kernel<8, kFp32Out><<<grid, block, 0, stream>>>(x, rows, w, bias, in, out, y);
   } else {
-    launch_shape<16, 4, 2, 4, kFp32Out>(x, rows, w, bias, in, out, y, stream);
+    gemv_kernel<16, kFp32Out><<<grid, block, 0, stream>>>(x, rows, w, bias, in, out, y);
   }
   INFERLAB_CUDA_CHECK_LAUNCH();
 }
