@@ -127,17 +127,6 @@ double sum_of(const std::vector<engine::KernelClassTime>& kernels,
   return total;
 }
 
-nlohmann::json kernel_classes_json(const std::vector<engine::KernelClassTime>& kernels) {
-  nlohmann::json rows = nlohmann::json::array();
-  for (const auto& k : kernels) {
-    rows.push_back({{"kernel", k.name},
-                    {"ms", k.seconds * 1e3},
-                    {"bytes", k.bytes},
-                    {"launches", k.launches}});
-  }
-  return rows;
-}
-
 // --ablation: every step of kAblation measured (medians) beside predict's figure with the same
 // switches; achieved HBM bandwidth of a decode step (bytes its kernels move / its time) against
 // the probe's measured read bandwidth, and prefill's tensor FLOP rate against the bf16 peak.

@@ -12,25 +12,10 @@ GenerateResult generate(Backend& backend, std::span<const int32_t> prompt,
                         const std::function<void(int32_t)>& on_token) {
   using Clock = std::chrono::steady_clock;
   const auto& layout = backend.kv_layout();
-  const int64_t context = backend.config().model.max_position_embeddings;
   const int64_t prompt_tokens = static_cast<int64_t>(prompt.size());
-  if (prompt.empty()) throw InputError("the prompt has no tokens");
-  if (options.max_new_tokens < 1) throw InputError("max new tokens must be at least 1");
   // The last generated token is never fed back, so the cache needs prompt + max_new - 1 slots.
-  const int64_t needed = prompt_tokens + options.max_new_tokens - 1;
-  if (context > 0 && prompt_tokens + options.max_new_tokens > context) {
-    throw InputError("the prompt (" + std::to_string(prompt_tokens) + " tokens) plus " +
-                     std::to_string(options.max_new_tokens) +
-                     " new tokens is longer than the model's context of " +
-                     std::to_string(context) + " tokens; shorten the prompt or --max-tokens");
-  }
-  if (layout.blocks_for(needed) > layout.num_blocks) {
-    throw InputError("the prompt (" + std::to_string(prompt_tokens) + " tokens) plus " +
-                     std::to_string(options.max_new_tokens) + " new tokens needs " +
-                     std::to_string(layout.blocks_for(needed)) + " KV blocks; the cache holds " +
-                     std::to_string(layout.num_blocks) + " of " +
-                     std::to_string(layout.block_size) + " tokens");
-  }
+  check_generation_fits(backend, prompt_tokens, options,
+                        prompt_tokens + options.max_new_tokens - 1);
 
   GenerateResult result;
   Sampler sampler(options.seed);
@@ -59,6 +44,27 @@ GenerateResult generate(Backend& backend, std::span<const int32_t> prompt,
   allocator.release(chunk.block_table);
   set_generate_timing(result, start, first_token_time, Clock::now());
   return result;
+}
+
+void check_generation_fits(const Backend& backend, int64_t prompt_tokens,
+                           const GenerateOptions& options, int64_t slots) {
+  const auto& layout = backend.kv_layout();
+  const int64_t context = backend.config().model.max_position_embeddings;
+  if (prompt_tokens == 0) throw InputError("the prompt has no tokens");
+  if (options.max_new_tokens < 1) throw InputError("max new tokens must be at least 1");
+  if (context > 0 && prompt_tokens + options.max_new_tokens > context) {
+    throw InputError("the prompt (" + std::to_string(prompt_tokens) + " tokens) plus " +
+                     std::to_string(options.max_new_tokens) +
+                     " new tokens is longer than the model's context of " +
+                     std::to_string(context) + " tokens; shorten the prompt or --max-tokens");
+  }
+  if (layout.blocks_for(slots) > layout.num_blocks) {
+    throw InputError("the prompt (" + std::to_string(prompt_tokens) + " tokens) plus " +
+                     std::to_string(options.max_new_tokens) + " new tokens needs " +
+                     std::to_string(layout.blocks_for(slots)) + " KV blocks; the cache holds " +
+                     std::to_string(layout.num_blocks) + " of " +
+                     std::to_string(layout.block_size) + " tokens");
+  }
 }
 
 std::string finish_reason_after(const GenerateResult& result, int32_t token,

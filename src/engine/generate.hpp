@@ -26,6 +26,12 @@ struct GenerateResult {
   double e2e_s = 0;
 };
 
+// The checks before a sequence runs: a prompt, at least one new token, prompt + new tokens
+// within the model's context, and `slots` KV positions within the backend's cache; each an
+// InputError that says the sizes.
+void check_generation_fits(const Backend& backend, int64_t prompt_tokens,
+                           const GenerateOptions& options, int64_t slots);
+
 // After `token` was appended to result.tokens: "stop" when it is a stop token, "length" when
 // max_new_tokens are out, else empty (the sequence goes on).
 std::string finish_reason_after(const GenerateResult& result, int32_t token,

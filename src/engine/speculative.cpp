@@ -214,25 +214,10 @@ class ModelDrafter {
 
 void check_sizes(Backend& target, Backend* draft, int64_t prompt_tokens,
                  const GenerateOptions& options, const SpeculativeOptions& speculative) {
-  if (prompt_tokens == 0) throw InputError("the prompt has no tokens");
-  if (options.max_new_tokens < 1) throw InputError("max new tokens must be at least 1");
-  const int64_t context = target.config().model.max_position_embeddings;
-  if (context > 0 && prompt_tokens + options.max_new_tokens > context) {
-    throw InputError("the prompt (" + std::to_string(prompt_tokens) + " tokens) plus " +
-                     std::to_string(options.max_new_tokens) +
-                     " new tokens is longer than the model's context of " +
-                     std::to_string(context) + " tokens");
-  }
   // Verification writes up to k rejected positions past the accepted ones.
   const int64_t slots = prompt_tokens + options.max_new_tokens + speculative.k;
-  for (Backend* b : {&target, draft}) {
-    if (b == nullptr) continue;
-    if (b->kv_layout().blocks_for(slots) > b->kv_layout().num_blocks) {
-      throw InputError("speculative decoding needs " + std::to_string(slots) +
-                       " KV slots (prompt + new tokens + k); the cache holds " +
-                       std::to_string(b->kv_layout().slots()));
-    }
-  }
+  check_generation_fits(target, prompt_tokens, options, slots);
+  if (draft != nullptr) check_generation_fits(*draft, prompt_tokens, options, slots);
   if (speculative.drafter == SpeculativeOptions::Drafter::model) {
     if (draft == nullptr) throw InputError("speculative decoding with a draft model needs one");
     if (draft->config().model.vocab_size != target.config().model.vocab_size) {

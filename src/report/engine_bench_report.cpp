@@ -8,13 +8,19 @@ namespace inferlab {
 
 namespace {
 
-nlohmann::json stats_json(const engine::TimingStats& s) {
+int64_t kv_bytes(const BenchSetup& setup, const engine::BenchResult& r) {
+  return r.kv_cache_tokens * r.kv_bytes_per_token / 2 * setup.kv_bytes_per_element;
+}
+
+}  // namespace
+
+nlohmann::json timing_stats_json(const engine::TimingStats& s) {
   return {{"median_ms", s.median_s * 1e3}, {"mean_ms", s.mean_s * 1e3}, {"min_ms", s.min_s * 1e3},
           {"max_ms", s.max_s * 1e3},       {"p10_ms", s.p10_s * 1e3},   {"p90_ms", s.p90_s * 1e3},
           {"samples", s.samples}};
 }
 
-nlohmann::json kernels_json(const std::vector<engine::KernelClassTime>& kernels) {
+nlohmann::json kernel_classes_json(const std::vector<engine::KernelClassTime>& kernels) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& k : kernels) {
     out.push_back({{"kernel", k.name},
@@ -27,12 +33,6 @@ nlohmann::json kernels_json(const std::vector<engine::KernelClassTime>& kernels)
   }
   return out;
 }
-
-int64_t kv_bytes(const BenchSetup& setup, const engine::BenchResult& r) {
-  return r.kv_cache_tokens * r.kv_bytes_per_token / 2 * setup.kv_bytes_per_element;
-}
-
-}  // namespace
 
 nlohmann::json bench_json(const BenchSetup& setup, const engine::BenchResult& r,
                           const std::optional<RequestPrediction>& predicted) {
@@ -53,17 +53,18 @@ nlohmann::json bench_json(const BenchSetup& setup, const engine::BenchResult& r,
       {"decode_tokens_per_s", r.decode_tokens_per_s},
       {"prefill_tokens_per_s", r.prefill_tokens_per_s},
       {"spread",
-       {{"prefill", stats_json(r.prefill)},
-        {"decode_step", stats_json(r.decode_step)},
-        {"prefill_wall", stats_json(r.prefill_wall)},
-        {"decode_step_wall", stats_json(r.decode_step_wall)}}},
+       {{"prefill", timing_stats_json(r.prefill)},
+        {"decode_step", timing_stats_json(r.decode_step)},
+        {"prefill_wall", timing_stats_json(r.prefill_wall)},
+        {"decode_step_wall", timing_stats_json(r.decode_step_wall)}}},
       {"memory",
        {{"weights_bytes", setup.weight_bytes},
         {"kv_cache_bytes", kv_bytes(setup, r)},
         {"kv_cache_tokens", r.kv_cache_tokens},
         {"kv_bytes_per_token", r.kv_bytes_per_token / 2 * setup.kv_bytes_per_element}}},
       {"kernels",
-       {{"prefill", kernels_json(r.prefill_kernels)}, {"decode", kernels_json(r.decode_kernels)}}},
+       {{"prefill", kernel_classes_json(r.prefill_kernels)},
+        {"decode", kernel_classes_json(r.decode_kernels)}}},
   };
   if (predicted) {
     const RequestPrediction& p = *predicted;

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "engine/engine_bench.hpp"
 #include "predict/request_predictor.hpp"
@@ -18,6 +19,11 @@ struct BenchSetup {
   int64_t kv_bytes_per_element = 2;
   bool cuda_graphs = false;  // decode steps replayed from captured graphs
 };
+
+// A timing's median, mean, min, max, p10, p90 (ms) and sample count.
+nlohmann::json timing_stats_json(const engine::TimingStats& stats);
+// Per kernel class: ms, launches, bytes, FLOPs and the achieved GB/s and TFLOP/s.
+nlohmann::json kernel_classes_json(const std::vector<engine::KernelClassTime>& kernels);
 
 // `bench`: the fields predict prints (prefill_ms, ttft_ms, tpot_ms, e2e_ms, decode_tokens_per_s,
 // memory{...}) from the measurement, the spread of every timing, and per-kernel-class GPU time

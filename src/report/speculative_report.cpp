@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "report/engine_bench_report.hpp"
+
 namespace inferlab {
 
 namespace {
@@ -9,10 +11,6 @@ const char* drafter_name(engine::SpeculativeOptions::Drafter drafter) {
   return drafter == engine::SpeculativeOptions::Drafter::model ? "model" : "ngram";
 }
 
-nlohmann::json timing_ms(const engine::TimingStats& t) {
-  return {{"median_ms", t.median_s * 1e3}, {"min_ms", t.min_s * 1e3}, {"max_ms", t.max_s * 1e3},
-          {"p10_ms", t.p10_s * 1e3},       {"p90_ms", t.p90_s * 1e3}, {"samples", t.samples}};
-}
 }  // namespace
 
 nlohmann::json speculative_stats_json(const engine::SpeculativeOptions& options,
@@ -51,9 +49,9 @@ nlohmann::json speculative_costs_json(const std::string& model, const std::strin
           {"k", costs.k},
           {"context_tokens", costs.context_tokens},
           {"device_timed", costs.device_timed},
-          {"decode_step", timing_ms(costs.decode_step)},
-          {"verify", timing_ms(costs.verify)},
-          {"draft_step", timing_ms(costs.draft_step)},
+          {"decode_step", timing_stats_json(costs.decode_step)},
+          {"verify", timing_stats_json(costs.verify)},
+          {"draft_step", timing_stats_json(costs.draft_step)},
           {"verify_over_decode", costs.verify.median_s / costs.decode_step.median_s},
           {"draft_over_decode", costs.draft_step.median_s / costs.decode_step.median_s},
           {"speedup_at_acceptance", speedups}};

@@ -10,22 +10,13 @@
 #include "engine/cpu/cpu_backend.hpp"
 #include "engine/init_weights.hpp"
 #include "serve/engine.hpp"
+#include "test_support.hpp"
 
 namespace inferlab::engine {
 namespace {
 
 LlamaConfig tiny() {
-  nlohmann::json j = {{"architectures", {"LlamaForCausalLM"}},
-                      {"model_type", "llama"},
-                      {"hidden_size", 32},
-                      {"intermediate_size", 64},
-                      {"num_hidden_layers", 2},
-                      {"num_attention_heads", 4},
-                      {"num_key_value_heads", 2},
-                      {"head_dim", 8},
-                      {"vocab_size", 97},
-                      {"max_position_embeddings", 256}};
-  return parse_llama_config(j, "tiny", "test");
+  return parse_llama_config(testing::tiny_llama_config(97, 256), "tiny", "test");
 }
 
 std::vector<ServeRequest> workload() {
