@@ -28,5 +28,6 @@ void register_tokenize(CLI::App& app);
 void register_generate(CLI::App& app);
 void register_bench(CLI::App& app);   // the engine timed
 void register_logits(CLI::App& app);  // teacher-forced logits to .npy
+void register_server(CLI::App& app);  // the OpenAI-compatible HTTP server
 
 }  // namespace inferlab::cli

@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   inferlab::cli::register_generate(app);
   inferlab::cli::register_bench(app);
   inferlab::cli::register_logits(app);
+  inferlab::cli::register_server(app);
   inferlab::cli::register_report(app);
   if (argc > 1 && argv[1][0] != '-') {
     std::vector<std::string> known;

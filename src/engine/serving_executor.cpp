@@ -25,6 +25,8 @@ ServingExecutor::ServingExecutor(Backend& backend, const std::vector<ServeReques
     : backend_(backend),
       prompts_(requests.size()),
       generated_(requests.size()),
+      sampling_(requests.size()),
+      rngs_(requests.size(), Xoshiro256(seed)),
       ngram_max_(ngram_max) {
   const int64_t vocab = backend.config().model.vocab_size;
   for (size_t i = 0; i < requests.size(); ++i) {
@@ -37,6 +39,26 @@ ServingExecutor::ServingExecutor(Backend& backend, const std::vector<ServeReques
       std::copy(prefix.begin(), prefix.end(), prompts_[i].begin());
     }
   }
+}
+
+ServingExecutor::ServingExecutor(Backend& backend, int64_t ngram_max)
+    : backend_(backend), ngram_max_(ngram_max) {}
+
+void ServingExecutor::add_request(int64_t id, std::vector<int32_t> prompt,
+                                  const SamplingParams& sampling, uint64_t seed) {
+  if (id != static_cast<int64_t>(prompts_.size())) {
+    throw std::logic_error("serving executor: requests must be added in id order");
+  }
+  prompts_.push_back(std::move(prompt));
+  generated_.emplace_back();
+  sampling_.push_back(sampling);
+  rngs_.emplace_back(seed);  // as generate()'s Sampler: the same seed, the same draws
+}
+
+void ServingExecutor::release(int64_t id) {
+  const auto i = static_cast<size_t>(id);
+  prompts_[i] = {};
+  generated_[i] = {};
 }
 
 int32_t ServingExecutor::token_at(size_t request, int64_t position) const {
@@ -89,21 +111,32 @@ IterationOutcome ServingExecutor::execute(const ScheduledIteration& iteration) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::vector<int32_t>> emitted(iteration.work.size());
   if (!speculating) {  // the fast path: sampled where the logits are
-    const std::vector<SampleSpec> greedy(batch.sequences.size());
-    const std::vector<int32_t> ids = backend_.forward_sample(batch, greedy);
+    std::vector<SampleSpec> specs(batch.sequences.size());
+    for (size_t i = 0; i < specs.size(); ++i) {
+      const auto request = static_cast<size_t>(iteration.work[i].seq->id);
+      specs[i].params = sampling_[request];
+      // A draw only where a token is kept, so a request's draws do not depend on its chunking.
+      if (samples[i] && sampling_draws(specs[i].params))
+        specs[i].uniform = rngs_[request].uniform();
+    }
+    const std::vector<int32_t> ids = backend_.forward_sample(batch, specs);
     for (size_t i = 0; i < ids.size(); ++i) emitted[i] = {ids[i]};
-  } else {  // every verified row's logits to the host, the greedy verdict there
+  } else {  // every verified row's logits to the host, the verdict there
     const ForwardResult result = backend_.forward(batch);
-    Xoshiro256 unused(0);  // greedy verdicts draw nothing
     for (size_t i = 0; i < iteration.work.size(); ++i) {
+      const auto request = static_cast<size_t>(iteration.work[i].seq->id);
+      const SamplingParams& params = sampling_[request];
       if (drafts[i].empty()) {
-        emitted[i] = {argmax(result.last(i))};
+        emitted[i] = {samples[i] && sampling_draws(params)
+                          ? pick_token(sampling_distribution(result.last(i), params),
+                                       rngs_[request].uniform())
+                          : argmax(result.last(i))};
         continue;
       }
       std::vector<std::span<const float>> rows;
       for (int64_t r = 0; r < result.rows(i); ++r)
         rows.push_back(result.row(result.first_row[i] + r));
-      emitted[i] = verify_draft(rows, drafts[i], {}, SamplingParams{}, unused).tokens;
+      emitted[i] = verify_draft(rows, drafts[i], {}, params, rngs_[request]).tokens;
     }
   }
   outcome.duration_s =

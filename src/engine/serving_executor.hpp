@@ -3,6 +3,8 @@
 #include <vector>
 
 #include "engine/backend.hpp"
+#include "engine/rng.hpp"
+#include "engine/sampling.hpp"
 #include "serve/executor.hpp"
 
 namespace inferlab::engine {
@@ -20,12 +22,24 @@ namespace inferlab::engine {
 // With the scheduler's speculative k (a decode step of 1 + k tokens), each such sequence's k
 // draft tokens come from n-gram lookup over its own tokens (padded with its last token where the
 // lookup finds fewer, so the target always scores 1 + k positions, as the simulator prices it);
-// the target scores them in the iteration's one forward pass and the greedy verdict keeps the
-// drafts that match its argmax, then its own token: the same tokens as without speculation.
+// the target scores them in the iteration's one forward pass and the verdict keeps the drafts
+// the target accepts (greedy: those that match its argmax), then its own token: the same tokens
+// as without speculation.
+//
+// The server's requests carry real prompts instead: add_request() gives a request's ids, its
+// sampling parameters and its seed (one generator per request, so a request's tokens do not
+// depend on what else is batched with it).
 class ServingExecutor : public Executor {
  public:
   ServingExecutor(Backend& backend, const std::vector<ServeRequest>& requests, uint64_t seed,
                   int64_t ngram_max = 3);
+  // No requests yet: the server adds them as they come.
+  explicit ServingExecutor(Backend& backend, int64_t ngram_max = 3);
+  // Request `id` (the scheduler's id: the next index) with its prompt ids and sampling.
+  void add_request(int64_t id, std::vector<int32_t> prompt, const SamplingParams& sampling,
+                   uint64_t seed);
+  // Frees a finished request's token lists (a long-running server).
+  void release(int64_t id);
 
   IterationOutcome execute(const ScheduledIteration& iteration) override;
 
@@ -43,6 +57,8 @@ class ServingExecutor : public Executor {
 
   Backend& backend_;
   std::vector<std::vector<int32_t>> prompts_, generated_;
+  std::vector<SamplingParams> sampling_;  // per request (greedy for drawn workloads)
+  std::vector<Xoshiro256> rngs_;          // per request: its sampling draws
   int64_t forward_passes_ = 0, drafts_proposed_ = 0;
   int64_t ngram_max_;
 };

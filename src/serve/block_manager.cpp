@@ -16,18 +16,19 @@ int64_t BlockManager::free_blocks() const {
   return static_cast<int64_t>(never_used_.size() + evictable_.size());
 }
 
-int64_t BlockManager::cached_prefix_blocks(int64_t prefix_id, int64_t prefix_blocks) const {
-  if (!prefix_caching_ || prefix_id < 0) return 0;
+int64_t BlockManager::cached_prefix_blocks(std::span<const uint64_t> keys) const {
+  if (!prefix_caching_) return 0;
   int64_t hits = 0;
-  while (hits < prefix_blocks && cache_.count(key_of(prefix_id, hits))) ++hits;
+  while (hits < static_cast<int64_t>(keys.size()) && cache_.count(keys[static_cast<size_t>(hits)]))
+    ++hits;
   return hits;
 }
 
-int64_t BlockManager::acquire_prefix(int64_t seq, int64_t prefix_id, int64_t prefix_blocks) {
-  const int64_t hits = cached_prefix_blocks(prefix_id, prefix_blocks);
+int64_t BlockManager::acquire_prefix(int64_t seq, std::span<const uint64_t> keys) {
+  const int64_t hits = cached_prefix_blocks(keys);
   auto& held = seq_blocks_[seq];
   for (int64_t i = 0; i < hits; ++i) {
-    const int64_t b = cache_.at(key_of(prefix_id, i));
+    const int64_t b = cache_.at(keys[static_cast<size_t>(i)]);
     if (blocks_[b].refs == 0) {
       evictable_.erase(evictable_pos_.at(b));
       evictable_pos_.erase(b);
@@ -50,7 +51,7 @@ int64_t BlockManager::take_block() {
   evictable_.pop_front();
   evictable_pos_.erase(b);
   cache_.erase(blocks_[b].key);
-  blocks_[b].key = -1;
+  blocks_[b].keyed = false;
   ++evictions_;
   return b;
 }
@@ -67,19 +68,20 @@ bool BlockManager::grow(int64_t seq, int64_t tokens) {
   return true;
 }
 
-void BlockManager::mark_computed(int64_t seq, int64_t computed_tokens, int64_t prefix_id,
-                                 int64_t prefix_blocks) {
+void BlockManager::mark_computed(int64_t seq, int64_t computed_tokens,
+                                 std::span<const uint64_t> keys) {
   int64_t& done = seq_computed_[seq];
-  if (prefix_caching_ && prefix_id >= 0) {
+  if (prefix_caching_ && !keys.empty()) {
     const auto& held = seq_blocks_[seq];
-    const int64_t full =
-        std::min({prefix_blocks, computed_tokens / block_size_, static_cast<int64_t>(held.size())});
+    const int64_t full = std::min({static_cast<int64_t>(keys.size()), computed_tokens / block_size_,
+                                   static_cast<int64_t>(held.size())});
     for (int64_t i = done / block_size_; i < full; ++i) {
-      const int64_t key = key_of(prefix_id, i);
+      const uint64_t key = keys[static_cast<size_t>(i)];
       const int64_t b = held[static_cast<size_t>(i)];
-      if (!cache_.count(key) && blocks_[b].key < 0) {
+      if (!cache_.count(key) && !blocks_[b].keyed) {
         cache_[key] = b;
         blocks_[b].key = key;
+        blocks_[b].keyed = true;
       }
     }
   }
@@ -102,7 +104,7 @@ void BlockManager::release(int64_t seq) {
   if (it == seq_blocks_.end()) return;
   for (int64_t b : it->second) {
     if (--blocks_[b].refs > 0) continue;
-    if (blocks_[b].key >= 0) {
+    if (blocks_[b].keyed) {
       evictable_.push_back(b);
       evictable_pos_[b] = std::prev(evictable_.end());
     } else {
@@ -136,19 +138,19 @@ std::string BlockManager::consistency_error() const {
     if (block.refs != holders[i]) return where("reference count differs from its holders", b);
     if (block.refs > 0 && places[i] != 0) return where("a held block is also free", b);
     if (block.refs == 0 && places[i] != 1) return where("a free block is not free exactly once", b);
-    if (block.key >= 0) {
+    if (block.keyed) {
       auto it = cache_.find(block.key);
       if (it == cache_.end() || it->second != b) return where("a keyed block is not cached", b);
     }
   }
   for (int64_t b : never_used_) {
-    if (blocks_[static_cast<size_t>(b)].key >= 0) return where("a never-used block has a key", b);
+    if (blocks_[static_cast<size_t>(b)].keyed) return where("a never-used block has a key", b);
   }
   for (int64_t b : evictable_) {
-    if (blocks_[static_cast<size_t>(b)].key < 0) return where("an evictable block has no key", b);
+    if (!blocks_[static_cast<size_t>(b)].keyed) return where("an evictable block has no key", b);
   }
   for (const auto& [key, b] : cache_) {
-    if (blocks_[static_cast<size_t>(b)].key != key)
+    if (!blocks_[static_cast<size_t>(b)].keyed || blocks_[static_cast<size_t>(b)].key != key)
       return where("the cache names a block by another key", b);
   }
   return "";

@@ -1,6 +1,7 @@
 #pragma once
 #include <cstdint>
 #include <list>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -8,10 +9,10 @@
 namespace inferlab {
 
 // A paged KV cache (vLLM's block manager): `total_blocks` blocks of `block_size` tokens. A
-// sequence holds a list of blocks. With prefix caching, a full block of a shared prefix is
-// identified by (prefix id, block index): a second sequence with the same prefix shares it
-// (reference counted), and a block nobody holds stays cached, evictable least recently freed
-// first, until its space is needed.
+// sequence holds a list of blocks. With prefix caching, a full prompt block is identified by its
+// key (serve/block_keys: a hash chain over the tokens up to its end): a second sequence whose
+// prompt has the same leading keys shares those blocks (reference counted), and a block nobody
+// holds stays cached, evictable least recently freed first, until its space is needed.
 class BlockManager {
  public:
   BlockManager(int64_t total_blocks, int64_t block_size, bool prefix_caching);
@@ -22,16 +23,15 @@ class BlockManager {
   int64_t used_blocks() const { return total_ - free_blocks(); }
   int64_t blocks_for(int64_t tokens) const { return (tokens + block_size_ - 1) / block_size_; }
 
-  // Leading blocks of a prefix already cached (0 without prefix caching).
-  int64_t cached_prefix_blocks(int64_t prefix_id, int64_t prefix_blocks) const;
-  // Takes the cached prefix blocks for a new sequence (refcount + 1). Returns how many.
-  int64_t acquire_prefix(int64_t seq, int64_t prefix_id, int64_t prefix_blocks);
+  // How many of the leading `keys` are cached (0 without prefix caching).
+  int64_t cached_prefix_blocks(std::span<const uint64_t> keys) const;
+  // Takes the cached leading blocks for a new sequence (refcount + 1). Returns how many.
+  int64_t acquire_prefix(int64_t seq, std::span<const uint64_t> keys);
   // Grows a sequence to hold `tokens` tokens. False (and no change) when blocks run out.
   bool grow(int64_t seq, int64_t tokens);
   // After a step: the sequence's first `computed_tokens` tokens are in the cache, so its full
-  // shared-prefix blocks among them become hits for later sequences.
-  void mark_computed(int64_t seq, int64_t computed_tokens, int64_t prefix_id,
-                     int64_t prefix_blocks);
+  // keyed blocks among them (keys[i] is block i's) become hits for later sequences.
+  void mark_computed(int64_t seq, int64_t computed_tokens, std::span<const uint64_t> keys);
   int64_t held_blocks(int64_t seq) const;
   // A sequence's blocks in position order (empty when it holds none): its block table.
   const std::vector<int64_t>& blocks_of(int64_t seq) const;
@@ -48,11 +48,10 @@ class BlockManager {
  private:
   struct Block {
     int64_t refs = 0;
-    int64_t key = -1;  // prefix cache key, -1: none
+    bool keyed = false;  // in the prefix cache under `key`
+    uint64_t key = 0;
   };
   int64_t take_block();  // a never-used block, else the oldest evictable cached one; -1: none
-  // Prefix ids below 2^38 and block indices below 2^24 (16 M blocks) map to distinct keys.
-  static int64_t key_of(int64_t prefix_id, int64_t index) { return (prefix_id << 24) | index; }
 
   int64_t total_, block_size_;
   bool prefix_caching_;
@@ -60,7 +59,7 @@ class BlockManager {
   std::vector<int64_t> never_used_;
   std::list<int64_t> evictable_;  // cached blocks with no holder, oldest first
   std::unordered_map<int64_t, std::list<int64_t>::iterator> evictable_pos_;
-  std::unordered_map<int64_t, int64_t> cache_;  // key -> block
+  std::unordered_map<uint64_t, int64_t> cache_;  // key -> block
   std::unordered_map<int64_t, std::vector<int64_t>> seq_blocks_;
   std::unordered_map<int64_t, int64_t> seq_computed_;  // tokens registered so far
   int64_t evictions_ = 0;

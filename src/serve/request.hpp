@@ -13,6 +13,9 @@ struct ServeRequest {
   int64_t output_tokens = 1;  // tokens generated, the first one included
   int64_t prefix_id = -1;     // -1: no shared prefix
   int64_t prefix_tokens = 0;
+  // Prefix-cache keys of the prompt's full blocks from its real tokens (serve/block_keys; the
+  // server sets them). Empty: keys derived from prefix_id for its prefix_tokens.
+  std::vector<uint64_t> block_keys;
 };
 
 // What happened to one request.
@@ -24,6 +27,7 @@ struct RequestOutcome {
   int64_t prefix_hit_tokens = 0;  // prompt tokens served from the prefix cache
   int preemptions = 0;
   bool rejected = false;              // could never fit in the KV cache
+  bool ended_early = false;           // stopped before output_tokens (a stop token, a client gone)
   std::vector<double> inter_token_s;  // gaps between successive token emissions
   double ttft_s() const { return first_token_s - arrival_s; }
   double e2e_s() const { return finish_s - arrival_s; }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "serve/block_keys.hpp"
 #include "serve/policies.hpp"
 
 namespace inferlab {
@@ -29,19 +30,64 @@ Scheduler::Scheduler(const std::vector<ServeRequest>& requests, const EngineConf
   seqs_.resize(requests.size());
   result_.requests.resize(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
-    seqs_[i].request = &requests[i];
-    seqs_[i].id = static_cast<int64_t>(i);
-    seqs_[i].target = requests[i].prompt_tokens;
-    auto& out = result_.requests[i];
-    out.arrival_s = requests[i].arrival_s;
-    out.prompt_tokens = requests[i].prompt_tokens;
-    out.output_tokens = requests[i].output_tokens;
+    init_seq(seqs_[i], requests[i], static_cast<int64_t>(i));
     arrivals_.push_back(&seqs_[i]);
   }
   std::stable_sort(arrivals_.begin(), arrivals_.end(), [](const Seq* a, const Seq* b) {
     return a->request->arrival_s < b->request->arrival_s;
   });
   result_.kv_blocks = config.kv_blocks;
+}
+
+void Scheduler::init_seq(Seq& seq, const ServeRequest& request, int64_t id) {
+  seq.request = &request;
+  seq.id = id;
+  seq.target = request.prompt_tokens;
+  if (!request.block_keys.empty()) {
+    seq.block_keys = request.block_keys;
+  } else if (request.prefix_id >= 0) {
+    seq.block_keys =
+        prefix_block_keys(request.prefix_id, request.prefix_tokens / config_.block_size);
+  }
+  auto& out = result_.requests[static_cast<size_t>(id)];
+  out.arrival_s = request.arrival_s;
+  out.prompt_tokens = request.prompt_tokens;
+  out.output_tokens = request.output_tokens;
+}
+
+int64_t Scheduler::add(ServeRequest request, double now) {
+  request.arrival_s = now;
+  added_requests_.push_back(std::move(request));
+  const auto id = static_cast<int64_t>(seqs_.size());
+  seqs_.emplace_back();
+  result_.requests.emplace_back();
+  Seq& seq = seqs_.back();
+  init_seq(seq, added_requests_.back(), id);
+  seq.state = SeqState::waiting;
+  waiting_.push_back(&seq);
+  return id;
+}
+
+void Scheduler::end_early(int64_t id, double now) {
+  Seq* s = &seqs_[static_cast<size_t>(id)];
+  if (s->state == SeqState::finished) return;
+  std::erase(waiting_, s);
+  std::erase(swapped_, s);
+  std::erase(running_, s);
+  blocks_.release(s->id);
+  s->state = SeqState::finished;
+  auto& out = result_.requests[static_cast<size_t>(id)];
+  out.finish_s = now;
+  out.output_tokens = s->generated;
+  out.ended_early = true;
+  ++done_;
+}
+
+void Scheduler::forget_token_times(int64_t id) {
+  auto& times = result_.requests[static_cast<size_t>(id)].inter_token_s;
+  times.clear();
+  times.shrink_to_fit();
+  seqs_[static_cast<size_t>(id)].block_keys = {};
 }
 
 double Scheduler::first_arrival_s() const {
@@ -121,17 +167,18 @@ bool Scheduler::admit(Seq* s, int64_t chunk_limit, int64_t& new_tokens) {
   const auto& r = *s->request;
   int64_t hit_tokens = 0;
   if (s->computed == 0 && paged()) {
-    const int64_t prefix_full_blocks = r.prefix_id >= 0 ? r.prefix_tokens / config_.block_size : 0;
     // At least one prompt token is always computed (its logits give the first token).
-    const int64_t usable = std::min(prefix_full_blocks, (s->target - 1) / config_.block_size);
-    const int64_t hits = blocks_.cached_prefix_blocks(r.prefix_id, usable);
+    const int64_t usable =
+        std::min(static_cast<int64_t>(s->block_keys.size()), (s->target - 1) / config_.block_size);
+    const std::span<const uint64_t> keys(s->block_keys.data(), static_cast<size_t>(usable));
+    const int64_t hits = blocks_.cached_prefix_blocks(keys);
     const int64_t uncached = s->target - hits * config_.block_size;
     const int64_t chunk = std::min(uncached, chunk_limit);
     if (chunk < 1) return false;
     if (blocks_.blocks_for(s->target - uncached + chunk) - hits > blocks_.free_blocks()) {
       return false;
     }
-    blocks_.acquire_prefix(s->id, r.prefix_id, hits);
+    blocks_.acquire_prefix(s->id, keys);
     if (!blocks_.grow(s->id, hits * config_.block_size + chunk)) {
       blocks_.release(s->id);  // the cached blocks it took were the ones it needed to grow
       return false;
@@ -241,10 +288,9 @@ void Scheduler::update(const ScheduledIteration& iteration, const IterationOutco
       s->computed += w.new_tokens;
       emitted = s->computed >= s->target ? 1 : 0;
     }
-    // Full shared-prefix blocks become cache hits for later requests (before a finished
+    // Full keyed prompt blocks become cache hits for later requests (before a finished
     // sequence gives its blocks back, so they stay cached).
-    blocks_.mark_computed(s->id, s->computed, s->request->prefix_id,
-                          s->shared_prefix_tokens() / config_.block_size);
+    blocks_.mark_computed(s->id, s->computed, s->block_keys);
     if (emitted > 0) emit(s, emitted, now);
   }
 }

@@ -1,6 +1,7 @@
 #pragma once
 #include <cstdint>
 #include <deque>
+#include <span>
 #include <vector>
 
 #include "serve/block_manager.hpp"
@@ -23,6 +24,24 @@ SchedulePolicyFn policy_function(SchedulePolicy policy);
 class Scheduler {
  public:
   Scheduler(const std::vector<ServeRequest>& requests, const EngineConfig& config);
+
+  // --- Online use (the server): requests join while it runs ------------------------------
+  // Adds a request that arrives now (its arrival_s is set to `now`); it waits at once. Returns
+  // its id: the next index of take_result().requests.
+  int64_t add(ServeRequest request, double now);
+  // Ends a sequence before its output is complete (a stop token, a client that went away): its
+  // blocks go back at once. No effect on a finished one. Call between iterations.
+  void end_early(int64_t id, double now);
+  bool is_finished(int64_t id) const {
+    return seqs_[static_cast<size_t>(id)].state == SeqState::finished;
+  }
+  const RequestOutcome& outcome(int64_t id) const {
+    return result_.requests[static_cast<size_t>(id)];
+  }
+  // Drops a finished request's per-token record (a long-running server keeps only counts).
+  void forget_token_times(int64_t id);
+  // The whole run's counters so far (prefix hits, preemptions, drafts).
+  const ServeResult& result_so_far() const { return result_; }
 
   // Moves every request that has arrived by `now` into the waiting queue.
   void arrive(double now);
@@ -69,6 +88,7 @@ class Scheduler {
   bool swapped_empty() const { return swapped_.empty(); }
 
  private:
+  void init_seq(Seq& seq, const ServeRequest& request, int64_t id);
   bool reject_if_impossible(Seq* s);
   Seq* preempt();
   bool admit(Seq* s, int64_t chunk_limit, int64_t& new_tokens);
@@ -77,7 +97,8 @@ class Scheduler {
   EngineConfig config_;
   SchedulePolicyFn policy_;
   BlockManager blocks_;
-  std::vector<Seq> seqs_;
+  std::deque<Seq> seqs_;                     // a deque: Seq* stay valid as requests join
+  std::deque<ServeRequest> added_requests_;  // the online requests' own storage
   std::vector<Seq*> arrivals_;
   size_t next_arrival_ = 0;
   size_t done_ = 0;

@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "serve/request.hpp"
 
@@ -18,9 +19,7 @@ struct Seq {
   int64_t generated = 0;  // tokens emitted
   double last_emit_s = 0.0;
   SeqState state = SeqState::pending;
-  int64_t shared_prefix_tokens() const {
-    return request->prefix_id >= 0 ? request->prefix_tokens : 0;
-  }
+  std::vector<uint64_t> block_keys;  // prefix-cache keys of its prompt's full blocks
   bool decoding() const { return computed >= target && generated > 0; }
 };
 

@@ -4,6 +4,7 @@
 
 #include <random>
 
+#include "serve/block_keys.hpp"
 #include "serve/block_manager.hpp"
 #include "serve/engine.hpp"
 #include "serve/executor.hpp"
@@ -23,13 +24,16 @@ TEST(BlockManagerStress, RandomOperationsKeepTheBookkeeping) {
       const int64_t seq = next_seq++;
       const int64_t prefix = static_cast<int64_t>(rng() % 4) - 1;  // -1: none
       prefix_of.push_back(prefix);
-      blocks.acquire_prefix(seq, prefix, 3);
+      blocks.acquire_prefix(seq,
+                            prefix >= 0 ? prefix_block_keys(prefix, 3) : std::vector<uint64_t>{});
       live.push_back(seq);
     } else if (op <= 2) {  // grow and compute
       const int64_t seq = live[rng() % live.size()];
       const int64_t tokens = blocks.held_blocks(seq) * 4 + static_cast<int64_t>(rng() % 9);
       if (blocks.grow(seq, tokens)) {
-        blocks.mark_computed(seq, tokens, prefix_of[static_cast<size_t>(seq)], 3);
+        const int64_t prefix = prefix_of[static_cast<size_t>(seq)];
+        blocks.mark_computed(seq, tokens,
+                             prefix >= 0 ? prefix_block_keys(prefix, 3) : std::vector<uint64_t>{});
       }
     } else {  // release
       const size_t i = rng() % live.size();

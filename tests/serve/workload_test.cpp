@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "serve/block_keys.hpp"
 #include "serve/block_manager.hpp"
 #include "util/error.hpp"
 #include "util/field_error.hpp"
@@ -212,12 +213,13 @@ TEST_F(TraceFiles, NumberOutOfRangeIsAnInputError) {
 
 TEST(ServeBlocks, AllocationReleaseAndPrefixSharing) {
   BlockManager m(10, 4, true);
+  const std::vector<uint64_t> keys = prefix_block_keys(/*prefix_id=*/5, /*blocks=*/2);
   EXPECT_EQ(m.blocks_for(9), 3);
   ASSERT_TRUE(m.grow(1, 9));  // 3 blocks
   EXPECT_EQ(m.free_blocks(), 7);
-  m.mark_computed(1, 9, /*prefix_id=*/5, /*prefix_blocks=*/2);
-  EXPECT_EQ(m.cached_prefix_blocks(5, 2), 2);
-  EXPECT_EQ(m.acquire_prefix(2, 5, 2), 2);  // shared, not copied
+  m.mark_computed(1, 9, keys);
+  EXPECT_EQ(m.cached_prefix_blocks(keys), 2);
+  EXPECT_EQ(m.acquire_prefix(2, keys), 2);  // shared, not copied
   EXPECT_EQ(m.free_blocks(), 7);
   ASSERT_TRUE(m.grow(2, 12));  // one more of its own
   EXPECT_EQ(m.free_blocks(), 6);
@@ -225,12 +227,12 @@ TEST(ServeBlocks, AllocationReleaseAndPrefixSharing) {
   EXPECT_EQ(m.free_blocks(), 7);
   m.release(2);  // now the prefix blocks are cached but evictable: they count as free
   EXPECT_EQ(m.free_blocks(), 10);
-  EXPECT_EQ(m.cached_prefix_blocks(5, 2), 2);
+  EXPECT_EQ(m.cached_prefix_blocks(keys), 2);
   EXPECT_FALSE(m.grow(3, 41));  // 11 blocks: more than exist, nothing taken
   EXPECT_EQ(m.free_blocks(), 10);
   ASSERT_TRUE(m.grow(3, 40));  // takes every block: the cached ones are evicted
   EXPECT_EQ(m.evictions(), 2);
-  EXPECT_EQ(m.cached_prefix_blocks(5, 2), 0);
+  EXPECT_EQ(m.cached_prefix_blocks(keys), 0);
 }
 
 }  // namespace

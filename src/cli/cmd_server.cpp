@@ -1,0 +1,186 @@
+// `inferlab server`: the engine behind an OpenAI-compatible HTTP server until SIGTERM.
+#include <fmt/format.h>
+#include <pthread.h>
+
+#include <csignal>
+#include <filesystem>
+#include <iostream>
+#include <thread>
+
+#include "cli/commands.hpp"
+#include "cli/common_args.hpp"
+#include "cli/engine_args.hpp"
+#include "engine/speculative.hpp"
+#include "engine/tokenizer/chat.hpp"
+#include "engine/tokenizer/tokenizer.hpp"
+#include "server/engine_loop.hpp"
+#include "server/openai_server.hpp"
+#include "util/error.hpp"
+
+namespace inferlab::cli {
+
+namespace {
+
+struct ServerArgs {
+  std::string model, tokenizer, host = "127.0.0.1", device = "auto", served_model_name;
+  std::string policy = "chunked", speculative, cuda_graphs = "on";
+  int port = 8000;
+  uint64_t seed = 0;
+  int64_t kv_tokens = 0, max_num_seqs = 256, max_num_batched_tokens = 8192, max_model_len = 0;
+  int64_t max_queue = 1024, block_size = 16;
+  int http_threads = 512;
+  bool prefix_caching = false;
+  double gpu_memory_utilization = 0.90;
+};
+
+// Does the server's work between the signals that stop it: SIGTERM or SIGINT drain and stop it
+// (blocked in every thread, taken by sigwait here, so nothing runs in a signal handler).
+void serve_until_signalled(server::OpenAiServer& http) {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGUSR1);  // sent by this function to end the waiter
+  std::thread waiter([&] {
+    int received = 0;
+    sigwait(&signals, &received);
+    if (received != SIGUSR1) {
+      std::cerr << "inferlab: shutting down: finishing the requests already accepted\n";
+      http.shutdown();
+    }
+  });
+  http.serve();
+  pthread_kill(waiter.native_handle(), SIGUSR1);  // no effect once the waiter has returned
+  waiter.join();
+}
+
+void run_server(const ServerArgs& a) {
+  if (a.port < 0 || a.port > 65535) throw InputError("--port must be 0 to 65535");
+  if (a.max_num_seqs < 1 || a.max_num_batched_tokens < 1 || a.max_queue < 0 || a.kv_tokens < 0 ||
+      a.max_model_len < 0 || a.block_size < 1 || a.http_threads < 1 || a.http_threads > 65536) {
+    throw InputError(
+        "--max-num-seqs, --max-num-batched-tokens, --block-size and --http-threads must be "
+        "positive; --max-queue, --kv-tokens and --max-model-len not negative");
+  }
+  EngineConfig config;
+  config.policy = parse_schedule_policy(a.policy);
+  if (config.policy != SchedulePolicy::vllm && config.policy != SchedulePolicy::chunked) {
+    throw InputError("the server schedules with --policy chunked or vllm (paged KV cache)");
+  }
+  config.max_num_seqs = a.max_num_seqs;
+  config.max_num_batched_tokens = a.max_num_batched_tokens;
+  config.block_size = a.block_size;
+  config.prefix_caching = a.prefix_caching;
+  if (!a.speculative.empty()) {
+    std::string draft_model;
+    const auto spec = engine::parse_speculative(a.speculative, draft_model);
+    if (!draft_model.empty()) {
+      throw InputError("the server drafts by n-gram lookup only: --speculative draft=ngram,k=K");
+    }
+    config.speculative.k = static_cast<int>(spec.k);
+  }
+  const engine::Tokenizer tokenizer =
+      engine::Tokenizer::from_file(tokenizer_path(a.model, a.tokenizer));
+  const std::vector<int32_t> eos =
+      engine::stop_token_ids(tokenizer, is_checkpoint_folder(a.model) ? a.model : "");
+  const engine::LlamaConfig llama = engine::load_llama_config(a.model);
+  const int64_t context = llama.model.max_position_embeddings;
+  const int64_t max_model_len = a.max_model_len > 0 ? a.max_model_len : context;
+  if (context > 0 && max_model_len > context) {
+    throw InputError(fmt::format("--max-model-len {} is past the model's context of {} tokens",
+                                 max_model_len, context));
+  }
+  EngineOptions options;
+  options.device = resolve_device(a.device);
+  options.seed = a.seed;
+  options.block_size = a.block_size;
+  options.kv_tokens = a.kv_tokens;
+  options.kv_pool_tokens = a.kv_tokens;
+  if (options.device == "cpu" && a.kv_tokens == 0) options.kv_tokens = 8192;
+  options.max_batch_tokens = std::max(a.max_num_batched_tokens, max_model_len);
+  options.max_sequences = a.max_num_seqs;
+  options.cuda_graphs = parse_on_off("--cuda-graphs", a.cuda_graphs);
+  options.gpu_memory_utilization = a.gpu_memory_utilization;
+
+  server::ServerOptions http_options;
+  http_options.host = a.host;
+  http_options.port = a.port;
+  http_options.served_model_name = !a.served_model_name.empty()
+                                       ? a.served_model_name
+                                       : std::filesystem::path(a.model).filename().string();
+  if (http_options.served_model_name.empty()) http_options.served_model_name = a.model;
+  http_options.max_model_len = max_model_len;
+  http_options.vocab_size = llama.model.vocab_size;
+  http_options.http_threads = a.http_threads;
+  http_options.eos_ids = eos;
+  http_options.llama3_chat = tokenizer.added_token_id("<|start_header_id|>").has_value();
+
+  // Blocked before any thread starts, so every thread inherits it and only sigwait sees them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  for (int s : {SIGTERM, SIGINT, SIGUSR1}) sigaddset(&signals, s);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);  // a client that went away is a failed write, not a signal
+
+  auto backend = make_engine_backend(a.model, options);
+  server::ServingMetrics metrics;
+  server::LoopOptions loop_options{config, a.max_queue};
+  server::EngineLoop loop(*backend, loop_options, metrics);
+  server::OpenAiServer http(loop, tokenizer, metrics, http_options);
+  const int port = http.bind();
+  std::cerr << fmt::format(
+                   "inferlab: serving {} on http://{}:{} ({}, KV cache {} tokens, max model "
+                   "length {})\n",
+                   http_options.served_model_name, a.host, port, options.device,
+                   backend->kv_layout().slots(), max_model_len)
+            << std::flush;
+  serve_until_signalled(http);
+  std::cerr << "inferlab: server stopped\n";
+}
+
+}  // namespace
+
+void register_server(CLI::App& app) {
+  auto args = std::make_shared<ServerArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "server",
+      "Serve a model over an OpenAI-compatible HTTP API (/v1/completions, /v1/chat/completions, "
+      "/v1/models, /health, /metrics) until SIGTERM");
+  cmd->add_option("--model", args->model, "Checkpoint folder, or a shipped model (random weights)")
+      ->required();
+  cmd->add_option("--tokenizer", args->tokenizer, "tokenizer.json (default: the checkpoint's)");
+  cmd->add_option("--host", args->host, "Address to listen on")->capture_default_str();
+  cmd->add_option("--port", args->port, "Port (0: any free one)")->capture_default_str();
+  cmd->add_option("--served-model-name", args->served_model_name,
+                  "The name clients send as 'model' (default: the model's folder or name)");
+  cmd->add_option("--device", args->device, "auto, cuda or cpu (the fp32 reference)")
+      ->capture_default_str();
+  cmd->add_option("--seed", args->seed, "Random weights of a shipped model")->capture_default_str();
+  cmd->add_option("--kv-tokens", args->kv_tokens,
+                  "KV cache size in tokens (default: GPU memory left; CPU: 8192)");
+  cmd->add_option("--block-size", args->block_size, "Tokens per KV block")->capture_default_str();
+  cmd->add_option("--max-num-seqs", args->max_num_seqs, "Sequences in a batch")
+      ->capture_default_str();
+  cmd->add_option("--max-num-batched-tokens", args->max_num_batched_tokens,
+                  "Tokens per iteration (prefill chunks and decodes)")
+      ->capture_default_str();
+  cmd->add_option("--max-model-len", args->max_model_len,
+                  "Longest prompt + output (default: the model's context)");
+  cmd->add_option("--max-queue", args->max_queue,
+                  "Requests waiting beyond --max-num-seqs; more get 429")
+      ->capture_default_str();
+  cmd->add_option("--policy", args->policy, "chunked or vllm")->capture_default_str();
+  cmd->add_flag("--prefix-caching", args->prefix_caching,
+                "Share KV blocks of identical prompt prefixes (hash chain over their tokens)");
+  cmd->add_option("--speculative", args->speculative, "draft=ngram,k=K: prompt-lookup drafting");
+  cmd->add_option("--cuda-graphs", args->cuda_graphs, "on|off: decode iterations replay graphs")
+      ->capture_default_str();
+  cmd->add_option("--gpu-memory-utilization", args->gpu_memory_utilization,
+                  "Share of GPU memory for weights and KV cache")
+      ->capture_default_str();
+  cmd->add_option("--http-threads", args->http_threads, "Connections served at once")
+      ->capture_default_str();
+  cmd->callback([args] { run_server(*args); });
+}
+
+}  // namespace inferlab::cli

@@ -1,0 +1,231 @@
+#include "server/engine_loop.hpp"
+
+#include <algorithm>
+
+#include "serve/block_keys.hpp"
+#include "server/api_error.hpp"
+
+namespace inferlab::server {
+
+namespace {
+const std::vector<ServeRequest> kNoRequests;
+
+EngineConfig with_pool(EngineConfig config, const engine::Backend& backend) {
+  config.kv_blocks = backend.kv_layout().num_blocks;
+  config.block_size = backend.kv_layout().block_size;
+  return config;
+}
+}  // namespace
+
+EngineLoop::EngineLoop(engine::Backend& backend, LoopOptions options, ServingMetrics& metrics)
+    : backend_(backend),
+      options_(std::move(options)),
+      metrics_(metrics),
+      start_(std::chrono::steady_clock::now()),
+      kv_slots_(backend.kv_layout().slots()),
+      scheduler_(kNoRequests, with_pool(options_.config, backend)),
+      executor_(backend) {
+  options_.config = with_pool(options_.config, backend);
+  publish_gauges();
+  thread_ = std::thread([this] { run(); });
+}
+
+EngineLoop::~EngineLoop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+double EngineLoop::now_s() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+std::shared_ptr<RequestStream> EngineLoop::submit(GenerationJob job) {
+  auto stream = std::make_shared<RequestStream>(now_s());
+  {
+    std::lock_guard lock(mutex_);
+    if (failed_) throw ApiError(503, "the engine failed; see the server's log");
+    if (draining_ || stopping_) throw ApiError(503, "the server is shutting down");
+    const int64_t in_flight = accepted_ - finished_;
+    if (in_flight >= options_.config.max_num_seqs + options_.max_waiting) {
+      throw ApiError(429, "the server's queue is full; retry later");
+    }
+    ++accepted_;
+    incoming_.push_back({std::move(job), stream});
+  }
+  wake_.notify_all();
+  return stream;
+}
+
+void EngineLoop::notify_cancel() {
+  wake_.notify_all();
+}
+
+void EngineLoop::drain() {
+  std::unique_lock lock(mutex_);
+  draining_ = true;
+  drained_.wait(lock, [&] { return finished_ == accepted_; });
+}
+
+void EngineLoop::admit(std::vector<Incoming>& incoming) {
+  for (auto& in : incoming) {
+    ServeRequest request;
+    request.prompt_tokens = static_cast<int64_t>(in.job.prompt.size());
+    request.output_tokens = in.job.max_tokens;
+    if (options_.config.prefix_caching) {
+      request.block_keys = token_block_keys(in.job.prompt, options_.config.block_size);
+    }
+    const int64_t id = scheduler_.add(std::move(request), in.stream->submitted_s());
+    executor_.add_request(id, in.job.prompt, in.job.sampling, in.job.seed);
+    active_.emplace(id, Active{std::move(in.stream), std::move(in.job), 0});
+  }
+  incoming.clear();
+}
+
+void EngineLoop::end(int64_t id, Active& active, const std::string& reason,
+                     int64_t completion_tokens, const std::string& error) {
+  const double now = now_s();
+  scheduler_.end_early(id, now);  // no effect when the scheduler finished it already
+  const RequestOutcome& outcome = scheduler_.outcome(id);
+  const double ttft = outcome.first_token_s >= 0 ? outcome.first_token_s - outcome.arrival_s : -1;
+  const double tpot =
+      completion_tokens > 1 && outcome.first_token_s >= 0
+          ? (now - outcome.first_token_s) / static_cast<double>(completion_tokens - 1)
+          : 0.0;
+  metrics_.record_finish(reason, outcome.prompt_tokens, completion_tokens, ttft, tpot,
+                         now - outcome.arrival_s);
+  active.stream->finish(reason, completion_tokens, now, error);
+  scheduler_.forget_token_times(id);
+  executor_.release(id);
+}
+
+// Streams what the iteration produced and ends the sequences that are done.
+void EngineLoop::after_iteration() {
+  std::vector<int64_t> ended;
+  for (auto& [id, active] : active_) {
+    if (active.stream->cancelled()) {
+      end(id, active, "abort", static_cast<int64_t>(active.streamed));
+      ended.push_back(id);
+      continue;
+    }
+    const RequestOutcome& outcome = scheduler_.outcome(id);
+    if (outcome.rejected) {
+      end(id, active, "error", 0, "the prompt does not fit in the KV cache");
+      ended.push_back(id);
+      continue;
+    }
+    const auto& generated = executor_.generated(static_cast<size_t>(id));
+    // The scheduler counts at most max_tokens; speculation may have produced more.
+    const size_t available = std::min(generated.size(), static_cast<size_t>(active.job.max_tokens));
+    std::vector<int32_t> fresh;
+    bool stopped = false;
+    while (active.streamed < available) {
+      const int32_t token = generated[active.streamed++];
+      const bool stop_token = static_cast<int64_t>(active.streamed) > active.job.min_tokens &&
+                              std::find(active.job.stop_ids.begin(), active.job.stop_ids.end(),
+                                        token) != active.job.stop_ids.end();
+      if (stop_token) {
+        stopped = true;
+        break;
+      }
+      fresh.push_back(token);
+    }
+    active.stream->push(fresh, now_s());
+    if (stopped) {
+      end(id, active, "stop", static_cast<int64_t>(active.streamed));
+      ended.push_back(id);
+    } else if (active.streamed >= static_cast<size_t>(active.job.max_tokens)) {
+      end(id, active, "length", static_cast<int64_t>(active.streamed));
+      ended.push_back(id);
+    }
+  }
+  for (int64_t id : ended) active_.erase(id);
+  if (!ended.empty()) {
+    {
+      std::lock_guard lock(mutex_);
+      finished_ += static_cast<int64_t>(ended.size());
+    }
+    drained_.notify_all();
+  }
+}
+
+void EngineLoop::fail_all(const std::string& error) {
+  {
+    std::lock_guard lock(mutex_);
+    failed_ = true;
+  }
+  for (auto& [id, active] : active_) end(id, active, "error", 0, error);
+  {
+    std::lock_guard lock(mutex_);
+    finished_ += static_cast<int64_t>(active_.size());
+  }
+  active_.clear();
+  drained_.notify_all();
+}
+
+void EngineLoop::publish_gauges() {
+  const ServeResult& totals = scheduler_.result_so_far();
+  LoopGauges g;
+  g.running = scheduler_.running_count();
+  g.waiting = scheduler_.waiting_count();
+  g.kv_blocks_used = scheduler_.blocks().used_blocks();
+  g.kv_blocks_total = scheduler_.blocks().total_blocks();
+  g.prefix_hit_tokens = totals.prefix_hit_tokens;
+  g.prompt_tokens_admitted = totals.prompt_tokens;
+  g.preemptions = totals.preemptions;
+  g.iterations = iterations_;
+  metrics_.set_gauges(g);
+}
+
+bool EngineLoop::stopping_unlocked() {
+  std::lock_guard lock(mutex_);
+  return stopping_;
+}
+
+void EngineLoop::run() {
+  std::vector<Incoming> incoming;
+  while (true) {
+    {
+      std::unique_lock lock(mutex_);
+      // Idle: sleep until a request comes. Busy: only a short wait for a cancel to land.
+      wake_.wait(lock, [&] { return stopping_ || !incoming_.empty() || !active_.empty(); });
+      if (stopping_ && incoming_.empty() && active_.empty()) break;
+      incoming.swap(incoming_);
+    }
+    if (stopping_unlocked()) {  // the server is going away: nothing waits for these any more
+      for (auto& in : incoming) in.stream->cancel();
+      for (auto& [id, active] : active_) active.stream->cancel();
+    }
+    admit(incoming);
+    after_iteration();  // cancellations that came in between iterations
+    if (active_.empty()) {
+      publish_gauges();
+      continue;
+    }
+    ScheduledIteration iteration = scheduler_.schedule();
+    if (iteration.work.empty()) {
+      after_iteration();  // requests the scheduler rejected
+      publish_gauges();
+      std::unique_lock lock(mutex_);
+      wake_.wait_for(lock, std::chrono::milliseconds(1));
+      continue;
+    }
+    IterationOutcome outcome;
+    try {
+      outcome = executor_.execute(iteration);
+    } catch (const std::exception& e) {
+      fail_all(std::string("the engine failed: ") + e.what());
+      continue;
+    }
+    IterationRecord record;
+    scheduler_.update(iteration, outcome, now_s(), record);
+    ++iterations_;
+    after_iteration();
+    publish_gauges();
+  }
+}
+
+}  // namespace inferlab::server

@@ -1,0 +1,69 @@
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/tokenizer/tokenizer.hpp"
+#include "server/engine_loop.hpp"
+#include "server/openai_request.hpp"
+#include "server/serving_metrics.hpp"
+
+namespace httplib {
+class Server;
+}
+
+namespace inferlab::server {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8000;  // 0: any free port (tests)
+  std::string served_model_name;
+  int64_t max_model_len = 0;                // prompt + max_tokens; the model's context
+  int64_t vocab_size = 0;                   // token ids must be below it
+  size_t max_body_bytes = size_t{4} << 20;  // larger: 413
+  int http_threads = 512;                   // concurrent connections served
+  std::vector<int32_t> eos_ids;             // end generation unless ignore_eos
+  bool llama3_chat = true;                  // the tokenizer has Llama 3's chat tokens
+};
+
+// The OpenAI-compatible HTTP front of an EngineLoop (cpp-httplib): /v1/completions and
+// /v1/chat/completions (streamed as server-sent events ending in `data: [DONE]`), /v1/models,
+// /health and /metrics (Prometheus text). Every refusal is an OpenAI-style JSON error: 400 for a
+// malformed or impossible request, 413 for a body over the limit, 429 for a full queue, 503
+// while shutting down.
+class OpenAiServer {
+ public:
+  OpenAiServer(EngineLoop& loop, const engine::Tokenizer& tokenizer, ServingMetrics& metrics,
+               ServerOptions options);
+  ~OpenAiServer();
+  // Binds the socket; returns the port (the chosen one with port 0). InputError when it cannot.
+  int bind();
+  // Serves until shutdown(); call after bind().
+  void serve();
+  // Graceful stop (SIGTERM): new requests get 503, those accepted finish, then serve() returns.
+  void shutdown();
+
+  // The token-level job for a parsed request (public for tests and the fuzz target):
+  // ApiError 400 for an unknown model, a prompt that is empty, has ids outside the vocabulary or
+  // does not fit the context or the KV cache.
+  GenerationJob make_job(const CompletionRequest& request) const;
+
+ private:
+  struct Exchange;
+  void install_routes();
+  void handle_completion(const std::string& body, Endpoint endpoint, void* response);
+  bool abandon(Exchange& exchange);  // the client went away: end its sequence; false
+
+  EngineLoop& loop_;
+  const engine::Tokenizer& tokenizer_;
+  ServingMetrics& metrics_;
+  ServerOptions options_;
+  std::unique_ptr<httplib::Server> http_;
+  std::atomic<bool> shutting_down_{false};
+  std::atomic<uint64_t> next_id_{1};
+  const long created_unix_s_;
+};
+
+}  // namespace inferlab::server

@@ -1,0 +1,268 @@
+// The OpenAI-compatible server end to end on the CPU reference (a tiny Llama with the real
+// Llama 3 tokenizer): its answers are generate()'s, alone or batched; streams end in [DONE];
+// every refusal is a JSON error with the right status; a client that goes away frees its blocks.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+
+#include "engine/generate.hpp"
+#include "engine/tokenizer/utf8.hpp"
+#include "server/sse.hpp"
+#include "server_test_support.hpp"
+
+namespace inferlab::server {
+namespace {
+
+using nlohmann::json;
+using testing::TestServer;
+
+#define SKIP_WITHOUT_TOKENIZER()                                                  \
+  if (!inferlab::testing::have_llama3_tokenizer()) {                              \
+    GTEST_SKIP() << "Llama 3 tokenizer not fetched (scripts/fetch-tokenizer.sh)"; \
+  }
+
+json post(const TestServer& server, const std::string& path, const json& body,
+          int* status = nullptr) {
+  auto client = server.client();
+  auto res = client.Post(path.c_str(), body.dump(), "application/json");
+  if (!res) throw std::runtime_error("no response");
+  if (status) *status = res->status;
+  return json::parse(res->body);
+}
+
+struct Streamed {
+  int status = 0;
+  std::vector<json> chunks;
+  bool done = false;  // ended with [DONE]
+};
+
+// A streamed request; `stop_after` chunks, then the client hangs up (0: read to the end).
+Streamed post_stream(const TestServer& server, const std::string& path, const json& body,
+                     size_t stop_after = 0) {
+  auto client = server.client();
+  Streamed out;
+  SseParser parser;
+  httplib::Request req;
+  req.method = "POST";
+  req.path = path;
+  req.body = body.dump();
+  req.set_header("Content-Type", "application/json");
+  req.response_handler = [&](const httplib::Response& r) {
+    out.status = r.status;
+    return true;
+  };
+  req.content_receiver = [&](const char* data, size_t size, uint64_t, uint64_t) {
+    for (auto& event : parser.feed(std::string_view(data, size))) {
+      if (event == kSseDone) {
+        out.done = true;
+      } else {
+        out.chunks.push_back(json::parse(event));
+      }
+    }
+    return stop_after == 0 || out.chunks.size() < stop_after;
+  };
+  client.send(req);
+  return out;
+}
+
+// What generate() gives for `prompt` alone on the same weights: the reference.
+std::string reference_text(const TestServer& server, const std::string& prompt, int64_t tokens) {
+  auto backend = testing::tiny_backend();
+  const auto ids = server.tokenizer().encode(prompt, true);
+  engine::GenerateOptions options;
+  options.max_new_tokens = tokens;
+  const auto result = engine::generate(*backend, ids, options);
+  return engine::utf8_lossy(server.tokenizer().decode(result.tokens, true));
+}
+
+json greedy(const std::string& prompt, int64_t tokens) {
+  return {{"model", "tiny"},
+          {"prompt", prompt},
+          {"max_tokens", tokens},
+          {"temperature", 0},
+          {"ignore_eos", true}};
+}
+
+TEST(OpenAiServer, GreedyAnswersAreGeneratesAloneOrBatched) {
+  SKIP_WITHOUT_TOKENIZER();
+  TestServer server;
+  const std::vector<std::string> prompts = {
+      "The tallest mountain is", "Hello",    "1, 2, 3,", "Paris is the capital of",
+      "Once upon a time there",  "def f(x):"};
+  std::vector<std::string> expected;
+  for (const auto& p : prompts) expected.push_back(reference_text(server, p, 12));
+  // All at once: the scheduler batches them (prefill chunks beside decodes).
+  std::vector<std::future<json>> answers;
+  for (const auto& p : prompts) {
+    answers.push_back(std::async(
+        std::launch::async, [&, p] { return post(server, "/v1/completions", greedy(p, 12)); }));
+  }
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const json answer = answers[i].get();
+    EXPECT_EQ(answer["object"], "text_completion");
+    EXPECT_EQ(answer["choices"][0]["text"], expected[i]) << prompts[i];
+    EXPECT_EQ(answer["choices"][0]["finish_reason"], "length");
+    EXPECT_EQ(answer["usage"]["completion_tokens"], 12);
+    EXPECT_EQ(answer["usage"]["prompt_tokens"], server.tokenizer().encode(prompts[i], true).size());
+  }
+  // Streamed: the deltas make the same text, and the stream ends with usage and [DONE].
+  json body = greedy(prompts[0], 12);
+  body["stream"] = true;
+  body["stream_options"] = {{"include_usage", true}};
+  const Streamed s = post_stream(server, "/v1/completions", body);
+  EXPECT_EQ(s.status, 200);
+  EXPECT_TRUE(s.done);
+  std::string text;
+  for (const auto& c : s.chunks) {
+    if (!c["choices"].empty()) text += c["choices"][0]["text"].get<std::string>();
+  }
+  EXPECT_EQ(text, expected[0]);
+  ASSERT_GE(s.chunks.size(), 2u);
+  EXPECT_EQ(s.chunks[s.chunks.size() - 2]["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(s.chunks.back()["usage"]["completion_tokens"], 12);
+}
+
+TEST(OpenAiServer, ChatStopStringsSeedsAndTokenPrompts) {
+  SKIP_WITHOUT_TOKENIZER();
+  TestServer server;
+  // Chat: the Llama 3 template, the first chunk carries the role.
+  json chat = {{"model", "tiny"},    {"messages", {{{"role", "user"}, {"content", "Hi"}}}},
+               {"max_tokens", 4},    {"temperature", 0},
+               {"ignore_eos", true}, {"stream", true}};
+  const Streamed s = post_stream(server, "/v1/chat/completions", chat);
+  ASSERT_TRUE(s.done);
+  EXPECT_EQ(s.chunks.front()["object"], "chat.completion.chunk");
+  EXPECT_EQ(s.chunks.front()["choices"][0]["delta"]["role"], "assistant");
+  // A stop string: the text ends before it, finish_reason "stop".
+  const std::string full = reference_text(server, "Hello", 16);
+  ASSERT_GE(full.size(), 8u);
+  // Three bytes or more from the middle, on UTF-8 character boundaries.
+  const auto continuation = [&](size_t i) {
+    return i < full.size() && (static_cast<unsigned char>(full[i]) & 0xC0) == 0x80;
+  };
+  size_t begin = full.size() / 2, end = begin + 3;
+  while (continuation(begin)) --begin;
+  while (continuation(end)) ++end;
+  const std::string stop = full.substr(begin, end - begin);
+  json stopped = greedy("Hello", 16);
+  stopped["stop"] = stop;
+  const json answer = post(server, "/v1/completions", stopped);
+  EXPECT_EQ(answer["choices"][0]["text"], full.substr(0, full.find(stop)));
+  EXPECT_EQ(answer["choices"][0]["finish_reason"], "stop");
+  // Sampling with a seed is reproducible; a token-id prompt is taken as given.
+  json sampled = {{"model", "tiny"}, {"prompt", {791, 82717, 16700, 374}},
+                  {"max_tokens", 8}, {"temperature", 1.0},
+                  {"seed", 11},      {"ignore_eos", true}};
+  const json a = post(server, "/v1/completions", sampled),
+             b = post(server, "/v1/completions", sampled);
+  EXPECT_EQ(a["choices"][0]["text"], b["choices"][0]["text"]);
+  EXPECT_EQ(a["usage"]["prompt_tokens"], 4);
+}
+
+TEST(OpenAiServer, ModelsHealthMetricsAndJsonErrors) {
+  SKIP_WITHOUT_TOKENIZER();
+  testing::ServerSetup setup;
+  setup.max_body_bytes = 4096;
+  TestServer server(setup);
+  auto client = server.client();
+  auto models = client.Get("/v1/models");
+  ASSERT_TRUE(models);
+  const json list = json::parse(models->body);
+  EXPECT_EQ(list["data"][0]["id"], "tiny");
+  EXPECT_EQ(list["data"][0]["max_model_len"], testing::kContext);
+  auto health = client.Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  post(server, "/v1/completions", greedy("Hello", 3));
+  auto metrics = client.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_NE(metrics->body.find("inferlab:generation_tokens_total{model_name=\"tiny\"} 3\n"),
+            std::string::npos)
+      << metrics->body;
+  EXPECT_NE(metrics->body.find("inferlab:time_to_first_token_seconds_count{model_name=\"tiny\"} 1"),
+            std::string::npos);
+  // Refusals: status, and an OpenAI-style JSON error.
+  const auto refused = [&](const std::string& path, const std::string& body, int status,
+                           const std::string& part) {
+    auto res = client.Post(path.c_str(), body, "application/json");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, status) << body.substr(0, 80);
+    const json error = json::parse(res->body, nullptr, false);
+    ASSERT_FALSE(error.is_discarded()) << res->body;
+    EXPECT_NE(error["error"]["message"].get<std::string>().find(part), std::string::npos)
+        << res->body;
+  };
+  refused("/v1/completions", "{oops", 400, "not valid JSON");
+  refused("/v1/completions", R"({"model": "gpt-4", "prompt": "x"})", 400, "does not exist");
+  refused("/v1/completions", json({{"model", "tiny"}, {"prompt", std::vector<int>(300, 5)}}).dump(),
+          400, "maximum context length is 256");
+  refused("/v1/completions", R"({"model": "tiny", "prompt": [128256]})", 400,
+          "outside the vocabulary");
+  refused("/v1/completions", R"({"model": "tiny", "prompt": "x", "max_tokens": 300})", 400,
+          "maximum context length");
+  refused("/v1/chat/completions", R"({"model": "tiny", "messages": "hi"})", 400, "non-empty array");
+  refused("/v1/completions", std::string(5000, ' '), 413, "larger than");
+  refused("/v1/nothing", "{}", 404, "no such route");
+}
+
+TEST(OpenAiServer, FullQueueIs429AndAGoneClientFreesItsBlocks) {
+  SKIP_WITHOUT_TOKENIZER();
+  testing::ServerSetup setup;
+  setup.max_num_seqs = 1;
+  setup.max_queue = 0;
+  TestServer server(setup);
+  json endless = greedy("Hello", 200);
+  endless["stream"] = true;
+  // The one slot: a long stream whose client hangs up after 3 chunks.
+  auto hangs_up = std::async(std::launch::async,
+                             [&] { return post_stream(server, "/v1/completions", endless, 3); });
+  // Wait until it runs, then a second request finds the queue full.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (server.metrics().gauges().running == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  int status = 0;
+  const json full = post(server, "/v1/completions", greedy("Hi", 2), &status);
+  const Streamed gone = hangs_up.get();
+  if (status != 429) {
+    GTEST_SKIP() << "the long request ended before the second came (a very slow machine)";
+  }
+  EXPECT_EQ(full["error"]["type"], "rate_limit_error");
+  EXPECT_FALSE(gone.done);
+  // Its sequence ends and every block goes back without waiting for its 200 tokens.
+  LoopGauges g = server.metrics().gauges();
+  while ((g.running > 0 || g.kv_blocks_used > 0) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    g = server.metrics().gauges();
+  }
+  EXPECT_EQ(g.running, 0);
+  EXPECT_EQ(g.kv_blocks_used, 0);
+  auto metrics = server.client().Get("/metrics");
+  EXPECT_NE(metrics->body.find("finished_reason=\"abort\"} 1"), std::string::npos);
+  EXPECT_NE(metrics->body.find("inferlab:generation_tokens_total{model_name=\"tiny\"} "),
+            std::string::npos);
+}
+
+TEST(OpenAiServer, PrefixCachingReusesBlocksAndKeepsTheAnswer) {
+  SKIP_WITHOUT_TOKENIZER();
+  testing::ServerSetup setup;
+  setup.prefix_caching = true;
+  TestServer server(setup);
+  std::vector<int> prompt(100);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int>(1000 + 7 * i);
+  const json body = {{"model", "tiny"},
+                     {"prompt", prompt},
+                     {"max_tokens", 6},
+                     {"temperature", 0},
+                     {"ignore_eos", true}};
+  const json first = post(server, "/v1/completions", body);
+  const json second = post(server, "/v1/completions", body);
+  EXPECT_EQ(first["choices"][0]["text"], second["choices"][0]["text"]);
+  // The second request found the first's 6 full blocks of 16 (96 of its 100 prompt tokens).
+  EXPECT_EQ(server.metrics().gauges().prefix_hit_tokens, 96);
+}
+
+}  // namespace
+}  // namespace inferlab::server

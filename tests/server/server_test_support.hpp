@@ -1,0 +1,90 @@
+#pragma once
+// A tiny Llama (random weights, the real Llama 3 vocabulary and tokenizer) on the CPU reference,
+// served in-process on a free port, and an HTTP client for it.
+#include <httplib.h>
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+
+#include "engine/cpu/cpu_backend.hpp"
+#include "engine/init_weights.hpp"
+#include "engine/tokenizer/tokenizer.hpp"
+#include "server/engine_loop.hpp"
+#include "server/openai_server.hpp"
+#include "test_support.hpp"
+#include "util/data_dir.hpp"
+
+namespace inferlab::server::testing {
+
+inline constexpr int64_t kContext = 256;
+inline constexpr uint64_t kWeightSeed = 3;
+
+inline engine::LlamaConfig tiny_config() {
+  return engine::parse_llama_config(inferlab::testing::tiny_llama_config(128256, kContext), "tiny",
+                                    "test");
+}
+
+inline std::unique_ptr<engine::CpuBackend> tiny_backend(int64_t kv_blocks = 64) {
+  const auto config = tiny_config();
+  return std::make_unique<engine::CpuBackend>(
+      config, engine::random_llama_weights(config, kWeightSeed), 16, kv_blocks);
+}
+
+struct ServerSetup {
+  int64_t max_num_seqs = 8, max_queue = 64, kv_blocks = 64;
+  bool prefix_caching = false;
+  size_t max_body_bytes = size_t{1} << 20;
+};
+
+class TestServer {
+ public:
+  explicit TestServer(ServerSetup setup = {})
+      : tokenizer_(
+            engine::Tokenizer::from_file(fetched_tokenizer_dir("llama3") / "tokenizer.json")),
+        backend_(tiny_backend(setup.kv_blocks)) {
+    LoopOptions loop;
+    loop.config.policy = SchedulePolicy::chunked;
+    loop.config.max_num_seqs = setup.max_num_seqs;
+    loop.config.max_num_batched_tokens = 512;
+    loop.config.prefix_caching = setup.prefix_caching;
+    loop.max_waiting = setup.max_queue;
+    loop_ = std::make_unique<EngineLoop>(*backend_, loop, metrics_);
+    ServerOptions options;
+    options.port = 0;
+    options.served_model_name = "tiny";
+    options.max_model_len = kContext;
+    options.vocab_size = 128256;
+    options.max_body_bytes = setup.max_body_bytes;
+    options.http_threads = 64;
+    options.eos_ids = {128001, 128009};
+    http_ = std::make_unique<OpenAiServer>(*loop_, tokenizer_, metrics_, options);
+    port_ = http_->bind();
+    serving_ = std::thread([this] { http_->serve(); });
+  }
+  ~TestServer() {
+    http_->shutdown();
+    serving_.join();
+  }
+  httplib::Client client() const {
+    httplib::Client c("127.0.0.1", port_);
+    c.set_read_timeout(60, 0);
+    return c;
+  }
+  const engine::Tokenizer& tokenizer() const { return tokenizer_; }
+  ServingMetrics& metrics() { return metrics_; }
+  OpenAiServer& http() { return *http_; }
+  int port() const { return port_; }
+
+ private:
+  engine::Tokenizer tokenizer_;
+  std::unique_ptr<engine::CpuBackend> backend_;
+  ServingMetrics metrics_;
+  std::unique_ptr<EngineLoop> loop_;
+  std::unique_ptr<OpenAiServer> http_;
+  int port_ = 0;
+  std::thread serving_;
+};
+
+}  // namespace inferlab::server::testing
