@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   inferlab::cli::register_bench(app);
   inferlab::cli::register_logits(app);
   inferlab::cli::register_server(app);
+  inferlab::cli::register_loadgen(app);
   inferlab::cli::register_report(app);
   if (argc > 1 && argv[1][0] != '-') {
     std::vector<std::string> known;

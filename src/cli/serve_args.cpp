@@ -8,7 +8,7 @@
 
 namespace inferlab::cli {
 
-void add_serve_options(CLI::App* app, ServeArgs& a, bool with_rate) {
+void add_workload_options(CLI::App* app, ServeArgs& a, bool with_rate) {
   app->add_option("--trace", a.trace,
                   "Request trace: JSONL or CSV with arrival_s, prompt_tokens, output_tokens "
                   "[, prefix_id, prefix_tokens]");
@@ -29,6 +29,10 @@ void add_serve_options(CLI::App* app, ServeArgs& a, bool with_rate) {
                   "Shared system prompt: tokens=N,groups=G[,share=F]");
   app->add_option("--seed", a.seed, "Seed of the workload and of speculative acceptance draws")
       ->capture_default_str();
+}
+
+void add_serve_options(CLI::App* app, ServeArgs& a, bool with_rate) {
+  add_workload_options(app, a, with_rate);
   app->add_option("--policy", a.policy, "vllm, chunked, orca or static")->capture_default_str();
   app->add_option("--preemption", a.preemption, "recompute or swap")->capture_default_str();
   app->add_option("--max-num-seqs", a.max_num_seqs, "Sequences per iteration at most")

@@ -26,6 +26,9 @@ struct ServeArgs {
 
 // `with_rate`: serve takes --rate; capacity searches it.
 void add_serve_options(CLI::App* app, ServeArgs& args, bool with_rate);
+// The workload's flags alone (--trace, --rate, --requests, the distributions, --arrival,
+// --shared-prefix, --seed): `loadgen`, which drives a server it does not configure.
+void add_workload_options(CLI::App* app, ServeArgs& args, bool with_rate);
 
 // The workload: the trace, or requests drawn from the distributions at `rate`.
 std::vector<ServeRequest> make_workload(const ServeArgs& args, double rate);

@@ -70,27 +70,31 @@ std::string serve_not_fitting_text(const ServeSetupView& v) {
 
 nlohmann::json serve_json(const ServeSetupView& setup, const ServeSummary& s) {
   nlohmann::json out = serve_setup_json(setup);
-  out.update({{"requests", s.requests},
-              {"completed", s.completed},
-              {"rejected", s.rejected},
-              {"ttft_ms", stats_ms(s.ttft)},
-              {"tpot_ms", stats_ms(s.tpot)},
-              {"itl_ms", stats_ms(s.itl)},
-              {"e2e_ms", stats_ms(s.e2e)},
-              {"duration_s", s.duration_s},
-              {"requests_per_s", s.requests_per_s},
-              {"output_tokens_per_s", s.output_tokens_per_s},
-              {"total_tokens_per_s", s.total_tokens_per_s},
-              {"goodput_requests_per_s", s.goodput_requests_per_s},
-              {"slo_attainment", s.slo_attainment},
-              {"preemptions", s.preemptions},
-              {"prefix_hit_rate", s.prefix_hit_rate},
-              {"draft_acceptance", s.draft_acceptance},
-              {"mean_batch_seqs", s.mean_batch_seqs},
-              {"mean_kv_use", s.mean_kv_use},
-              {"max_kv_use", s.max_kv_use},
-              {"iterations", s.iterations}});
+  out.update(serve_summary_json(s));
   return out;
+}
+
+nlohmann::json serve_summary_json(const ServeSummary& s) {
+  return nlohmann::json({{"requests", s.requests},
+                         {"completed", s.completed},
+                         {"rejected", s.rejected},
+                         {"ttft_ms", stats_ms(s.ttft)},
+                         {"tpot_ms", stats_ms(s.tpot)},
+                         {"itl_ms", stats_ms(s.itl)},
+                         {"e2e_ms", stats_ms(s.e2e)},
+                         {"duration_s", s.duration_s},
+                         {"requests_per_s", s.requests_per_s},
+                         {"output_tokens_per_s", s.output_tokens_per_s},
+                         {"total_tokens_per_s", s.total_tokens_per_s},
+                         {"goodput_requests_per_s", s.goodput_requests_per_s},
+                         {"slo_attainment", s.slo_attainment},
+                         {"preemptions", s.preemptions},
+                         {"prefix_hit_rate", s.prefix_hit_rate},
+                         {"draft_acceptance", s.draft_acceptance},
+                         {"mean_batch_seqs", s.mean_batch_seqs},
+                         {"mean_kv_use", s.mean_kv_use},
+                         {"max_kv_use", s.max_kv_use},
+                         {"iterations", s.iterations}});
 }
 
 Table serve_latency_table(const ServeSummary& s) {

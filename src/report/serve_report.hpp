@@ -31,6 +31,8 @@ std::string serve_not_fitting_text(const ServeSetupView& setup);
 
 // The run: the setup's fields, then the summary's.
 nlohmann::json serve_json(const ServeSetupView& setup, const ServeSummary& summary);
+// The summary's fields alone (`loadgen`, which measures a server it knows nothing about).
+nlohmann::json serve_summary_json(const ServeSummary& summary);
 // One row per latency metric (ttft, tpot, itl, e2e): mean and percentiles in ms.
 Table serve_latency_table(const ServeSummary& summary);
 // The text answer: a heading, the latency table and a line of throughput and cache figures.

@@ -1,0 +1,114 @@
+// The load generator against the in-process server (CPU reference) and against a server that
+// fails every request: every request is measured or counted as failed, never lost or hung.
+#include "server/loadgen.hpp"
+
+#include <gtest/gtest.h>
+
+#include "serve/metrics.hpp"
+#include "server_test_support.hpp"
+#include "util/error.hpp"
+
+namespace inferlab::server {
+namespace {
+
+std::vector<ServeRequest> requests(int n, double gap_s) {
+  std::vector<ServeRequest> out;
+  for (int i = 0; i < n; ++i) {
+    ServeRequest r;
+    r.arrival_s = gap_s * i;
+    r.prompt_tokens = 20 + 7 * i;
+    r.output_tokens = 4 + i % 5;
+    if (i % 2 == 0) {
+      r.prefix_id = 0;
+      r.prefix_tokens = 16;
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+TEST(Loadgen, PromptsShareTheirPrefixIds) {
+  const auto reqs = requests(4, 0);
+  const auto a = loadgen_prompt(reqs[0], 0, 1, 1000), c = loadgen_prompt(reqs[2], 2, 1, 1000);
+  const auto b = loadgen_prompt(reqs[1], 1, 1, 1000);
+  ASSERT_EQ(a.size(), 20u);
+  EXPECT_TRUE(std::equal(a.begin(), a.begin() + 16, c.begin()));  // the shared 16
+  EXPECT_NE(std::vector<int32_t>(a.begin() + 16, a.end()),
+            std::vector<int32_t>(c.begin() + 16, c.begin() + 20));
+  EXPECT_NE(std::vector<int32_t>(a.begin(), a.begin() + 16),
+            std::vector<int32_t>(b.begin(), b.begin() + 16));
+  for (int32_t id : b) EXPECT_LT(id, 1000);
+  EXPECT_EQ(loadgen_prompt(reqs[1], 1, 1, 1000), b);  // deterministic
+}
+
+TEST(Loadgen, MeasuresEveryRequestOfALiveServer) {
+  if (!inferlab::testing::have_llama3_tokenizer()) GTEST_SKIP() << "Llama 3 tokenizer not fetched";
+  testing::TestServer server;
+  LoadgenOptions options;
+  options.url = "http://127.0.0.1:" + std::to_string(server.port());
+  options.vocab_size = 128000;
+  const auto reqs = requests(10, 0.01);
+  const LoadgenResult result = run_loadgen(reqs, options);
+  EXPECT_EQ(result.model, "tiny");  // from /v1/models
+  EXPECT_EQ(result.failed, 0) << (result.failures.empty() ? "" : result.failures[0]);
+  const ServeSummary s = summarize(result.run);
+  EXPECT_EQ(s.completed, 10);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const RequestOutcome& r = result.run.requests[i];
+    EXPECT_EQ(r.output_tokens, reqs[i].output_tokens);
+    EXPECT_GT(r.first_token_s, r.arrival_s);
+    EXPECT_GE(r.finish_s, r.first_token_s);
+    // One gap per later chunk; a chunk can carry several tokens (or a token no text yet).
+    EXPECT_LE(static_cast<int64_t>(r.inter_token_s.size()), reqs[i].output_tokens - 1);
+  }
+  EXPECT_GT(s.output_tokens_per_s, 0);
+  // The server saw exactly these prompts and outputs.
+  int64_t prompt_tokens = 0, output_tokens = 0;
+  for (const auto& r : reqs) {
+    prompt_tokens += r.prompt_tokens;
+    output_tokens += r.output_tokens;
+  }
+  const std::string metrics = server.client().Get("/metrics")->body;
+  EXPECT_NE(metrics.find("inferlab:prompt_tokens_total{model_name=\"tiny\"} " +
+                         std::to_string(prompt_tokens) + "\n"),
+            std::string::npos);
+  EXPECT_NE(metrics.find("inferlab:generation_tokens_total{model_name=\"tiny\"} " +
+                         std::to_string(output_tokens) + "\n"),
+            std::string::npos);
+}
+
+TEST(Loadgen, FailuresAreCountedNotLost) {
+  httplib::Server failing;
+  failing.Post("/v1/completions", [](const httplib::Request&, httplib::Response& res) {
+    res.status = 500;
+    res.set_content("{\"error\": {\"message\": \"boom\"}}", "application/json");
+  });
+  // A stream that stops before [DONE].
+  failing.Post("/v2/v1/completions", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("data: {\"choices\": [{\"text\": \"a\"}]}\n\n", "text/event-stream");
+  });
+  const int port = failing.bind_to_any_port("127.0.0.1");
+  std::thread serving([&] { failing.listen_after_bind(); });
+  LoadgenOptions options;
+  options.url = "http://127.0.0.1:" + std::to_string(port);
+  options.model = "m";
+  options.timeout_s = 5;
+  const LoadgenResult result = run_loadgen(requests(3, 0.0), options);
+  EXPECT_EQ(result.failed, 3);
+  ASSERT_FALSE(result.failures.empty());
+  EXPECT_NE(result.failures[0].find("HTTP 500"), std::string::npos) << result.failures[0];
+  EXPECT_EQ(summarize(result.run).completed, 0);
+  failing.stop();
+  serving.join();
+}
+
+TEST(Loadgen, RefusesBadOptions) {
+  LoadgenOptions options;
+  options.url = "ftp://example";
+  EXPECT_THROW(run_loadgen(requests(1, 0), options), InputError);
+  options.url = "http://127.0.0.1:1";  // nothing listens: no model list
+  EXPECT_THROW(run_loadgen(requests(1, 0), options), InputError);
+}
+
+}  // namespace
+}  // namespace inferlab::server
