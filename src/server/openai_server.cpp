@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include <sys/socket.h>
+
 #include <ctime>
 
 #include "engine/tokenizer/chat.hpp"
@@ -17,6 +19,7 @@ namespace inferlab::server {
 namespace {
 
 constexpr auto kPoll = std::chrono::milliseconds(50);
+constexpr int kListenBacklog = 4096;  // the kernel caps it at net.core.somaxconn
 
 void send_error(httplib::Response& res, const ApiError& error) {
   res.status = error.status();
@@ -60,6 +63,13 @@ OpenAiServer::OpenAiServer(EngineLoop& loop, const engine::Tokenizer& tokenizer,
     return new httplib::ThreadPool(static_cast<size_t>(threads));
   };
   http_->set_payload_max_length(options_.max_body_bytes);
+  // httplib listens with a backlog of 5: a burst of clients (256 connecting at once) overflows
+  // it and the kernel drops their handshakes. Keep the listening socket to listen() again
+  // with a deep backlog after the bind (Linux takes a second listen() as a new backlog).
+  http_->set_socket_options([this](socket_t sock) {
+    httplib::default_socket_options(sock);
+    listen_socket_ = sock;
+  });
   http_->set_read_timeout(30, 0);
   http_->set_write_timeout(30, 0);
   install_routes();
@@ -76,6 +86,7 @@ int OpenAiServer::bind() {
     throw InputError(fmt::format("cannot listen on {}:{} (in use, or not an address here)",
                                  options_.host, port));
   }
+  if (listen_socket_ >= 0) ::listen(listen_socket_, kListenBacklog);
   return port;
 }
 

@@ -112,3 +112,28 @@ TEST(Loadgen, RefusesBadOptions) {
 
 }  // namespace
 }  // namespace inferlab::server
+
+namespace inferlab::server {
+namespace {
+
+// A burst far past httplib's own listen backlog of 5: every client is served (the server
+// listens again with a deep backlog).
+TEST(Loadgen, BurstOfClientsIsServedWhole) {
+  if (!inferlab::testing::have_llama3_tokenizer()) GTEST_SKIP() << "Llama 3 tokenizer not fetched";
+  testing::ServerSetup setup;
+  setup.max_queue = 200;
+  testing::TestServer server(setup);
+  LoadgenOptions options;
+  options.url = "http://127.0.0.1:" + std::to_string(server.port());
+  options.vocab_size = 128000;
+  std::vector<ServeRequest> burst(60);
+  for (auto& r : burst) {
+    r.prompt_tokens = 8;
+    r.output_tokens = 2;
+  }
+  const LoadgenResult result = run_loadgen(burst, options);
+  EXPECT_EQ(result.failed, 0) << (result.failures.empty() ? "" : result.failures[0]);
+}
+
+}  // namespace
+}  // namespace inferlab::server
