@@ -1,6 +1,6 @@
 # The unit tests CI runs under ASan+UBSan (scripts/sanitize.sh, label `sanitize`): those of the
-# parsers and of the engine's CPU path, tokenizer, serving simulator and fitting (tests/ util, hw,
-# model, fit, serve, engine). Left out: serving_behaviour_test (it drives the CLI, so it needs the
+# parsers and of the engine's CPU path, tokenizer, serving simulator, fitting and the HTTP server
+# and load generator on the CPU path (tests/ util, hw, model, fit, serve, engine, server). Left out: serving_behaviour_test (it drives the CLI, so it needs the
 # CLI and report modules compiled a second time), the cost, predict, area, explore, report, cli
 # and probe tests, and the GPU tests. The whole suite still builds here
 # (`ninja -C build-sanitize inferlab_tests`), but compiling it twice does not fit CI's time.
@@ -8,12 +8,12 @@ find_package(GTest REQUIRED)
 include(GoogleTest)
 file(GLOB INFERLAB_SANITIZE_TEST_SOURCES CONFIGURE_DEPENDS
      tests/util/*.cpp tests/hw/*.cpp tests/model/*.cpp tests/fit/*.cpp tests/serve/*.cpp
-     tests/engine/*.cpp)
+     tests/engine/*.cpp tests/server/*.cpp)
 list(FILTER INFERLAB_SANITIZE_TEST_SOURCES EXCLUDE REGEX "serving_behaviour_test\\.cpp$")
 add_executable(inferlab_sanitize_tests ${INFERLAB_SANITIZE_TEST_SOURCES} tests/test_support.cpp)
 target_include_directories(inferlab_sanitize_tests PRIVATE tests)
 target_link_libraries(inferlab_sanitize_tests PRIVATE inferlab_fit inferlab_serve inferlab_engine
-                                                      GTest::gtest GTest::gtest_main)
+                                                      inferlab_server GTest::gtest GTest::gtest_main)
 # As in tests/CMakeLists.txt (source properties are per folder, so set here too).
 set_source_files_properties(tests/test_support.cpp PROPERTIES COMPILE_DEFINITIONS
   "INFERLAB_BINARY=\"$<TARGET_FILE:inferlab>\";INFERLAB_TEST_DATA_DIR=\"${CMAKE_SOURCE_DIR}/data\";INFERLAB_CMAKE_COMMAND=\"${CMAKE_COMMAND}\";INFERLAB_BUILD_DIR=\"${CMAKE_BINARY_DIR}\"")

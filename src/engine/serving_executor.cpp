@@ -22,21 +22,16 @@ std::vector<int32_t> draw_ids(uint64_t seed, uint64_t stream, int64_t count, int
 
 ServingExecutor::ServingExecutor(Backend& backend, const std::vector<ServeRequest>& requests,
                                  uint64_t seed, int64_t ngram_max)
-    : backend_(backend),
-      prompts_(requests.size()),
-      generated_(requests.size()),
-      sampling_(requests.size()),
-      rngs_(requests.size(), Xoshiro256(seed)),
-      ngram_max_(ngram_max) {
+    : backend_(backend), ngram_max_(ngram_max) {
   const int64_t vocab = backend.config().model.vocab_size;
   for (size_t i = 0; i < requests.size(); ++i) {
     const ServeRequest& r = requests[i];
-    prompts_[i] = draw_ids(seed, 2 * i, r.prompt_tokens, vocab);
+    records_.push_back({draw_ids(seed, 2 * i, r.prompt_tokens, vocab), {}, {}, Xoshiro256(seed)});
     if (r.prefix_id >= 0 && r.prefix_tokens > 0) {
       // Even streams for requests, odd ones for shared prefixes.
       const auto prefix = draw_ids(seed, 2 * static_cast<uint64_t>(r.prefix_id) + 1,
                                    std::min(r.prefix_tokens, r.prompt_tokens), vocab);
-      std::copy(prefix.begin(), prefix.end(), prompts_[i].begin());
+      std::copy(prefix.begin(), prefix.end(), records_[i].prompt.begin());
     }
   }
 }
@@ -46,30 +41,34 @@ ServingExecutor::ServingExecutor(Backend& backend, int64_t ngram_max)
 
 void ServingExecutor::add_request(int64_t id, std::vector<int32_t> prompt,
                                   const SamplingParams& sampling, uint64_t seed) {
-  if (id != static_cast<int64_t>(prompts_.size())) {
+  if (static_cast<size_t>(id) != first_id_ + records_.size()) {
     throw std::logic_error("serving executor: requests must be added in id order");
   }
-  prompts_.push_back(std::move(prompt));
-  generated_.emplace_back();
-  sampling_.push_back(sampling);
-  rngs_.emplace_back(seed);  // as generate()'s Sampler: the same seed, the same draws
+  // The generator as generate()'s Sampler seeds it: the same seed, the same draws.
+  records_.push_back({std::move(prompt), {}, sampling, Xoshiro256(seed)});
 }
 
 void ServingExecutor::release(int64_t id) {
-  const auto i = static_cast<size_t>(id);
-  prompts_[i] = {};
-  generated_[i] = {};
+  Record& record = at(static_cast<size_t>(id));
+  record.released = true;
+  record.prompt = {};
+  record.generated = {};
+  while (!records_.empty() && records_.front().released) {
+    records_.pop_front();
+    ++first_id_;
+  }
 }
 
 int32_t ServingExecutor::token_at(size_t request, int64_t position) const {
-  const auto& prompt = prompts_[request];
+  const Record& record = at(request);
+  const auto& prompt = record.prompt;
   if (position < static_cast<int64_t>(prompt.size())) return prompt[static_cast<size_t>(position)];
-  return generated_[request][static_cast<size_t>(position - static_cast<int64_t>(prompt.size()))];
+  return record.generated[static_cast<size_t>(position - static_cast<int64_t>(prompt.size()))];
 }
 
 std::vector<int32_t> ServingExecutor::draft(size_t request, int64_t k) {
-  std::vector<int32_t> context = prompts_[request];
-  context.insert(context.end(), generated_[request].begin(), generated_[request].end());
+  std::vector<int32_t> context = at(request).prompt;
+  context.insert(context.end(), at(request).generated.begin(), at(request).generated.end());
   std::vector<int32_t> tokens = ngram_proposal(context, k, ngram_max_, 1);
   drafts_proposed_ += static_cast<int64_t>(tokens.size());
   while (static_cast<int64_t>(tokens.size()) < k) tokens.push_back(context.back());
@@ -114,10 +113,10 @@ IterationOutcome ServingExecutor::execute(const ScheduledIteration& iteration) {
     std::vector<SampleSpec> specs(batch.sequences.size());
     for (size_t i = 0; i < specs.size(); ++i) {
       const auto request = static_cast<size_t>(iteration.work[i].seq->id);
-      specs[i].params = sampling_[request];
+      specs[i].params = at(request).sampling;
       // A draw only where a token is kept, so a request's draws do not depend on its chunking.
       if (samples[i] && sampling_draws(specs[i].params))
-        specs[i].uniform = rngs_[request].uniform();
+        specs[i].uniform = at(request).rng.uniform();
     }
     const std::vector<int32_t> ids = backend_.forward_sample(batch, specs);
     for (size_t i = 0; i < ids.size(); ++i) emitted[i] = {ids[i]};
@@ -125,18 +124,18 @@ IterationOutcome ServingExecutor::execute(const ScheduledIteration& iteration) {
     const ForwardResult result = backend_.forward(batch);
     for (size_t i = 0; i < iteration.work.size(); ++i) {
       const auto request = static_cast<size_t>(iteration.work[i].seq->id);
-      const SamplingParams& params = sampling_[request];
+      const SamplingParams& params = at(request).sampling;
       if (drafts[i].empty()) {
         emitted[i] = {samples[i] && sampling_draws(params)
                           ? pick_token(sampling_distribution(result.last(i), params),
-                                       rngs_[request].uniform())
+                                       at(request).rng.uniform())
                           : argmax(result.last(i))};
         continue;
       }
       std::vector<std::span<const float>> rows;
       for (int64_t r = 0; r < result.rows(i); ++r)
         rows.push_back(result.row(result.first_row[i] + r));
-      emitted[i] = verify_draft(rows, drafts[i], {}, params, rngs_[request]).tokens;
+      emitted[i] = verify_draft(rows, drafts[i], {}, params, at(request).rng).tokens;
     }
   }
   outcome.duration_s =
@@ -146,7 +145,7 @@ IterationOutcome ServingExecutor::execute(const ScheduledIteration& iteration) {
     const Work& w = iteration.work[i];
     // A sequence that emits its last token does so here; one whose output is complete never
     // samples again, so every sampled token is one the scheduler emits.
-    auto& out = generated_[static_cast<size_t>(w.seq->id)];
+    auto& out = at(static_cast<size_t>(w.seq->id)).generated;
     if (samples[i]) out.insert(out.end(), emitted[i].begin(), emitted[i].end());
     outcome.advance.push_back(w.decode ? static_cast<int64_t>(emitted[i].size()) : w.new_tokens);
   }

@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <deque>
 #include <vector>
 
 #include "engine/backend.hpp"
@@ -38,14 +39,15 @@ class ServingExecutor : public Executor {
   // Request `id` (the scheduler's id: the next index) with its prompt ids and sampling.
   void add_request(int64_t id, std::vector<int32_t> prompt, const SamplingParams& sampling,
                    uint64_t seed);
-  // Frees a finished request's token lists (a long-running server).
+  // Lets go of a finished request: its record goes once every request before it is released
+  // too (a long-running server holds only what is in flight). Its id is then no longer valid.
   void release(int64_t id);
 
   IterationOutcome execute(const ScheduledIteration& iteration) override;
 
   // Request i's prompt ids and the tokens generated for it, in order.
-  const std::vector<int32_t>& prompt(size_t request) const { return prompts_[request]; }
-  const std::vector<int32_t>& generated(size_t request) const { return generated_[request]; }
+  const std::vector<int32_t>& prompt(size_t request) const { return at(request).prompt; }
+  const std::vector<int32_t>& generated(size_t request) const { return at(request).generated; }
   int64_t forward_passes() const { return forward_passes_; }
   int64_t drafts_proposed() const { return drafts_proposed_; }  // n-gram hits, not padding
 
@@ -55,10 +57,18 @@ class ServingExecutor : public Executor {
   // k draft tokens for request i from n-gram lookup over its prompt and output.
   std::vector<int32_t> draft(size_t request, int64_t k);
 
+  struct Record {
+    std::vector<int32_t> prompt, generated;
+    SamplingParams sampling;  // greedy for drawn workloads
+    Xoshiro256 rng;           // its sampling draws
+    bool released = false;
+  };
+  const Record& at(size_t request) const { return records_[request - first_id_]; }
+  Record& at(size_t request) { return records_[request - first_id_]; }
+
   Backend& backend_;
-  std::vector<std::vector<int32_t>> prompts_, generated_;
-  std::vector<SamplingParams> sampling_;  // per request (greedy for drawn workloads)
-  std::vector<Xoshiro256> rngs_;          // per request: its sampling draws
+  std::deque<Record> records_;  // requests first_id_, first_id_ + 1, ...
+  size_t first_id_ = 0;
   int64_t forward_passes_ = 0, drafts_proposed_ = 0;
   int64_t ngram_max_;
 };

@@ -1,6 +1,7 @@
 #include "serve/scheduler.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "serve/block_keys.hpp"
 #include "serve/policies.hpp"
@@ -49,7 +50,7 @@ void Scheduler::init_seq(Seq& seq, const ServeRequest& request, int64_t id) {
     seq.block_keys =
         prefix_block_keys(request.prefix_id, request.prefix_tokens / config_.block_size);
   }
-  auto& out = result_.requests[static_cast<size_t>(id)];
+  auto& out = outcome_ref(id);
   out.arrival_s = request.arrival_s;
   out.prompt_tokens = request.prompt_tokens;
   out.output_tokens = request.output_tokens;
@@ -58,9 +59,13 @@ void Scheduler::init_seq(Seq& seq, const ServeRequest& request, int64_t id) {
 int64_t Scheduler::add(ServeRequest request, double now) {
   request.arrival_s = now;
   added_requests_.push_back(std::move(request));
-  const auto id = static_cast<int64_t>(seqs_.size());
+  if (!online_ && !seqs_.empty()) {
+    throw std::logic_error("scheduler: requests join online only when it started without any");
+  }
+  online_ = true;
+  const auto id = first_id_ + static_cast<int64_t>(seqs_.size());
   seqs_.emplace_back();
-  result_.requests.emplace_back();
+  online_outcomes_.emplace_back();
   Seq& seq = seqs_.back();
   init_seq(seq, added_requests_.back(), id);
   seq.state = SeqState::waiting;
@@ -69,25 +74,29 @@ int64_t Scheduler::add(ServeRequest request, double now) {
 }
 
 void Scheduler::end_early(int64_t id, double now) {
-  Seq* s = &seqs_[static_cast<size_t>(id)];
+  Seq* s = &seq_ref(id);
   if (s->state == SeqState::finished) return;
   std::erase(waiting_, s);
   std::erase(swapped_, s);
   std::erase(running_, s);
   blocks_.release(s->id);
   s->state = SeqState::finished;
-  auto& out = result_.requests[static_cast<size_t>(id)];
+  auto& out = outcome_ref(id);
   out.finish_s = now;
   out.output_tokens = s->generated;
   out.ended_early = true;
   ++done_;
 }
 
-void Scheduler::forget_token_times(int64_t id) {
-  auto& times = result_.requests[static_cast<size_t>(id)].inter_token_s;
-  times.clear();
-  times.shrink_to_fit();
-  seqs_[static_cast<size_t>(id)].block_keys = {};
+void Scheduler::forget(int64_t id) {
+  seq_ref(id).forgotten = true;
+  // Finished and forgotten requests at the front go; ids keep counting (first_id_).
+  while (!seqs_.empty() && seqs_.front().forgotten) {
+    seqs_.pop_front();
+    online_outcomes_.pop_front();
+    added_requests_.pop_front();
+    ++first_id_;
+  }
 }
 
 double Scheduler::first_arrival_s() const {
@@ -127,7 +136,7 @@ bool Scheduler::reject_if_impossible(Seq* s) {
       paged() ? s->target + 1 : s->request->prompt_tokens + s->request->output_tokens;
   if (blocks_.blocks_for(need) <= blocks_.total_blocks()) return false;
   s->state = SeqState::finished;
-  result_.requests[static_cast<size_t>(s->id)].rejected = true;
+  outcome_ref(s->id).rejected = true;
   ++done_;
   return true;
 }
@@ -139,7 +148,7 @@ Seq* Scheduler::preempt() {
   running_.pop_back();
   ++iteration_preemptions_;
   ++result_.preemptions;
-  ++result_.requests[static_cast<size_t>(victim->id)].preemptions;
+  ++outcome_ref(victim->id).preemptions;
   if (config_.preemption == PreemptionMode::swap) {
     swap_bytes_ += static_cast<double>(blocks_.held_blocks(victim->id)) * config_.kv_block_bytes;
     swapped_.push_back(victim);
@@ -196,7 +205,7 @@ bool Scheduler::admit(Seq* s, int64_t chunk_limit, int64_t& new_tokens) {
     new_tokens = s->target - s->computed;
   }
   if (s->generated == 0) {
-    auto& out = result_.requests[static_cast<size_t>(s->id)];
+    auto& out = outcome_ref(s->id);
     out.prefix_hit_tokens = hit_tokens;
     result_.prefix_hit_tokens += hit_tokens;
     result_.prompt_tokens += r.prompt_tokens;
@@ -248,7 +257,7 @@ void Scheduler::swap_in() {
 }
 
 void Scheduler::emit(Seq* s, int64_t tokens, double now) {
-  auto& out = result_.requests[static_cast<size_t>(s->id)];
+  auto& out = outcome_ref(s->id);
   if (s->generated == 0) {
     out.first_token_s = now;
   } else if (tokens > 0) {

@@ -27,19 +27,19 @@ class Scheduler {
 
   // --- Online use (the server): requests join while it runs ------------------------------
   // Adds a request that arrives now (its arrival_s is set to `now`); it waits at once. Returns
-  // its id: the next index of take_result().requests.
+  // its id (0, 1, 2, ...). Only for a scheduler constructed without requests; its outcomes are
+  // then read with outcome(), not take_result().
   int64_t add(ServeRequest request, double now);
   // Ends a sequence before its output is complete (a stop token, a client that went away): its
   // blocks go back at once. No effect on a finished one. Call between iterations.
   void end_early(int64_t id, double now);
-  bool is_finished(int64_t id) const {
-    return seqs_[static_cast<size_t>(id)].state == SeqState::finished;
-  }
-  const RequestOutcome& outcome(int64_t id) const {
-    return result_.requests[static_cast<size_t>(id)];
-  }
-  // Drops a finished request's per-token record (a long-running server keeps only counts).
-  void forget_token_times(int64_t id);
+  bool is_finished(int64_t id) const { return seq_ref(id).state == SeqState::finished; }
+  const RequestOutcome& outcome(int64_t id) const { return outcome_ref(id); }
+  // Lets go of a finished online request: its state is dropped once every request before it
+  // is forgotten too, so a long-running server holds only what is in flight. Its id is then
+  // no longer valid.
+  void forget(int64_t id);
+  int64_t held_requests() const { return static_cast<int64_t>(seqs_.size()); }
   // The whole run's counters so far (prefix hits, preemptions, drafts).
   const ServeResult& result_so_far() const { return result_; }
 
@@ -52,7 +52,7 @@ class Scheduler {
   void update(const ScheduledIteration& iteration, const IterationOutcome& outcome, double now,
               IterationRecord& record);
 
-  bool finished() const { return done_ == seqs_.size(); }
+  bool finished() const { return done_ == static_cast<size_t>(first_id_) + seqs_.size(); }
   bool has_pending_arrivals() const { return next_arrival_ < arrivals_.size(); }
   double next_arrival_s() const { return arrivals_[next_arrival_]->request->arrival_s; }
   double first_arrival_s() const;
@@ -89,6 +89,16 @@ class Scheduler {
 
  private:
   void init_seq(Seq& seq, const ServeRequest& request, int64_t id);
+  const Seq& seq_ref(int64_t id) const { return seqs_[static_cast<size_t>(id - first_id_)]; }
+  Seq& seq_ref(int64_t id) { return seqs_[static_cast<size_t>(id - first_id_)]; }
+  const RequestOutcome& outcome_ref(int64_t id) const {
+    return online_ ? online_outcomes_[static_cast<size_t>(id - first_id_)]
+                   : result_.requests[static_cast<size_t>(id)];
+  }
+  RequestOutcome& outcome_ref(int64_t id) {
+    return online_ ? online_outcomes_[static_cast<size_t>(id - first_id_)]
+                   : result_.requests[static_cast<size_t>(id)];
+  }
   bool reject_if_impossible(Seq* s);
   Seq* preempt();
   bool admit(Seq* s, int64_t chunk_limit, int64_t& new_tokens);
@@ -99,6 +109,10 @@ class Scheduler {
   BlockManager blocks_;
   std::deque<Seq> seqs_;                     // a deque: Seq* stay valid as requests join
   std::deque<ServeRequest> added_requests_;  // the online requests' own storage
+  // Online: the outcomes of the requests still held, and the id of the first of them.
+  bool online_ = false;
+  std::deque<RequestOutcome> online_outcomes_;
+  int64_t first_id_ = 0;
   std::vector<Seq*> arrivals_;
   size_t next_arrival_ = 0;
   size_t done_ = 0;

@@ -20,6 +20,7 @@ struct Seq {
   double last_emit_s = 0.0;
   SeqState state = SeqState::pending;
   std::vector<uint64_t> block_keys;  // prefix-cache keys of its prompt's full blocks
+  bool forgotten = false;            // online: finished and let go of (Scheduler::forget)
   bool decoding() const { return computed >= target && generated > 0; }
 };
 

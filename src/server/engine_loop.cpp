@@ -98,7 +98,7 @@ void EngineLoop::end(int64_t id, Active& active, const std::string& reason,
   metrics_.record_finish(reason, outcome.prompt_tokens, completion_tokens, ttft, tpot,
                          now - outcome.arrival_s);
   active.stream->finish(reason, completion_tokens, now, error);
-  scheduler_.forget_token_times(id);
+  scheduler_.forget(id);
   executor_.release(id);
 }
 

@@ -2,10 +2,10 @@
 
 #include <fmt/format.h>
 #include <httplib.h>
-
 #include <sys/socket.h>
 
 #include <ctime>
+#include <thread>
 
 #include "engine/tokenizer/chat.hpp"
 #include "server/api_error.hpp"
@@ -20,6 +20,8 @@ namespace {
 
 constexpr auto kPoll = std::chrono::milliseconds(50);
 constexpr int kListenBacklog = 4096;  // the kernel caps it at net.core.somaxconn
+// On SIGTERM, how long finished answers may take to reach slow clients before the server stops.
+constexpr auto kShutdownWriteLimit = std::chrono::seconds(30);
 
 void send_error(httplib::Response& res, const ApiError& error) {
   res.status = error.status();
@@ -96,8 +98,13 @@ void OpenAiServer::serve() {
 
 void OpenAiServer::shutdown() {
   shutting_down_ = true;
-  loop_.drain();  // everything accepted finishes
-  http_->stop();  // then the listener closes; handlers still writing finish first
+  loop_.drain();  // everything accepted finishes in the engine,
+  // then its answer is written out (httplib stops calling a stream's provider once stopped).
+  const auto deadline = std::chrono::steady_clock::now() + kShutdownWriteLimit;
+  while (open_exchanges_.load() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  http_->stop();
 }
 
 GenerationJob OpenAiServer::make_job(const CompletionRequest& r) const {
@@ -176,6 +183,7 @@ void OpenAiServer::handle_completion(const std::string& body, Endpoint endpoint,
   exchange->prompt_tokens = static_cast<int64_t>(job.prompt.size());
   exchange->include_usage = request.include_usage;
   exchange->stream = loop_.submit(std::move(job));
+  ++open_exchanges_;  // until its answer is written: a non-stream return, a stream's release
 
   // Ends the sequence early when a stop string closed the text.
   const auto stop_if_stopped = [this](Exchange& ex) {
@@ -189,6 +197,10 @@ void OpenAiServer::handle_completion(const std::string& body, Endpoint endpoint,
   };
 
   if (!request.stream) {
+    struct Closing {
+      std::atomic<int64_t>& open;
+      ~Closing() { --open; }
+    } closing{open_exchanges_};
     std::string text;
     while (true) {
       const RequestStream::Update u = exchange->stream->wait(std::chrono::milliseconds(1000));
@@ -216,7 +228,12 @@ void OpenAiServer::handle_completion(const std::string& body, Endpoint endpoint,
         std::string text = ex.text.push(u.tokens);
         stop_if_stopped(ex);
         if (u.finished) text += ex.text.finish();
-        if (!text.empty() || (ex.first_chunk && ex.header.endpoint == Endpoint::chat_completions)) {
+        // A chunk whenever tokens came, even when their text is held back (the first bytes of
+        // a character, a possible stop string, a special token): clients time token arrival
+        // by chunks. Once a stop string ended the text, nothing more is sent but the end.
+        const bool tokens_came = !u.tokens.empty() && !ex.text.stopped();
+        if (!text.empty() || tokens_came ||
+            (ex.first_chunk && ex.header.endpoint == Endpoint::chat_completions)) {
           if (!send(chunk_json(ex.header, text, "", ex.first_chunk))) return abandon(ex);
           ex.first_chunk = false;
         } else if (!sink.is_writable()) {
@@ -238,6 +255,7 @@ void OpenAiServer::handle_completion(const std::string& body, Endpoint endpoint,
       },
       [this, exchange](bool success) {
         if (!success) abandon(*exchange);
+        --open_exchanges_;
       });
 }
 

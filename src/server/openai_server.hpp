@@ -63,7 +63,8 @@ class OpenAiServer {
   std::unique_ptr<httplib::Server> http_;
   std::atomic<bool> shutting_down_{false};
   std::atomic<uint64_t> next_id_{1};
-  int listen_socket_ = -1;  // set while binding
+  std::atomic<int64_t> open_exchanges_{0};  // accepted, answer not yet written
+  int listen_socket_ = -1;                  // set while binding
   const long created_unix_s_;
 };
 

@@ -79,6 +79,16 @@ TEST(OnlineScheduler, RequestsJoinRunEndEarlyAndShareCachedPrefixes) {
   EXPECT_EQ(s.blocks().used_blocks(), 0);
   s.end_early(second, now);  // no effect on a finished one
   EXPECT_FALSE(s.outcome(second).ended_early);
+  // Forgetting lets go of a request's state once those before it are gone too.
+  EXPECT_EQ(s.held_requests(), 2);
+  s.forget(second);
+  EXPECT_EQ(s.held_requests(), 2);  // the first is still held
+  s.forget(first);
+  EXPECT_EQ(s.held_requests(), 0);
+  const int64_t third = s.add(r, now);
+  EXPECT_EQ(third, 2);  // ids keep counting
+  step(s, now);
+  EXPECT_EQ(s.outcome(third).prefix_hit_tokens, 8);  // the cache outlives the requests
 }
 
 }  // namespace
