@@ -116,6 +116,11 @@ def make_handler(model_name, waiting):
     return Handler
 
 
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 4096  # listen() backlog: the default 5 drops a burst of 256 clients
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("checkpoint")
@@ -127,9 +132,7 @@ def main():
     model.generation_config.eos_token_id = None
     waiting = queue.Queue()
     threading.Thread(target=worker, args=(model, waiting, args.max_batch), daemon=True).start()
-    server = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler("torch", waiting))
-    server.daemon_threads = True
-    server.request_queue_size = 4096
+    server = Server(("127.0.0.1", args.port), make_handler("torch", waiting))
     print(f"torch server on {args.port}", flush=True)
     server.serve_forever()
 
