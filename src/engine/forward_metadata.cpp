@@ -29,6 +29,7 @@ ForwardMetadata build_forward_metadata(const ForwardBatch& batch, const KvCacheL
     meta.query_start.push_back(static_cast<int32_t>(meta.token_ids.size()));
     meta.context_lens.push_back(static_cast<int32_t>(context));
     meta.max_query_len = std::max(meta.max_query_len, static_cast<int32_t>(count));
+    if (count == 1) ++meta.single_query_seqs;
     meta.max_context_len = std::max(meta.max_context_len, static_cast<int32_t>(context));
     meta.block_table_stride =
         std::max(meta.block_table_stride, static_cast<int32_t>(layout.blocks_for(context)));

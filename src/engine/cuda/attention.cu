@@ -86,29 +86,18 @@ size_t paged_attention_workspace_bytes(int max_tokens, int num_heads, int head_d
   return static_cast<size_t>(rows) * detail::decode_row_bytes(num_heads, head_dim);
 }
 
-void paged_attention(const PagedAttentionParams& p, cudaStream_t stream) {
-  check(p);
-  if (p.num_seqs == 0 || p.num_tokens == 0) return;
-  if (p.max_query_len > 1) {
-    detail::launch_prefill(p, sm_count(), stream);
-    return;
-  }
+namespace {
 
-  const size_t needed =
-      paged_attention_workspace_bytes(p.num_tokens, p.num_heads, p.head_dim, p.max_context_len);
-  require(p.workspace_bytes >= needed && (needed == 0 || p.workspace != nullptr),
-          "workspace of " + std::to_string(p.workspace_bytes) + " bytes, " +
-              std::to_string(needed) + " needed");
-  require(needed == 0 || aligned16(p.workspace), "workspace must be 16-byte aligned");
-
-  // Splits, from the host-side maxima only (a captured graph replays with the same grid): none
-  // when the CTAs already fill 80% of the GPU's resident slots; otherwise FlashAttention-2's
-  // rule, the fewest splits whose wave efficiency (work over whole waves of resident CTAs) is
-  // within 85% of the best, each split at least kMinPartition positions and all of them in the
-  // workspace.
+// The decode kernel over the sequences with one new token (`decode_seqs` of them; in a mixed
+// batch the kernel passes over the others). Splits, from the host-side maxima only (a captured
+// graph replays with the same grid): none when the CTAs already fill 80% of the GPU's resident
+// slots; otherwise FlashAttention-2's rule, the fewest splits whose wave efficiency (work over
+// whole waves of resident CTAs) is within 85% of the best, each split at least kMinPartition
+// positions and all of them in the workspace (whose rows are indexed by token).
+void launch_decode_path(const PagedAttentionParams& p, int64_t decode_seqs, cudaStream_t stream) {
   const int64_t group = p.num_heads / p.num_kv_heads;
   const int64_t head_tile = group == 1 ? 1 : group == 2 ? 2 : group <= 4 ? 4 : 8;
-  const int64_t ctas = int64_t{p.num_seqs} * p.num_kv_heads * ceil_div(group, head_tile);
+  const int64_t ctas = decode_seqs * p.num_kv_heads * ceil_div(group, head_tile);
   const int64_t slots =
       int64_t{sm_count()} * detail::decode_ctas_per_sm(p.head_dim, static_cast<int>(group));
   const int64_t capacity =
@@ -128,6 +117,31 @@ void paged_attention(const PagedAttentionParams& p, cudaStream_t stream) {
   const int64_t partition = ceil_div(p.max_context_len, splits);
   splits = ceil_div(p.max_context_len, partition);
   detail::launch_decode(p, static_cast<int>(splits), static_cast<int>(partition), stream);
+}
+
+}  // namespace
+
+void paged_attention(const PagedAttentionParams& p, cudaStream_t stream) {
+  check(p);
+  if (p.num_seqs == 0 || p.num_tokens == 0) return;
+  if (p.max_query_len > 1) {
+    if (p.single_query_seqs <= 0) {
+      detail::launch_prefill(p, sm_count(), stream);
+      return;
+    }
+    PagedAttentionParams tiled = p;
+    tiled.skip_single_queries = true;
+    detail::launch_prefill(tiled, sm_count(), stream);
+    launch_decode_path(p, p.single_query_seqs, stream);
+    return;
+  }
+  const size_t needed =
+      paged_attention_workspace_bytes(p.num_tokens, p.num_heads, p.head_dim, p.max_context_len);
+  require(p.workspace_bytes >= needed && (needed == 0 || p.workspace != nullptr),
+          "workspace of " + std::to_string(p.workspace_bytes) + " bytes, " +
+              std::to_string(needed) + " needed");
+  require(needed == 0 || aligned16(p.workspace), "workspace must be 16-byte aligned");
+  launch_decode_path(p, p.num_seqs, stream);
 }
 
 }  // namespace inferlab::engine::cuda

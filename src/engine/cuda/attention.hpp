@@ -10,7 +10,10 @@
 // Two kernels behind one call: when every sequence has one new token (decode), split-K
 // flash-decoding (each split of the context writes a partial output and its log-sum-exp, a second
 // kernel combines them); otherwise a FlashAttention-style tiled kernel (query tiles × key tiles,
-// online softmax) that also attends to each sequence's cached prefix.
+// online softmax) that also attends to each sequence's cached prefix. In a mixed batch the
+// sequences with one new token (single_query_seqs > 0) go to the decode kernel and the others to
+// the tiled one: a tile of 128 query rows with one real row would read the whole context once
+// per query head for a single query.
 // The CPU reference is cpu::paged_attention (engine/cpu/ops.hpp).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -37,6 +40,8 @@ struct PagedAttentionParams {
   int num_tokens = 0;     // query_start[num_seqs]
   int max_query_len = 0;  // host copies of the maxima, for the launch grid
   int max_context_len = 0;
+  int single_query_seqs = 0;  // host count of sequences with one new token (0: not counted)
+  bool skip_single_queries = false;  // set by paged_attention: the tiled kernel leaves them
   int num_heads = 0;
   int num_kv_heads = 0;
   int head_dim = 0;              // 64 or 128

@@ -128,6 +128,7 @@ __global__ void __launch_bounds__(32 * kWarps) prefill_kernel(const PagedAttenti
   const int q_tile = static_cast<int>(gridDim.y - 1 - blockIdx.y);
   const int q_begin = p.query_start[seq];
   const int qlen = p.query_start[seq + 1] - q_begin;
+  if (p.skip_single_queries && qlen == 1) return;  // the decode kernel has it
   const int q0 = q_tile * kBM;
   if (q0 >= qlen) return;
   const int ctx = p.context_lens[seq];

@@ -221,6 +221,7 @@ void CudaBackend::launch_model(const ForwardMetadata& meta) {
   attention.num_seqs = meta.sequences();
   attention.num_tokens = tokens;
   attention.max_query_len = meta.max_query_len;
+  attention.single_query_seqs = meta.single_query_seqs;
   attention.max_context_len = meta.max_context_len;
   attention.num_heads = heads;
   attention.num_kv_heads = kv_heads;

@@ -167,6 +167,8 @@ std::vector<float> run_gpu(const Batch& b, int workspace_tokens = 0) {
   p.num_tokens = b.num_tokens;
   p.max_query_len = b.max_query_len;
   p.max_context_len = b.max_context_len;
+  // Mixed batches: the one-token sequences take the decode kernel, as the backend runs them.
+  for (const auto& s : b.c.seqs) p.single_query_seqs += s.query_len == 1 ? 1 : 0;
   p.num_heads = b.c.num_heads;
   p.num_kv_heads = b.c.num_kv_heads;
   p.head_dim = b.c.head_dim;
