@@ -17,5 +17,9 @@ target_link_libraries(inferlab_sanitize_tests PRIVATE inferlab_fit inferlab_serv
 # As in tests/CMakeLists.txt (source properties are per folder, so set here too).
 set_source_files_properties(tests/test_support.cpp PROPERTIES COMPILE_DEFINITIONS
   "INFERLAB_BINARY=\"$<TARGET_FILE:inferlab>\";INFERLAB_TEST_DATA_DIR=\"${CMAKE_SOURCE_DIR}/data\";INFERLAB_CMAKE_COMMAND=\"${CMAKE_COMMAND}\";INFERLAB_BUILD_DIR=\"${CMAKE_BINARY_DIR}\"")
+# Three server tests that mostly repeat the CPU engine's work (50, 34 and 29 s at -O0 under ASan)
+# stay out, to keep CI under 25 minutes; the other server tests (threads, disconnects, the queue,
+# prefix caching, the load generator) run here.
 gtest_discover_tests(inferlab_sanitize_tests TEST_PREFIX "sanitize." DISCOVERY_TIMEOUT 120
+                     TEST_FILTER "-OpenAiServer.GreedyAnswersAreGeneratesAloneOrBatched:OpenAiServer.ChatStopStringsSeedsAndTokenPrompts:Loadgen.BurstOfClientsIsServedWhole"
                      PROPERTIES LABELS sanitize)

@@ -20,7 +20,7 @@ struct ForwardMetadata {
   int32_t block_table_stride = 0;     // the longest block table needed (blocks_for(context))
   int32_t max_query_len = 0;
   int32_t max_context_len = 0;
-  int32_t single_query_seqs = 0;  // sequences with one new token
+  int32_t single_query_seqs = 0;   // sequences with one new token
   std::vector<int64_t> first_row;  // ForwardResult::first_row for these logit rows
 
   int32_t tokens() const { return static_cast<int32_t>(token_ids.size()); }

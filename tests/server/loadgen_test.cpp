@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include "serve/metrics.hpp"
 #include "server_test_support.hpp"
 #include "util/error.hpp"
@@ -77,29 +79,65 @@ TEST(Loadgen, MeasuresEveryRequestOfALiveServer) {
             std::string::npos);
 }
 
+// A fake server answering every completion with `handler`, on a free port, while it lives.
+class FakeServer {
+ public:
+  explicit FakeServer(httplib::Server::Handler handler) {
+    http_.Post("/v1/completions", std::move(handler));
+    port_ = http_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { http_.listen_after_bind(); });
+  }
+  ~FakeServer() {
+    http_.stop();
+    thread_.join();
+  }
+  LoadgenOptions options(double timeout_s = 5) const {
+    LoadgenOptions o;
+    o.url = "http://127.0.0.1:" + std::to_string(port_);
+    o.model = "m";
+    o.timeout_s = timeout_s;
+    return o;
+  }
+
+ private:
+  httplib::Server http_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+void expect_all_failed(const LoadgenResult& result, int requests, const std::string& why) {
+  EXPECT_EQ(result.failed, requests);
+  ASSERT_FALSE(result.failures.empty());
+  EXPECT_NE(result.failures[0].find(why), std::string::npos) << result.failures[0];
+  EXPECT_EQ(summarize(result.run).completed, 0);
+}
+
 TEST(Loadgen, FailuresAreCountedNotLost) {
-  httplib::Server failing;
-  failing.Post("/v1/completions", [](const httplib::Request&, httplib::Response& res) {
+  FakeServer error([](const httplib::Request&, httplib::Response& res) {
     res.status = 500;
     res.set_content("{\"error\": {\"message\": \"boom\"}}", "application/json");
   });
+  expect_all_failed(run_loadgen(requests(3, 0.0), error.options()), 3, "HTTP 500");
   // A stream that stops before [DONE].
-  failing.Post("/v2/v1/completions", [](const httplib::Request&, httplib::Response& res) {
+  FakeServer truncated([](const httplib::Request&, httplib::Response& res) {
     res.set_content("data: {\"choices\": [{\"text\": \"a\"}]}\n\n", "text/event-stream");
   });
-  const int port = failing.bind_to_any_port("127.0.0.1");
-  std::thread serving([&] { failing.listen_after_bind(); });
-  LoadgenOptions options;
-  options.url = "http://127.0.0.1:" + std::to_string(port);
-  options.model = "m";
-  options.timeout_s = 5;
-  const LoadgenResult result = run_loadgen(requests(3, 0.0), options);
-  EXPECT_EQ(result.failed, 3);
-  ASSERT_FALSE(result.failures.empty());
-  EXPECT_NE(result.failures[0].find("HTTP 500"), std::string::npos) << result.failures[0];
-  EXPECT_EQ(summarize(result.run).completed, 0);
-  failing.stop();
-  serving.join();
+  expect_all_failed(run_loadgen(requests(2, 0.0), truncated.options()), 2, "without [DONE]");
+  // A stream that says it is done with fewer tokens than asked.
+  FakeServer short_stream([](const httplib::Request&, httplib::Response& res) {
+    res.set_content("data: {\"choices\": [{\"text\": \"a\"}]}\n\ndata: [DONE]\n\n",
+                    "text/event-stream");
+  });
+  expect_all_failed(run_loadgen(requests(2, 0.0), short_stream.options()), 2, "tokens");
+  // A server that stalls past the timeout: the request fails, the run does not hang.
+  FakeServer stalled([](const httplib::Request&, httplib::Response& res) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+    res.set_content("data: [DONE]\n\n", "text/event-stream");
+  });
+  const auto start = std::chrono::steady_clock::now();
+  const LoadgenResult late = run_loadgen(requests(1, 0.0), stalled.options(0.5));
+  EXPECT_EQ(late.failed, 1);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
 }
 
 TEST(Loadgen, RefusesBadOptions) {

@@ -40,7 +40,7 @@ struct PagedAttentionParams {
   int num_tokens = 0;     // query_start[num_seqs]
   int max_query_len = 0;  // host copies of the maxima, for the launch grid
   int max_context_len = 0;
-  int single_query_seqs = 0;  // host count of sequences with one new token (0: not counted)
+  int single_query_seqs = 0;         // host count of sequences with one new token (0: not counted)
   bool skip_single_queries = false;  // set by paged_attention: the tiled kernel leaves them
   int num_heads = 0;
   int num_kv_heads = 0;
