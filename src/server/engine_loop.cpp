@@ -177,6 +177,8 @@ void EngineLoop::publish_gauges() {
   g.prompt_tokens_admitted = totals.prompt_tokens;
   g.preemptions = totals.preemptions;
   g.iterations = iterations_;
+  g.draft_tokens = totals.draft_tokens_proposed;
+  g.accepted_draft_tokens = totals.draft_tokens_accepted;
   metrics_.set_gauges(g);
 }
 

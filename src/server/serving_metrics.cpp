@@ -97,6 +97,10 @@ std::string ServingMetrics::prometheus_text(const std::string& model_name) const
   metric("num_preemptions_total", "counter", "Sequences preempted (recompute).",
          gauges_.preemptions);
   metric("iterations_total", "counter", "Engine iterations (forward passes).", gauges_.iterations);
+  metric("spec_decode_num_draft_tokens_total", "counter", "Draft tokens verified.",
+         gauges_.draft_tokens);
+  metric("spec_decode_num_accepted_tokens_total", "counter", "Draft tokens accepted.",
+         gauges_.accepted_draft_tokens);
   metric("prompt_tokens_total", "counter", "Prompt tokens of finished requests.", prompt_tokens_);
   metric("generation_tokens_total", "counter", "Tokens generated for finished requests.",
          generation_tokens_);

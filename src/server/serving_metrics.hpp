@@ -31,6 +31,7 @@ struct LoopGauges {
   int64_t kv_blocks_used = 0, kv_blocks_total = 0;
   int64_t prefix_hit_tokens = 0, prompt_tokens_admitted = 0;
   int64_t preemptions = 0, iterations = 0;
+  int64_t draft_tokens = 0, accepted_draft_tokens = 0;  // speculative decoding
 };
 
 class ServingMetrics {

@@ -245,6 +245,31 @@ TEST(OpenAiServer, FullQueueIs429AndAGoneClientFreesItsBlocks) {
             std::string::npos);
 }
 
+TEST(OpenAiServer, SpeculationKeepsTheGreedyAnswers) {
+  SKIP_WITHOUT_TOKENIZER();
+  testing::ServerSetup setup;
+  setup.speculative_k = 3;  // n-gram drafts, verified in the iteration's forward pass
+  setup.prefix_caching = true;
+  TestServer server(setup);
+  // Repetitive prompts give the n-gram lookup something to propose.
+  const std::vector<std::string> prompts = {"1, 2, 3, 1, 2, 3, 1, 2, 3,", "the cat the cat the cat",
+                                            "Hello"};
+  std::vector<std::future<json>> answers;
+  for (const auto& p : prompts) {
+    answers.push_back(std::async(
+        std::launch::async, [&, p] { return post(server, "/v1/completions", greedy(p, 20)); }));
+  }
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const json answer = answers[i].get();
+    EXPECT_EQ(answer["choices"][0]["text"], reference_text(server, prompts[i], 20)) << prompts[i];
+    EXPECT_EQ(answer["usage"]["completion_tokens"], 20);
+  }
+  // The decode steps did verify drafts (1 + 3 tokens each).
+  EXPECT_GT(server.metrics().gauges().draft_tokens, 0);
+  auto metrics = server.client().Get("/metrics");
+  EXPECT_NE(metrics->body.find("inferlab:spec_decode_num_draft_tokens_total"), std::string::npos);
+}
+
 TEST(OpenAiServer, PrefixCachingReusesBlocksAndKeepsTheAnswer) {
   SKIP_WITHOUT_TOKENIZER();
   testing::ServerSetup setup;

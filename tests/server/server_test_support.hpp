@@ -35,6 +35,7 @@ inline std::unique_ptr<engine::CpuBackend> tiny_backend(int64_t kv_blocks = 64) 
 struct ServerSetup {
   int64_t max_num_seqs = 8, max_queue = 64, kv_blocks = 64;
   bool prefix_caching = false;
+  int speculative_k = 0;  // n-gram drafts verified per decode step
   size_t max_body_bytes = size_t{1} << 20;
 };
 
@@ -49,6 +50,7 @@ class TestServer {
     loop.config.max_num_seqs = setup.max_num_seqs;
     loop.config.max_num_batched_tokens = 512;
     loop.config.prefix_caching = setup.prefix_caching;
+    loop.config.speculative.k = setup.speculative_k;
     loop.max_waiting = setup.max_queue;
     loop_ = std::make_unique<EngineLoop>(*backend_, loop, metrics_);
     ServerOptions options;

@@ -19,7 +19,7 @@ TEST(ServingMetrics, HistogramIsCumulativeWithSumAndCount) {
 
 TEST(ServingMetrics, PrometheusTextHasGaugesCountersAndHistograms) {
   ServingMetrics m;
-  m.set_gauges({3, 2, 10, 40, 32, 128, 1, 7});
+  m.set_gauges({3, 2, 10, 40, 32, 128, 1, 7, 12, 5});
   m.record_finish("stop", 100, 20, 0.25, 0.02, 0.63);
   m.record_finish("abort", 50, 0, -1, 0, 0.1);
   m.record_refused(429);
@@ -30,6 +30,8 @@ TEST(ServingMetrics, PrometheusTextHasGaugesCountersAndHistograms) {
         "inferlab:kv_cache_usage_perc{model_name=\"llama\"} 0.25\n",
         "inferlab:prefix_cache_hit_rate{model_name=\"llama\"} 0.25\n",
         "inferlab:num_preemptions_total{model_name=\"llama\"} 1\n",
+        "inferlab:spec_decode_num_draft_tokens_total{model_name=\"llama\"} 12\n",
+        "inferlab:spec_decode_num_accepted_tokens_total{model_name=\"llama\"} 5\n",
         "inferlab:prompt_tokens_total{model_name=\"llama\"} 150\n",
         "inferlab:generation_tokens_total{model_name=\"llama\"} 20\n",
         "finished_reason=\"stop\"} 1\n", "finished_reason=\"abort\"} 1\n", "status=\"4xx\"} 1\n",
