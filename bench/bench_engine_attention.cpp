@@ -59,8 +59,7 @@ struct AttentionSetup {
 
     p.q = reinterpret_cast<const __nv_bfloat16*>(q.data());
     p.q_row_stride = row;
-    p.k_cache = reinterpret_cast<const __nv_bfloat16*>(k.data());
-    p.v_cache = reinterpret_cast<const __nv_bfloat16*>(v.data());
+    p.cache = {inferlab::DType::bf16, k.data(), v.data(), nullptr, nullptr};
     p.block_tables = tables.data();
     p.block_table_stride = blocks_per_seq;
     p.query_start = query_start.data();

@@ -79,7 +79,8 @@ void BM_RopeKvWrite(benchmark::State& state) {
   // Reads the row, writes q back and k, v to the cache.
   run(state, 2.0 * tokens * (row + kHeads * kHeadDim + 2 * kKvHeads * kHeadDim), [&] {
     cuda::rope_kv_write(qkv.data(), tokens, kHeads, kKvHeads, kHeadDim, dp.data(), ds.data(),
-                        df.data(), k_cache.data(), v_cache.data(), nullptr);
+                        df.data(), {inferlab::DType::bf16, k_cache.data(), v_cache.data(), nullptr, nullptr},
+                        nullptr);
   });
 }
 

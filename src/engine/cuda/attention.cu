@@ -66,7 +66,7 @@ void check(const PagedAttentionParams& p) {
   if (p.num_seqs == 0 || p.num_tokens == 0) return;
   require(p.max_query_len >= 1 && p.max_context_len >= p.max_query_len,
           "max_query_len must be at least 1 and at most max_context_len");
-  require(p.q != nullptr && p.k_cache != nullptr && p.v_cache != nullptr &&
+  require(p.q != nullptr && p.cache.k != nullptr && p.cache.v != nullptr &&
               p.block_tables != nullptr && p.query_start != nullptr && p.context_lens != nullptr &&
               p.out != nullptr,
           "a null tensor");
@@ -74,14 +74,14 @@ void check(const PagedAttentionParams& p) {
   require(
       p.q_row_stride >= static_cast<int64_t>(p.num_heads) * p.head_dim && p.q_row_stride % 8 == 0,
       "q_row_stride must hold num_heads * head_dim and be a multiple of 8");
-  require(aligned16(p.q) && aligned16(p.k_cache) && aligned16(p.v_cache) && aligned16(p.out),
+  require(aligned16(p.q) && aligned16(p.cache.k) && aligned16(p.cache.v) && aligned16(p.out),
           "q, caches and out must be 16-byte aligned");
 }
 
 }  // namespace
 
 size_t paged_attention_workspace_bytes(int max_tokens, int num_heads, int head_dim,
-                                       int max_context_len) {
+                                       int max_context_len, bool /*naive*/) {
   const int64_t rows = split_rows(max_tokens, max_context_len);
   return static_cast<size_t>(rows) * detail::decode_row_bytes(num_heads, head_dim);
 }
@@ -123,6 +123,7 @@ void launch_decode_path(const PagedAttentionParams& p, int64_t decode_seqs, cuda
 
 void paged_attention(const PagedAttentionParams& p, cudaStream_t stream) {
   check(p);
+  require(p.cache.format == DType::bf16 && !p.naive, "only the bf16 flash path is built yet");
   if (p.num_seqs == 0 || p.num_tokens == 0) return;
   if (p.max_query_len > 1) {
     if (p.single_query_seqs <= 0) {

@@ -15,23 +15,48 @@
 // the tiled one: a tile of 128 query rows with one real row would read the whole context once
 // per query head for a single query.
 // The CPU reference is cpu::paged_attention (engine/cpu/ops.hpp).
+//
+// The cache is bf16, or int8 / FP8 E4M3 with one fp32 scale per (slot, KV head): the stored
+// vector of head_dim values q stands for scale · q (quantize_row_int8 / quantize_row_e4m3 of
+// engine/quant/quantize.hpp wrote it). The kernels dequantize as they read.
+//
+// `naive` selects the unfused baseline instead (the ablation's plain step, `--attention naive`):
+// the scores of every query against its whole context materialized in an fp32 workspace, a
+// softmax pass, then the weighted sum of values: three kernels, as an implementation without
+// FlashAttention runs it.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
 #include <cstdint>
 
+#include "util/dtype.hpp"
+
 namespace inferlab::engine::cuda {
+
+// One layer's slice of the paged KV cache: element (slot, kv_head, i) of keys at
+// k + (slot · num_kv_heads + kv_head) · head_dim, in `format` (bf16, int8 or fp8); for int8 and
+// fp8 the scales of that vector at k_scale[slot · num_kv_heads + kv_head]. Values the same.
+struct KvLayerCache {
+  DType format = DType::bf16;
+  void* k = nullptr;
+  void* v = nullptr;
+  float* k_scale = nullptr;
+  float* v_scale = nullptr;
+};
+
+// Bytes of one cache element in `format` (2 for bf16, 1 for int8 and fp8).
+inline int kv_element_bytes(DType format) {
+  return format == DType::bf16 ? 2 : 1;
+}
 
 struct PagedAttentionParams {
   // Query of token t, head h: q + t * q_row_stride + h * head_dim (the fused QKV GEMM output,
   // whose rows are q_dim + 2 kv_dim wide).
   const __nv_bfloat16* q = nullptr;
   int64_t q_row_stride = 0;
-  // This layer's cache: key of slot s, KV head g at k_cache + (s * num_kv_heads + g) * head_dim
-  // (slot = block_table[p / block_size] * block_size + p % block_size); values the same.
-  const __nv_bfloat16* k_cache = nullptr;
-  const __nv_bfloat16* v_cache = nullptr;
+  // This layer's cache (slot = block_table[p / block_size] * block_size + p % block_size).
+  KvLayerCache cache;
   const int32_t* block_tables = nullptr;  // device, [num_seqs, block_table_stride]
   int block_table_stride = 0;
   const int32_t* query_start = nullptr;   // device, [num_seqs + 1], query_start[0] = 0
@@ -49,14 +74,17 @@ struct PagedAttentionParams {
   int sliding_window = 0;        // 0: none; else keys at positions > position - sliding_window
   float softmax_scale = 0;       // 1 / sqrt(head_dim)
   __nv_bfloat16* out = nullptr;  // [num_tokens, num_heads * head_dim]
-  // Scratch for the split-K partials; at least paged_attention_workspace_bytes(...).
+  bool naive = false;  // the unfused baseline (materialized scores) instead of the flash kernels
+  // Scratch for the split-K partials (and the naive path's scores); at least
+  // paged_attention_workspace_bytes(...).
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
 };
 
-// Scratch the decode path needs for up to max_tokens tokens at these sizes.
+// Scratch the decode path (and, with naive, the naive path) needs for up to max_tokens tokens at
+// these sizes. The naive path processes its queries in chunks that fit the workspace.
 size_t paged_attention_workspace_bytes(int max_tokens, int num_heads, int head_dim,
-                                       int max_context_len);
+                                       int max_context_len, bool naive = false);
 
 // Launches on `stream` (no synchronisation, no allocation: graph-capturable). Throws
 // std::invalid_argument for an unsupported head_dim or a workspace that is too small.

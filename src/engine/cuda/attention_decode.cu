@@ -173,10 +173,10 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeArgs a) {
     // loop bound is uniform over the CTA so that every lane reaches them); the next step's rows
     // load while this step's are used.
     uint4 raw[kUnroll];
-    load_rows<kRows>(raw, p.k_cache, s_row, 0, n, row, part);
+    load_rows<kRows>(raw, static_cast<const __nv_bfloat16*>(p.cache.k), s_row, 0, n, row, part);
     for (int r0 = 0; r0 < n; r0 += kRows * kUnroll) {
       uint4 next[kUnroll];
-      load_rows<kRows>(next, p.k_cache, s_row, r0 + kRows * kUnroll, n, row, part);
+      load_rows<kRows>(next, static_cast<const __nv_bfloat16*>(p.cache.k), s_row, r0 + kRows * kUnroll, n, row, part);
       // Partial dot products of every (row u, head h) at index u·GT + h, then one reduce-scatter
       // over the row's lanes (N − 1 shuffles for N values instead of N log2(kLanes)).
       constexpr int kValues = kUnroll * GT;
@@ -210,7 +210,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeArgs a) {
       for (int u = 0; u < kUnroll; ++u) raw[u] = next[u];
     }
     // The first values load while the softmax runs (they do not depend on it).
-    load_rows<kRows>(raw, p.v_cache, s_row, 0, n, row, part);
+    load_rows<kRows>(raw, static_cast<const __nv_bfloat16*>(p.cache.v), s_row, 0, n, row, part);
     __syncthreads();
 
     // Online softmax over the pass: warp w owns heads w, w + kWarps, ...
@@ -248,7 +248,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeArgs a) {
     }
     for (int r0 = 0; r0 < n; r0 += kRows * kUnroll) {
       uint4 next[kUnroll];
-      load_rows<kRows>(next, p.v_cache, s_row, r0 + kRows * kUnroll, n, row, part);
+      load_rows<kRows>(next, static_cast<const __nv_bfloat16*>(p.cache.v), s_row, r0 + kRows * kUnroll, n, row, part);
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         const int r = r0 + u * kRows + row;

@@ -187,10 +187,10 @@ __global__ void __launch_bounds__(32 * kWarps) prefill_kernel(const PagedAttenti
 
   const int32_t* table = p.block_tables + static_cast<int64_t>(seq) * p.block_table_stride;
   const int64_t slot_stride = static_cast<int64_t>(p.num_kv_heads) * D;
-  load_tile<D, kStride, kThreads>(s_k, p.k_cache, table, p.block_size, slot_stride, kv_head, tile0,
+  load_tile<D, kStride, kThreads>(s_k, static_cast<const __nv_bfloat16*>(p.cache.k), table, p.block_size, slot_stride, kv_head, tile0,
                                   kv_end);
   cp_async_commit();
-  load_tile<D, kStride, kThreads>(s_v, p.v_cache, table, p.block_size, slot_stride, kv_head, tile0,
+  load_tile<D, kStride, kThreads>(s_v, static_cast<const __nv_bfloat16*>(p.cache.v), table, p.block_size, slot_stride, kv_head, tile0,
                                   kv_end);
   cp_async_commit();
 
@@ -236,7 +236,7 @@ __global__ void __launch_bounds__(32 * kWarps) prefill_kernel(const PagedAttenti
     }
     __syncthreads();  // every warp is done with s_k: the next keys may land there
     if (t + 1 < num_tiles) {
-      load_tile<D, kStride, kThreads>(s_k, p.k_cache, table, p.block_size, slot_stride, kv_head,
+      load_tile<D, kStride, kThreads>(s_k, static_cast<const __nv_bfloat16*>(p.cache.k), table, p.block_size, slot_stride, kv_head,
                                       ks + kBN, kv_end);
     }
     cp_async_commit();  // (an empty group on the last tile keeps the counting uniform)
@@ -314,7 +314,7 @@ __global__ void __launch_bounds__(32 * kWarps) prefill_kernel(const PagedAttenti
     }
     __syncthreads();  // every warp is done with s_v
     if (t + 1 < num_tiles) {
-      load_tile<D, kStride, kThreads>(s_v, p.v_cache, table, p.block_size, slot_stride, kv_head,
+      load_tile<D, kStride, kThreads>(s_v, static_cast<const __nv_bfloat16*>(p.cache.v), table, p.block_size, slot_stride, kv_head,
                                       ks + kBN, kv_end);
     }
     cp_async_commit();

@@ -259,11 +259,11 @@ void CudaBackend::launch_model(const ForwardMetadata& meta) {
                 2.0 * t * qkv_dim * hidden);
     bf16* k_layer = k_cache_.data() + layer * layer_cache;
     bf16* v_layer = v_cache_.data() + layer * layer_cache;
+    cuda::KvLayerCache cache{DType::bf16, k_layer, v_layer, nullptr, nullptr};
     cuda::rope_kv_write(qkv_.data(), tokens, heads, kv_heads, d, dev + o.positions, dev + o.slots,
-                        inv_freq_.data(), k_layer, v_layer, stream_);
+                        inv_freq_.data(), cache, stream_);
     timer_.mark("rope_kv_write", gemm_act * (qkv_dim + m.q_dim() + 2 * m.kv_dim()));
-    attention.k_cache = k_layer;
-    attention.v_cache = v_layer;
+    attention.cache = cache;
     cuda::paged_attention(attention, stream_);
     timer_.mark("attention", 4.0 * context_sum * m.kv_dim() + gemm_act * 2 * q_dim,
                 4.0 * attended_sum * q_dim);

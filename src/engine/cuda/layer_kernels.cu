@@ -1,5 +1,6 @@
 #include "engine/cuda/cuda_check.hpp"
 #include "engine/cuda/layer_kernels.hpp"
+#include <stdexcept>
 
 namespace inferlab::engine::cuda {
 
@@ -223,8 +224,13 @@ void add_rms_norm(bf16* residual, const bf16* delta, const bf16* weight, int row
 
 void rope_kv_write(bf16* qkv, int tokens, int num_heads, int num_kv_heads, int head_dim,
                    const int32_t* positions, const int32_t* slot_mapping, const float* inv_freq,
-                   bf16* k_cache, bf16* v_cache, cudaStream_t stream) {
+                   const KvLayerCache& cache, cudaStream_t stream) {
   if (tokens == 0) return;
+  if (cache.format != DType::bf16) {
+    throw std::invalid_argument("rope_kv_write: only a bf16 cache is built yet");
+  }
+  auto* k_cache = static_cast<bf16*>(cache.k);
+  auto* v_cache = static_cast<bf16*>(cache.v);
   const int heads = num_heads + num_kv_heads;
   const int block_pairs = kRopeHeadsPerBlock * head_dim / 2;
   const int threads = block_pairs >= 256 ? 256 : ((block_pairs + 31) / 32) * 32;

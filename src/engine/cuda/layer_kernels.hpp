@@ -11,6 +11,8 @@
 
 #include <cstdint>
 
+#include "engine/cuda/attention.hpp"
+
 namespace inferlab::engine::cuda {
 
 using bf16 = __nv_bfloat16;
@@ -31,10 +33,12 @@ void add_rms_norm(bf16* residual, const bf16* delta, const bf16* weight, int row
 // Rotary embedding (rotate-half form, angle = position · inv_freq[i] in fp32 as transformers
 // computes it) applied in place to the query heads of each row of the fused QKV output
 // [tokens, (num_heads + 2 num_kv_heads) · head_dim]; the rotated keys and the values go to the
-// cache at slot_mapping[t] (layout [slot, kv_head, head_dim]).
+// cache at slot_mapping[t] (layout [slot, kv_head, head_dim]). A quantized cache (int8, fp8)
+// gets each (token, KV head) vector of the bf16-rounded key or value quantized by its absolute
+// maximum (quantize_row_int8 / quantize_row_e4m3) and its scale written beside it.
 void rope_kv_write(bf16* qkv, int tokens, int num_heads, int num_kv_heads, int head_dim,
                    const int32_t* positions, const int32_t* slot_mapping, const float* inv_freq,
-                   bf16* k_cache, bf16* v_cache, cudaStream_t stream);
+                   const KvLayerCache& cache, cudaStream_t stream);
 
 // out[t, i] = bf16(bf16(silu(g)) · u) with g = gate_up[t, i], u = gate_up[t, inter + i]
 // (the fused gate/up GEMM's two halves, read in place).

@@ -157,8 +157,8 @@ std::vector<float> run_gpu(const Batch& b, int workspace_tokens = 0) {
   cuda::PagedAttentionParams p;
   p.q = bf16_ptr(q);
   p.q_row_stride = b.q_row_stride;
-  p.k_cache = bf16_ptr(k);
-  p.v_cache = bf16_ptr(v);
+  p.cache = {inferlab::DType::bf16, const_cast<__nv_bfloat16*>(bf16_ptr(k)), const_cast<__nv_bfloat16*>(bf16_ptr(v)), nullptr,
+             nullptr};
   p.block_tables = tables.data();
   p.block_table_stride = b.table_stride;
   p.query_start = starts.data();
@@ -338,8 +338,7 @@ TEST(CudaAttentionArguments, RejectsUnsupportedHeadDimAndSmallWorkspace) {
   alignas(16) static int32_t ints[4] = {0, 1, 0, 0};
   cuda::PagedAttentionParams p;
   p.q = reinterpret_cast<const __nv_bfloat16*>(dummy);
-  p.k_cache = p.q;
-  p.v_cache = p.q;
+  p.cache = {inferlab::DType::bf16, const_cast<__nv_bfloat16*>(p.q), const_cast<__nv_bfloat16*>(p.q), nullptr, nullptr};
   p.out = reinterpret_cast<__nv_bfloat16*>(dummy);
   p.block_tables = ints;
   p.query_start = ints;
