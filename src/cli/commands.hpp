@@ -24,6 +24,7 @@ void register_report(CLI::App& app);  // HTML page of predict, serve or validate
 
 // The engine: checkpoints, tokenizer, generation.
 void register_init_weights(CLI::App& app);
+void register_quantize(CLI::App& app);
 void register_tokenize(CLI::App& app);
 void register_generate(CLI::App& app);
 void register_bench(CLI::App& app);   // the engine timed

@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   inferlab::cli::register_serve(app);
   inferlab::cli::register_capacity(app);
   inferlab::cli::register_init_weights(app);
+  inferlab::cli::register_quantize(app);
   inferlab::cli::register_tokenize(app);
   inferlab::cli::register_generate(app);
   inferlab::cli::register_bench(app);

@@ -2,12 +2,11 @@
 
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <stdexcept>
 
 #include "engine/bf16.hpp"
+#include "engine/checkpoint_files.hpp"
 #include "engine/llama_weights.hpp"
 #include "engine/rng.hpp"
 #include "engine/safetensors_writer.hpp"
@@ -58,44 +57,11 @@ void generate_tensor(const WeightSpec& spec, const ModelConfig& m, uint64_t seed
   }
 }
 
-void write_json(const std::filesystem::path& path, const nlohmann::json& value) {
-  std::ofstream out(path);
-  out << value.dump(2) << "\n";
-  if (!out) throw std::runtime_error("writing '" + path.string() + "' failed");
-}
-
-void copy_into(const std::filesystem::path& source, const std::filesystem::path& target,
-               const char* what) {
-  std::error_code error;
-  if (!std::filesystem::is_regular_file(source, error)) {
-    throw InputError(std::string(what) + " '" + source.string() + "' does not exist");
-  }
-  std::filesystem::copy_file(source, target, std::filesystem::copy_options::overwrite_existing,
-                             error);
-  if (error) {
-    throw std::runtime_error("copying '" + source.string() + "' to '" + target.string() +
-                             "' failed: " + error.message());
-  }
-}
-
 }  // namespace
 
 InitWeightsResult init_weights(const LlamaConfig& config, const InitWeightsOptions& options) {
   namespace fs = std::filesystem;
-  if (options.out_dir.empty()) throw InputError("init-weights: no output folder given");
-  std::error_code error;
-  fs::create_directories(options.out_dir, error);
-  if (!fs::is_directory(options.out_dir, error)) {
-    throw InputError("cannot create the output folder '" + options.out_dir.string() + "'");
-  }
-  // Stale weights of an earlier run would shadow or mix with these.
-  static const std::regex kWeightFile(R"(model(-\d+-of-\d+)?\.safetensors(\.index\.json)?)");
-  for (const auto& entry : fs::directory_iterator(options.out_dir)) {
-    if (entry.is_regular_file() &&
-        std::regex_match(entry.path().filename().string(), kWeightFile)) {
-      fs::remove(entry.path());
-    }
-  }
+  prepare_checkpoint_folder(options.out_dir, "init-weights");
 
   InitWeightsResult result;
   const auto specs = llama_weight_specs(config);
@@ -113,7 +79,7 @@ InitWeightsResult init_weights(const LlamaConfig& config, const InitWeightsOptio
   }
 
   const fs::path config_path = options.out_dir / "config.json";
-  write_json(config_path, config.hf_config);
+  write_json_file(config_path, config.hf_config);
   result.files.push_back(config_path);
 
   nlohmann::json weight_map = nlohmann::json::object();
@@ -143,20 +109,12 @@ InitWeightsResult init_weights(const LlamaConfig& config, const InitWeightsOptio
   }
   if (shards.size() > 1) {
     const fs::path index_path = options.out_dir / kSafetensorsIndexFile;
-    write_json(index_path,
-               {{"metadata", {{"total_size", result.weight_bytes}}}, {"weight_map", weight_map}});
+    write_json_file(index_path, {{"metadata", {{"total_size", result.weight_bytes}}},
+                                 {"weight_map", weight_map}});
     result.files.push_back(index_path);
   }
 
-  nlohmann::json generation = {{"_from_model_config", true}};
-  for (const char* key : {"bos_token_id", "eos_token_id", "pad_token_id"}) {
-    if (config.hf_config.contains(key) && !config.hf_config[key].is_null()) {
-      generation[key] = config.hf_config[key];
-    }
-  }
-  const fs::path generation_path = options.out_dir / "generation_config.json";
-  write_json(generation_path, generation);
-  result.files.push_back(generation_path);
+  result.files.push_back(write_generation_config(options.out_dir, config));
 
   if (!options.tokenizer_json.empty()) {
     copy_into(options.tokenizer_json, options.out_dir / "tokenizer.json", "tokenizer file");

@@ -27,6 +27,7 @@ LlamaConfig parse_llama_config(const nlohmann::json& config, const std::string& 
                                const std::string& context) {
   LlamaConfig result;
   result.model = parse_model_config(config, name, context);
+  result.gptq = parse_gptq_config(config, context);
   result.hf_config = config;
   const ModelConfig& m = result.model;
   if (m.gpt_style)

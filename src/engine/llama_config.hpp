@@ -2,9 +2,11 @@
 #include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "engine/quant/gptq.hpp"
 #include "model/model_config.hpp"
 
 namespace inferlab::engine {
@@ -31,6 +33,7 @@ struct LlamaConfig {
   int64_t sliding_window = 0;  // 0: full causal attention (Mistral v0.1: 4096)
   int64_t bos_token_id = -1;   // -1: none given
   std::vector<int64_t> eos_token_ids;
+  std::optional<GptqConfig> gptq;  // the checkpoint's projections are GPTQ-quantized
   nlohmann::json hf_config;
 };
 

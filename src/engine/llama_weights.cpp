@@ -87,12 +87,28 @@ std::vector<WeightSpec> llama_weight_specs(const LlamaConfig& config) {
   return specs;
 }
 
+bool is_gptq_module(const Checkpoint& checkpoint, const WeightSpec& spec,
+                    const LlamaConfig& config) {
+  return config.gptq && spec.shape.size() == 2 &&
+         checkpoint.find(gptq_tensor_names(spec.name)[0]) != nullptr;
+}
+
 void check_llama_checkpoint(const Checkpoint& checkpoint, const LlamaConfig& config) {
   std::vector<std::string> missing, unexpected, misshapen, mistyped;
   std::map<std::string, const WeightSpec*> expected;
   auto specs = llama_weight_specs(config);
-  for (const auto& spec : specs) expected[spec.name] = &spec;
   for (const auto& spec : specs) {
+    if (!is_gptq_module(checkpoint, spec, config)) {
+      expected[spec.name] = &spec;
+      continue;
+    }
+    for (const auto& name : gptq_tensor_names(spec.name)) expected[name] = &spec;
+    const auto problems =
+        check_gptq_module(checkpoint, spec.name, spec.shape[0], spec.shape[1], *config.gptq);
+    misshapen.insert(misshapen.end(), problems.begin(), problems.end());
+  }
+  for (const auto& spec : specs) {
+    if (is_gptq_module(checkpoint, spec, config)) continue;
     const TensorView* view = checkpoint.find(spec.name);
     if (view == nullptr) {
       missing.push_back(spec.name);
@@ -207,6 +223,11 @@ LlamaWeights load_llama_weights(const Checkpoint& checkpoint, const LlamaConfig&
   LlamaWeights weights;
   weights.layers.resize(static_cast<size_t>(config.model.num_layers));
   for (const auto& spec : llama_weight_specs(config)) {
+    if (is_gptq_module(checkpoint, spec, config)) {
+      weights.set(spec, dequantize_matrix(read_gptq_module(checkpoint, spec.name, spec.shape[0],
+                                                           spec.shape[1], *config.gptq)));
+      continue;
+    }
     std::vector<float> values = tensor_to_float(*checkpoint.find(spec.name));
     weights.set(spec, std::move(values));
   }

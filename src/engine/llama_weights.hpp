@@ -40,10 +40,16 @@ struct WeightSpec {
 // norm, and lm_head unless the embeddings are tied.
 std::vector<WeightSpec> llama_weight_specs(const LlamaConfig& config);
 
+// True when `spec` is stored GPTQ-quantized in `checkpoint` (its module's qweight is there and
+// the config says GPTQ).
+bool is_gptq_module(const Checkpoint& checkpoint, const WeightSpec& spec,
+                    const LlamaConfig& config);
+
 // Checks that the checkpoint holds exactly the tensors of llama_weight_specs with those shapes
-// and a float dtype (BF16, F16, F32). Tensors that transformers ignores are allowed:
-// rotary_emb.inv_freq buffers and lm_head.weight beside tied embeddings. One InputError names
-// every missing, unexpected, misshapen or mistyped tensor (the first few of each kind).
+// and a float dtype (BF16, F16, F32), or for GPTQ modules their qweight, qzeros, scales and g_idx.
+// Tensors that transformers ignores are allowed: rotary_emb.inv_freq buffers and lm_head.weight
+// beside tied embeddings. One InputError names every missing, unexpected, misshapen or mistyped
+// tensor (the first few of each kind).
 void check_llama_checkpoint(const Checkpoint& checkpoint, const LlamaConfig& config);
 
 struct LayerWeights {
@@ -69,7 +75,7 @@ struct LlamaWeights {
   }
 };
 
-// Checks (check_llama_checkpoint) and converts.
+// Checks (check_llama_checkpoint) and converts (GPTQ modules dequantized).
 LlamaWeights load_llama_weights(const Checkpoint& checkpoint, const LlamaConfig& config);
 
 // Converts one tensor (BF16, F16 or F32) to fp32.

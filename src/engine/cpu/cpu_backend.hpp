@@ -5,6 +5,8 @@
 #include "engine/backend.hpp"
 #include "engine/kv_cache.hpp"
 #include "engine/llama_weights.hpp"
+#include "engine/quant/formats.hpp"
+#include "engine/quant/smoothquant.hpp"
 
 namespace inferlab::engine {
 
@@ -13,15 +15,25 @@ namespace inferlab::engine {
 // paged cache → causal GQA attention over the cached prefix and the new tokens → O projection +
 // residual → RMSNorm → SwiGLU MLP + residual; final RMSNorm and the LM head (tied or not) on the
 // last token of each sequence, or on every new token when asked.
+//
+// Quantization (the reference the GPU's quantized paths are checked against): the weights come
+// already quantized and dequantized (apply_quantization); at run time, with fp8 weights or W8A8
+// each GEMM's input row is quantized and dequantized per token (fake_quantize_row), and a
+// quantized KV cache stores each (token, KV head) vector quantized and dequantized.
 class CpuBackend : public Backend {
  public:
   // The cache holds num_blocks blocks of block_size tokens.
-  CpuBackend(LlamaConfig config, LlamaWeights weights, int64_t block_size, int64_t num_blocks);
+  CpuBackend(LlamaConfig config, LlamaWeights weights, int64_t block_size, int64_t num_blocks,
+             QuantConfig quant = {});
 
   const LlamaConfig& config() const override { return config_; }
   const KvCacheLayout& kv_layout() const override { return cache_.layout(); }
   ForwardResult forward(const ForwardBatch& batch) override;
   const LlamaWeights& weights() const { return weights_; }
+  const QuantConfig& quant() const { return quant_; }
+  // While set, every forward pass merges the absolute maxima of the QKV and gate/up inputs into
+  // `stats` (SmoothQuant's calibration); null stops it.
+  void collect_smoothquant_stats(SmoothQuantStats* stats) { stats_ = stats; }
 
  private:
   // Runs one chunk and appends its logits rows.
@@ -31,6 +43,8 @@ class CpuBackend : public Backend {
   LlamaWeights weights_;
   CpuKvCache cache_;
   std::vector<double> inv_freq_;
+  QuantConfig quant_;
+  SmoothQuantStats* stats_ = nullptr;
 };
 
 // Memory the CPU backend takes for `config` with a cache of `max_tokens` tokens: fp32 weights
@@ -38,8 +52,16 @@ class CpuBackend : public Backend {
 // fit" messages before anything is allocated.
 int64_t cpu_backend_bytes(const LlamaConfig& config, int64_t max_tokens, int64_t block_size = 16);
 
-// A CPU backend whose cache holds `max_tokens` tokens (rounded up to whole blocks).
+// A CPU backend whose cache holds `max_tokens` tokens (rounded up to whole blocks), running the
+// model as `quant` says: bf16 keeps the fp32 weights; quantized weights are quantized and
+// dequantized here, W8A8 first migrates with `smoothing` or, when null, with factors from a
+// calibration pass of the unquantized model over quant.calibration_tokens random tokens.
 std::unique_ptr<CpuBackend> make_cpu_backend(LlamaModel model, int64_t max_tokens,
-                                             int64_t block_size = 16);
+                                             int64_t block_size = 16, const QuantConfig& quant = {},
+                                             const SmoothingFactors* smoothing = nullptr);
+
+// SmoothQuant statistics of `backend`'s model (weights from its own, inputs from one forward
+// pass over `tokens` random token ids drawn from `seed`).
+SmoothQuantStats calibrate_smoothquant(CpuBackend& backend, int64_t tokens, uint64_t seed);
 
 }  // namespace inferlab::engine

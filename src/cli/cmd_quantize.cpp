@@ -1,0 +1,107 @@
+// `inferlab quantize`: a bf16 checkpoint (or a shipped model's random weights) written as a GPTQ
+// checkpoint with round-to-nearest int4 groups or int8 channels.
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#include "cli/common_args.hpp"
+#include "cli/engine_args.hpp"
+#include "engine/checkpoint.hpp"
+#include "engine/llama_weights.hpp"
+#include "engine/quant/formats.hpp"
+#include "engine/quant/quantize_checkpoint.hpp"
+#include "engine/tensor_source.hpp"
+#include "report/emit.hpp"
+#include "report/table.hpp"
+#include "util/data_dir.hpp"
+#include "util/error.hpp"
+
+namespace inferlab::cli {
+
+namespace {
+
+struct QuantizeArgs {
+  CommonArgs common;
+  std::string model, out, weights = "int4";
+  int64_t group_size = 128;
+  uint64_t seed = 0;
+};
+
+// The tokenizer and generation files a checkpoint folder has beside its weights.
+std::vector<std::filesystem::path> files_beside(const std::string& model) {
+  std::vector<std::filesystem::path> files;
+  const std::filesystem::path folder =
+      is_checkpoint_folder(model) ? std::filesystem::path(model) : fetched_tokenizer_dir("llama3");
+  for (const char* name : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"}) {
+    std::error_code error;
+    if (std::filesystem::is_regular_file(folder / name, error)) files.push_back(folder / name);
+  }
+  return files;
+}
+
+void run_quantize(const QuantizeArgs& a) {
+  const OutputFormat format = parse_output_format(a.common.format);
+  engine::QuantizeCheckpointOptions options;
+  options.out_dir = a.out;
+  options.weights = engine::parse_weight_format(a.weights);
+  options.group_size = a.group_size;
+  options.extra_files = files_beside(a.model);
+  if (a.group_size < 1 || a.group_size > 65536) {
+    throw InputError("--group-size must be in [32, 65536] and a multiple of 32");
+  }
+  const engine::LlamaConfig config = engine::load_llama_config(a.model);
+  if (config.gptq) {
+    throw InputError("'" + a.model + "' is already GPTQ-quantized; quantize a bf16 checkpoint");
+  }
+  engine::QuantizeCheckpointResult result;
+  if (is_checkpoint_folder(a.model)) {
+    if (std::filesystem::equivalent(a.model, a.out)) {
+      throw InputError("--out must not be the checkpoint's own folder");
+    }
+    const auto checkpoint = engine::Checkpoint::open(a.model);
+    engine::check_llama_checkpoint(checkpoint, config);
+    result =
+        engine::quantize_checkpoint(config, engine::checkpoint_tensor_source(checkpoint), options);
+  } else {
+    result =
+        engine::quantize_checkpoint(config, engine::random_tensor_source(config, a.seed), options);
+  }
+  nlohmann::json files = nlohmann::json::array();
+  for (const auto& file : result.files) files.push_back(file.string());
+  const nlohmann::json json = {{"out_dir", a.out},
+                               {"weights", a.weights},
+                               {"group_size", options.weights == DType::int4 ? a.group_size : -1},
+                               {"quantized_modules", result.quantized_modules},
+                               {"tensors", result.tensors},
+                               {"weight_bytes", result.weight_bytes},
+                               {"files", files}};
+  Table table({"checkpoint", "value"});
+  table.add_row({"folder", a.out});
+  table.add_row(
+      {"format", fmt::format("GPTQ {}{}", a.weights,
+                             options.weights == DType::int4 ? fmt::format(" g{}", a.group_size)
+                                                            : std::string(" per channel"))});
+  table.add_row({"quantized modules", std::to_string(result.quantized_modules)});
+  table.add_row(
+      {"weights", fmt::format("{:.3f} GB", static_cast<double>(result.weight_bytes) / 1e9)});
+  emit(json, table, format);
+}
+
+}  // namespace
+
+void register_quantize(CLI::App& app) {
+  auto args = std::make_shared<QuantizeArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "quantize", "Write a GPTQ checkpoint with round-to-nearest int4 or int8 weights");
+  cmd->add_option("--model", args->model, "Checkpoint folder, or a shipped model (random weights)")
+      ->required();
+  cmd->add_option("--out", args->out, "Checkpoint folder to write")->required();
+  cmd->add_option("--weights", args->weights, "int4 (groups) or int8 (per channel)")
+      ->capture_default_str();
+  cmd->add_option("--group-size", args->group_size, "int4: inputs per fp16 scale")
+      ->capture_default_str();
+  cmd->add_option("--seed", args->seed, "Random weights of a shipped model")->capture_default_str();
+  add_format_option(cmd, args->common);
+  cmd->callback([args] { run_quantize(*args); });
+}
+
+}  // namespace inferlab::cli

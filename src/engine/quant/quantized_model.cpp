@@ -1,0 +1,189 @@
+#include "engine/quant/quantized_model.hpp"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "engine/bf16.hpp"
+#include "util/error.hpp"
+
+namespace inferlab::engine {
+
+namespace {
+
+bool is_projection(WeightRole role) {
+  switch (role) {
+    case WeightRole::q_proj:
+    case WeightRole::k_proj:
+    case WeightRole::v_proj:
+    case WeightRole::o_proj:
+    case WeightRole::gate_proj:
+    case WeightRole::up_proj:
+    case WeightRole::down_proj:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// The SmoothQuant factors that apply to a projection's input columns, or null.
+const std::vector<float>* column_factors(WeightRole role, int64_t layer,
+                                         const SmoothingFactors* smoothing) {
+  if (smoothing == nullptr || layer < 0) return nullptr;
+  const auto l = static_cast<size_t>(layer);
+  switch (role) {
+    case WeightRole::q_proj:
+    case WeightRole::k_proj:
+    case WeightRole::v_proj:
+      return &smoothing->qkv.at(l);
+    case WeightRole::gate_proj:
+    case WeightRole::up_proj:
+      return &smoothing->gate_up.at(l);
+    default:
+      return nullptr;
+  }
+}
+
+// The factors a norm's weight is divided by, or null.
+const std::vector<float>* norm_factors(WeightRole role, int64_t layer,
+                                       const SmoothingFactors* smoothing) {
+  if (smoothing == nullptr || layer < 0) return nullptr;
+  if (role == WeightRole::input_layernorm) return &smoothing->qkv.at(static_cast<size_t>(layer));
+  if (role == WeightRole::post_attention_layernorm) {
+    return &smoothing->gate_up.at(static_cast<size_t>(layer));
+  }
+  return nullptr;
+}
+
+void require_smoothing(const QuantConfig& config, const SmoothingFactors* smoothing,
+                       int64_t layers) {
+  if (config.activations != DType::int8) return;
+  if (smoothing == nullptr || static_cast<int64_t>(smoothing->qkv.size()) != layers ||
+      static_cast<int64_t>(smoothing->gate_up.size()) != layers) {
+    throw std::invalid_argument("W8A8 needs SmoothQuant factors for every layer");
+  }
+}
+
+std::vector<float> dequantized(const std::vector<float>& w, int64_t out, int64_t in,
+                               const QuantConfig& config) {
+  return dequantize_matrix(quantize_matrix(w.data(), out, in, config.weights, config.group_size));
+}
+
+}  // namespace
+
+bool is_quantized_role(WeightRole role, const QuantConfig& config) {
+  if (config.weights == DType::bf16) return false;
+  return is_projection(role) || (role == WeightRole::lm_head && config.quantize_lm_head);
+}
+
+QuantizedMatrix quantize_bf16_matrix(const std::vector<uint16_t>& bits, int64_t out, int64_t in,
+                                     const QuantConfig& config,
+                                     const std::vector<float>* column_scale) {
+  if (static_cast<int64_t>(bits.size()) != out * in) {
+    throw std::invalid_argument("quantize_bf16_matrix: size does not match the shape");
+  }
+  std::vector<float> w(bits.size());
+  for (size_t i = 0; i < bits.size(); ++i) w[i] = bf16_to_float(bits[i]);
+  if (column_scale != nullptr) scale_weight_columns(w.data(), out, in, *column_scale);
+  return quantize_matrix(w.data(), out, in, config.weights, config.group_size);
+}
+
+void apply_quantization(LlamaWeights& weights, const LlamaConfig& model, const QuantConfig& config,
+                        const SmoothingFactors* smoothing) {
+  if (config.weights == DType::bf16) return;
+  const ModelConfig& m = model.model;
+  require_smoothing(config, smoothing, m.num_layers);
+  const SmoothingFactors* factors = config.activations == DType::int8 ? smoothing : nullptr;
+  const int64_t hidden = m.hidden_size, q_dim = m.q_dim(), kv_dim = m.kv_dim();
+  const int64_t inter = m.intermediate_size;
+  for (int64_t l = 0; l < m.num_layers; ++l) {
+    LayerWeights& w = weights.layers[static_cast<size_t>(l)];
+    auto project = [&](std::vector<float>& matrix, WeightRole role, int64_t out, int64_t in) {
+      if (const auto* s = column_factors(role, l, factors)) {
+        scale_weight_columns(matrix.data(), out, in, *s);
+      }
+      matrix = dequantized(matrix, out, in, config);
+    };
+    project(w.q_proj, WeightRole::q_proj, q_dim, hidden);
+    project(w.k_proj, WeightRole::k_proj, kv_dim, hidden);
+    project(w.v_proj, WeightRole::v_proj, kv_dim, hidden);
+    project(w.o_proj, WeightRole::o_proj, hidden, q_dim);
+    project(w.gate_proj, WeightRole::gate_proj, inter, hidden);
+    project(w.up_proj, WeightRole::up_proj, inter, hidden);
+    project(w.down_proj, WeightRole::down_proj, hidden, inter);
+    if (const auto* s = norm_factors(WeightRole::input_layernorm, l, factors)) {
+      divide_norm_weight(w.input_layernorm.data(), hidden, *s);
+    }
+    if (const auto* s = norm_factors(WeightRole::post_attention_layernorm, l, factors)) {
+      divide_norm_weight(w.post_attention_layernorm.data(), hidden, *s);
+    }
+  }
+  if (config.quantize_lm_head) {
+    weights.lm_head = dequantized(weights.output_embedding(), m.vocab_size, hidden, config);
+  }
+}
+
+WeightLoader quantizing_loader(TensorSource source, const LlamaConfig& model, QuantConfig config,
+                               std::shared_ptr<const SmoothingFactors> smoothing) {
+  require_smoothing(config, smoothing.get(), model.model.num_layers);
+  if (config.activations != DType::int8) smoothing.reset();
+  return [source = std::move(source), config, smoothing](const WeightSpec& spec) {
+    LoadedWeight loaded;
+    std::vector<uint16_t> bits = source(spec);
+    if (is_quantized_role(spec.role, config)) {
+      loaded.quantized =
+          quantize_bf16_matrix(bits, spec.shape.at(0), spec.shape.at(1), config,
+                               column_factors(spec.role, spec.layer, smoothing.get()));
+      return loaded;
+    }
+    if (const auto* s = norm_factors(spec.role, spec.layer, smoothing.get())) {
+      std::vector<float> norm(bits.size());
+      for (size_t i = 0; i < bits.size(); ++i) norm[i] = bf16_to_float(bits[i]);
+      divide_norm_weight(norm.data(), static_cast<int64_t>(norm.size()), *s);
+      for (size_t i = 0; i < bits.size(); ++i) bits[i] = float_to_bf16(norm[i]);
+    }
+    loaded.bf16 = std::move(bits);
+    return loaded;
+  };
+}
+
+WeightLoader checkpoint_weight_loader(const Checkpoint& checkpoint, const LlamaConfig& model,
+                                      QuantConfig config,
+                                      std::shared_ptr<const SmoothingFactors> smoothing) {
+  WeightLoader from_bf16 =
+      quantizing_loader(checkpoint_tensor_source(checkpoint), model, config, std::move(smoothing));
+  if (!model.gptq) return from_bf16;
+  const DType stored = checkpoint_weight_format(model);
+  if (config.activations == DType::int8) {
+    throw InputError(
+        "--activations int8 needs a bf16 checkpoint: SmoothQuant migrates the "
+        "weights before quantizing them, and this one is GPTQ-quantized");
+  }
+  if (config.weights != stored && config.weights != DType::bf16) {
+    throw InputError(
+        fmt::format("this checkpoint holds GPTQ {} weights; run it with --weights {} "
+                    "(or bf16 to dequantize them)",
+                    dtype_name(stored), dtype_name(stored)));
+  }
+  return [&checkpoint, model, config, from_bf16](const WeightSpec& spec) {
+    if (!is_gptq_module(checkpoint, spec, model)) return from_bf16(spec);
+    LoadedWeight loaded;
+    QuantizedMatrix matrix =
+        read_gptq_module(checkpoint, spec.name, spec.shape[0], spec.shape[1], *model.gptq);
+    if (config.weights == DType::bf16) {
+      const std::vector<float> values = dequantize_matrix(matrix);
+      loaded.bf16.resize(values.size());
+      for (size_t i = 0; i < values.size(); ++i) loaded.bf16[i] = float_to_bf16(values[i]);
+    } else {
+      loaded.quantized = std::move(matrix);
+    }
+    return loaded;
+  };
+}
+
+DType checkpoint_weight_format(const LlamaConfig& model) {
+  if (!model.gptq) return DType::bf16;
+  return model.gptq->bits == 4 ? DType::int4 : DType::int8;
+}
+
+}  // namespace inferlab::engine
