@@ -31,6 +31,7 @@ struct GenerateArgs {
   std::string cuda_graphs = "off";
   std::string speculative;  // ngram,k=K[,n=N] or draft=MODEL,k=K
   uint64_t seed = 0;
+  EngineSwitchArgs switches;
 };
 
 void check_args(const GenerateArgs& a) {
@@ -75,6 +76,7 @@ void run_generate(const GenerateArgs& a) {
   engine_options.max_sequences = 1;
   engine_options.gpu_memory_utilization = a.gpu_memory_utilization;
   engine_options.cuda_graphs = parse_on_off("--cuda-graphs", a.cuda_graphs);
+  apply_engine_switches(a.switches, engine_options);
   std::string draft_model;
   engine::SpeculativeOptions speculative;
   if (!a.speculative.empty()) {
@@ -140,9 +142,9 @@ void register_generate(CLI::App& app) {
   cmd->add_option("--gpu-memory-utilization", args->gpu_memory_utilization,
                   "Share of the GPU's memory the engine may take (weights, KV pool, buffers)")
       ->capture_default_str();
-  cmd->add_option("--cuda-graphs", args->cuda_graphs,
-                  "on: decode steps replay a CUDA graph (not yet measured)")
+  cmd->add_option("--cuda-graphs", args->cuda_graphs, "on: decode steps replay a CUDA graph")
       ->capture_default_str();
+  add_engine_switches(cmd, args->switches);
   cmd->add_option("--speculative", args->speculative,
                   "Speculative decoding: ngram,k=K[,n=N] (prompt lookup) or draft=MODEL,k=K (a "
                   "draft model sharing the tokenizer); greedy output is unchanged");

@@ -20,6 +20,7 @@ struct LogitsArgs {
   std::string model, tokens_file, out, device = "auto";
   int64_t prefill = 0;
   uint64_t seed = 0;
+  EngineSwitchArgs switches;
 };
 
 std::vector<int32_t> read_tokens(const std::string& path) {
@@ -72,6 +73,7 @@ void run_logits(const LogitsArgs& a) {
   options.kv_tokens = count;
   options.max_batch_tokens = std::max<int64_t>(4096, prefill);
   options.max_sequences = 1;
+  apply_engine_switches(a.switches, options);
   auto backend = make_engine_backend(a.model, options);
   const int64_t context = backend->config().model.max_position_embeddings;
   if (context > 0 && count > context) {
@@ -115,6 +117,7 @@ void register_logits(CLI::App& app) {
   cmd->add_option("--out", args->out, "Output .npy file")->required();
   cmd->add_option("--device", args->device, "auto, cuda or cpu")->capture_default_str();
   cmd->add_option("--seed", args->seed, "Random weights of a shipped model")->capture_default_str();
+  add_engine_switches(cmd, args->switches);
   cmd->callback([args] { run_logits(*args); });
 }
 

@@ -31,6 +31,7 @@ struct ServerArgs {
   int http_threads = 512;
   bool prefix_caching = false;
   double gpu_memory_utilization = 0.90;
+  EngineSwitchArgs switches;
 };
 
 // Does the server's work between the signals that stop it: SIGTERM or SIGINT drain and stop it
@@ -101,6 +102,7 @@ void run_server(const ServerArgs& a) {
   options.max_sequences = a.max_num_seqs;
   options.cuda_graphs = parse_on_off("--cuda-graphs", a.cuda_graphs);
   options.gpu_memory_utilization = a.gpu_memory_utilization;
+  apply_engine_switches(a.switches, options);
 
   server::ServerOptions http_options;
   http_options.host = a.host;
@@ -180,6 +182,7 @@ void register_server(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--http-threads", args->http_threads, "Connections served at once")
       ->capture_default_str();
+  add_engine_switches(cmd, args->switches);
   cmd->callback([args] { run_server(*args); });
 }
 

@@ -3,12 +3,15 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdlib>
 
+#include "cli/common_args.hpp"
 #include "engine/checkpoint.hpp"
 #include "engine/cpu/cpu_backend.hpp"
 #include "engine/cuda_backend.hpp"
 #include "engine/init_weights.hpp"
+#include "engine/quant/quantized_model.hpp"
 #include "engine/tensor_source.hpp"
 #include "util/data_dir.hpp"
 #include "util/error.hpp"
@@ -44,6 +47,48 @@ std::string resolve_device(const std::string& device) {
   throw InputError("unknown --device '" + device + "'; known: auto, cpu, cuda");
 }
 
+void add_engine_switches(CLI::App* cmd, EngineSwitchArgs& args) {
+  cmd->add_option("--fusion", args.fusion,
+                  "on: in decode, the RMSNorm, SiLU×mul and residual adds run inside the GEMV "
+                  "kernels")
+      ->capture_default_str();
+  cmd->add_option("--attention", args.attention,
+                  "flash (split-K decode, tiled prefill) or naive (materialized scores)")
+      ->capture_default_str();
+  cmd->add_option("--weights", args.weights,
+                  "auto (the checkpoint's: GPTQ int4/int8, else bf16), bf16, fp8, int8 or int4 "
+                  "(quantized round-to-nearest while loading)")
+      ->capture_default_str();
+  cmd->add_option("--kv", args.kv, "KV cache: bf16, fp8 or int8 (a scale per token and head)")
+      ->capture_default_str();
+  cmd->add_option("--activations", args.activations,
+                  "bf16, or int8 (W8A8 with --weights int8: SmoothQuant, int8 tensor cores)")
+      ->capture_default_str();
+  cmd->add_option("--group-size", args.group_size, "int4 weights: inputs per scale")
+      ->capture_default_str();
+}
+
+void apply_engine_switches(const EngineSwitchArgs& args, EngineOptions& options) {
+  options.fusion = parse_on_off("--fusion", args.fusion);
+  if (args.attention != "flash" && args.attention != "naive") {
+    throw InputError("unknown --attention '" + args.attention + "'; known: flash, naive");
+  }
+  options.naive_attention = args.attention == "naive";
+  options.weights_from_checkpoint = args.weights == "auto";
+  options.quant.weights =
+      options.weights_from_checkpoint ? DType::bf16 : engine::parse_weight_format(args.weights);
+  options.quant.kv = engine::parse_kv_format(args.kv);
+  options.quant.activations = engine::parse_activation_format(args.activations);
+  if (args.group_size < 32 || args.group_size > 65536 || args.group_size % 32 != 0) {
+    throw InputError("--group-size must be a multiple of 32 in [32, 65536]");
+  }
+  options.quant.group_size = args.group_size;
+  if (options.quant.activations == DType::int8 && !options.weights_from_checkpoint &&
+      options.quant.weights != DType::int8) {
+    throw InputError("--activations int8 is W8A8 and needs --weights int8");
+  }
+}
+
 namespace {
 
 // Refuses, before any weight is read, a CPU run that would not fit in this machine's memory.
@@ -64,10 +109,20 @@ void check_cpu_memory(const engine::LlamaConfig& config, int64_t kv_tokens) {
 std::unique_ptr<engine::Backend> make_engine_backend(const std::string& model,
                                                      const EngineOptions& options) {
   const engine::LlamaConfig config = engine::load_llama_config(model);
+  engine::QuantConfig quant = options.quant;
+  if (options.weights_from_checkpoint) {
+    quant.weights = engine::checkpoint_weight_format(config);
+    if (quant.activations == DType::int8 && quant.weights != DType::int8) {
+      throw InputError("--activations int8 is W8A8 and needs --weights int8");
+    }
+  }
+  if (config.gptq && quant.weights == DType::int4) quant.group_size = config.gptq->group_size;
+  engine::check_quant_config(quant, config.model.hidden_size, config.model.intermediate_size,
+                             config.model.q_dim());
   if (options.device == "cpu") {
     check_cpu_memory(config, options.kv_tokens);
     return engine::make_cpu_backend(load_engine_model(model, options.seed), options.kv_tokens,
-                                    options.block_size);
+                                    options.block_size, quant);
   }
   engine::CudaBackendOptions cuda;
   cuda.gpu_memory_utilization = options.gpu_memory_utilization;
@@ -77,6 +132,9 @@ std::unique_ptr<engine::Backend> make_engine_backend(const std::string& model,
   cuda.cuda_graphs = options.cuda_graphs;
   cuda.max_kv_tokens = options.kv_pool_tokens;
   cuda.gemv = options.gemv;
+  cuda.fusion = options.fusion;
+  cuda.naive_attention = options.naive_attention;
+  cuda.quant = quant;
   // A switch for checking the GPU sampler against the host's: logits to the host, picked there.
   const char* host_sampling = std::getenv("INFERLAB_ENGINE_HOST_SAMPLING");
   cuda.sample_on_device = host_sampling == nullptr || std::string(host_sampling) != "1";
@@ -87,7 +145,8 @@ std::unique_ptr<engine::Backend> make_engine_backend(const std::string& model,
   if (is_checkpoint_folder(model)) {
     const auto checkpoint = engine::Checkpoint::open(model);
     engine::check_llama_checkpoint(checkpoint, config);
-    backend = engine::make_cuda_backend(config, engine::checkpoint_tensor_source(checkpoint), cuda);
+    backend = engine::make_cuda_backend(config, engine::checkpoint_tensor_source(checkpoint), cuda,
+                                        &checkpoint);
   } else {
     backend =
         engine::make_cuda_backend(config, engine::random_tensor_source(config, options.seed), cuda);

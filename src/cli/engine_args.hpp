@@ -6,6 +6,11 @@
 
 #include "engine/backend.hpp"
 #include "engine/llama_weights.hpp"
+#include "engine/quant/formats.hpp"
+
+namespace CLI {
+class App;
+}
 
 namespace inferlab::cli {
 
@@ -28,19 +33,36 @@ struct EngineOptions {
   int64_t kv_pool_tokens = 0;   // > 0: the GPU's pool holds this many, not all memory left
   int64_t max_batch_tokens = 4096;
   int64_t max_sequences = 256;
-  int64_t block_size = 16;   // tokens per KV block
-  bool cuda_graphs = false;  // decode steps replay captured graphs (CUDA)
-  bool gemv = true;          // 1-2 rows on the engine's GEMV kernel, not cuBLASLt (CUDA)
+  int64_t block_size = 16;       // tokens per KV block
+  bool cuda_graphs = false;      // decode steps replay captured graphs (CUDA)
+  bool gemv = true;              // few rows on the engine's GEMV kernels, not cuBLASLt (CUDA)
+  bool fusion = true;            // the decode GEMVs' norm prologue and epilogues (CUDA)
+  bool naive_attention = false;  // materialized scores instead of the flash kernels (CUDA)
+  bool weights_from_checkpoint = true;  // --weights auto: the checkpoint's format (GPTQ or bf16)
+  engine::QuantConfig quant;
   double gpu_memory_utilization = 0.90;
 };
+
+// The engine's optimization switches as every engine command spells them (--cuda-graphs stays
+// with each command: its default differs).
+struct EngineSwitchArgs {
+  std::string fusion = "on", attention = "flash", weights = "auto", kv = "bf16",
+              activations = "bf16";
+  int64_t group_size = 128;
+};
+void add_engine_switches(CLI::App* cmd, EngineSwitchArgs& args);
+// Parses the switches into `options` (InputError for unknown names and impossible combinations).
+void apply_engine_switches(const EngineSwitchArgs& args, EngineOptions& options);
 
 // "cuda" or "cpu" for --device (auto → cuda when a GPU is visible); an unknown name is an
 // InputError.
 std::string resolve_device(const std::string& device);
 
-// The backend for `model` on options.device (already resolved). CPU: refused up front when its
-// fp32 weights and cache would not fit in this machine's memory. CUDA: bf16 weights read
-// straight from the checkpoint (or drawn at the shipped shapes).
+// The backend for `model` on options.device (already resolved), its weights, KV cache and GEMM
+// inputs as options.quant says (--weights auto: a GPTQ checkpoint's own format, else bf16). CPU:
+// refused up front when its fp32 weights and cache would not fit in this machine's memory; the
+// fp32 reference of the quantized model. CUDA: weights read straight from the checkpoint (or drawn
+// at the shipped shapes), quantized while they load.
 std::unique_ptr<engine::Backend> make_engine_backend(const std::string& model,
                                                      const EngineOptions& options);
 

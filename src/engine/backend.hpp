@@ -79,6 +79,10 @@ class Backend {
   // time per kernel class (it perturbs the timing a little; off by default).
   virtual void set_profiling(bool) {}
   virtual std::vector<KernelClassTime> last_forward_profile() const { return {}; }
+  // Fills every slot of the KV cache with random values drawn from `seed` (benchmarks: a decode
+  // step at a long context costs what its reads cost, whatever the values, so the context need
+  // not be prefilled).
+  virtual void fill_kv_cache_random(uint64_t seed) = 0;
 };
 
 // Checks a batch against a model and cache layout (the checks forward() promises).

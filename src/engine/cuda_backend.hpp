@@ -8,6 +8,8 @@
 #include "engine/backend.hpp"
 #include "engine/llama_config.hpp"
 #include "engine/llama_weights.hpp"
+#include "engine/quant/formats.hpp"
+#include "engine/quant/smoothquant.hpp"
 #include "engine/tensor_source.hpp"
 
 namespace inferlab::engine {
@@ -27,19 +29,31 @@ struct CudaBackendOptions {
   // Decode-only forward_sample calls replay a CUDA graph captured per (batch padded to a power
   // of two, context bound rounded up to a power of two), instead of launching each kernel.
   bool cuda_graphs = false;
-  // Projections of one or two rows run the engine's GEMV kernel instead of cuBLASLt (off also
-  // with INFERLAB_ENGINE_GEMV=0).
+  // Projections of few rows run the engine's GEMV kernels instead of cuBLASLt (off also with
+  // INFERLAB_ENGINE_GEMV=0).
   bool gemv = true;
+  // Where the GEMV kernels run (decode): the RMSNorm inside the QKV and gate/up GEMVs, SiLU×mul
+  // in the gate/up GEMV's epilogue and the residual add in the O and down GEMVs' epilogues.
+  bool fusion = true;
+  // The unfused attention baseline (materialized scores) instead of the flash kernels.
+  bool naive_attention = false;
+  // Weights, KV cache and GEMM inputs (engine/quant/formats.hpp). W8A8 migrates with
+  // `smoothing` when given, else with factors from a calibration pass of the bf16 model.
+  QuantConfig quant;
+  std::shared_ptr<const SmoothingFactors> smoothing;
 };
 
-// Device memory the CUDA backend needs before its KV cache: bf16 weights (QKV and gate/up
-// fused), activation buffers for max_batch_tokens, logits and workspaces.
+// Device memory the CUDA backend needs before its KV cache: the weights in options.quant's format
+// (QKV and gate/up fused), activation buffers for max_batch_tokens, logits and workspaces.
 int64_t cuda_backend_fixed_bytes(const LlamaConfig& config, const CudaBackendOptions& options);
 
-// The bf16 CUDA backend. Throws InputError when there is no GPU, or when the weights and a cache
-// of at least one block per sequence do not fit in gpu_memory_utilization of the GPU's memory
-// (saying the sizes, before allocating).
+// The CUDA backend over bf16 tensors from `source` (a checkpoint or random weights), quantized
+// at load as options.quant says; with `checkpoint` given and GPTQ-quantized, its modules are
+// taken as stored. Throws InputError when there is no GPU, for a QuantConfig the model cannot
+// run, or when the weights and a cache of at least one block per sequence do not fit in
+// gpu_memory_utilization of the GPU's memory (saying the sizes, before allocating).
 std::unique_ptr<Backend> make_cuda_backend(const LlamaConfig& config, const TensorSource& source,
-                                           const CudaBackendOptions& options);
+                                           const CudaBackendOptions& options,
+                                           const Checkpoint* checkpoint = nullptr);
 
 }  // namespace inferlab::engine

@@ -16,7 +16,7 @@ int64_t cuda_backend_fixed_bytes(const LlamaConfig&, const CudaBackendOptions&) 
 }
 
 std::unique_ptr<Backend> make_cuda_backend(const LlamaConfig&, const TensorSource&,
-                                           const CudaBackendOptions&) {
+                                           const CudaBackendOptions&, const Checkpoint*) {
   throw InputError("--device cuda: this build has no CUDA backend; use --device cpu");
 }
 

@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "engine/rng.hpp"
+
 namespace inferlab::engine {
 
 std::vector<int64_t> slot_mapping(std::span<const int32_t> table, int64_t block_size, int64_t start,
@@ -37,6 +39,13 @@ bool BlockAllocator::grow(BlockTable& table, int64_t tokens, int64_t block_size)
 void BlockAllocator::release(BlockTable& table) {
   for (auto it = table.rbegin(); it != table.rend(); ++it) free_.push_back(*it);
   table.clear();
+}
+
+void CpuKvCache::fill_random(uint64_t seed) {
+  Xoshiro256 rng(seed);
+  for (auto* values : {&keys_, &values_}) {
+    for (float& v : *values) v = static_cast<float>(rng.next() >> 40) / (1 << 23) - 1.0f;
+  }
 }
 
 CpuKvCache::CpuKvCache(const KvCacheLayout& layout) : layout_(layout) {

@@ -59,6 +59,8 @@ class CpuKvCache {
   const float* value(int64_t layer, int64_t slot) const {
     return values_.data() + offset(layer, slot);
   }
+  // Every key and value uniform in [-1, 1), drawn from `seed`.
+  void fill_random(uint64_t seed);
 
  private:
   size_t offset(int64_t layer, int64_t slot) const {

@@ -18,6 +18,7 @@ struct BenchSetup {
   int64_t weight_bytes = 0;
   int64_t kv_bytes_per_element = 2;
   bool cuda_graphs = false;  // decode steps replayed from captured graphs
+  std::string quant = "bf16";  // QuantConfig::describe()
 };
 
 // A timing's median, mean, min, max, p10, p90 (ms) and sample count.

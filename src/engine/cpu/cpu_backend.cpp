@@ -6,7 +6,6 @@
 #include "engine/cpu/ops.hpp"
 #include "engine/quant/quantize.hpp"
 #include "engine/quant/quantized_model.hpp"
-#include "engine/rng.hpp"
 #include "engine/rope.hpp"
 
 namespace inferlab::engine {
@@ -183,10 +182,7 @@ SmoothQuantStats calibrate_smoothquant(CpuBackend& backend, int64_t tokens, uint
     merge_column_absmax(w.up_proj.data(), m.intermediate_size, m.hidden_size, gate_up);
   }
   SequenceChunk chunk;
-  Xoshiro256 rng(seed);
-  for (int64_t t = 0; t < tokens; ++t) {
-    chunk.tokens.push_back(static_cast<int32_t>(rng.next() % static_cast<uint64_t>(m.vocab_size)));
-  }
+  chunk.tokens = calibration_tokens(m.vocab_size, tokens, seed);
   for (int64_t b = 0; b < (tokens + block_size - 1) / block_size; ++b) {
     chunk.block_table.push_back(static_cast<int32_t>(b));
   }

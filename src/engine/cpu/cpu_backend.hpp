@@ -29,6 +29,7 @@ class CpuBackend : public Backend {
   const LlamaConfig& config() const override { return config_; }
   const KvCacheLayout& kv_layout() const override { return cache_.layout(); }
   ForwardResult forward(const ForwardBatch& batch) override;
+  void fill_kv_cache_random(uint64_t seed) override { cache_.fill_random(seed); }
   const LlamaWeights& weights() const { return weights_; }
   const QuantConfig& quant() const { return quant_; }
   // While set, every forward pass merges the absolute maxima of the QKV and gate/up inputs into

@@ -51,7 +51,7 @@ void check_quant_config(const QuantConfig& config, int64_t hidden_size, int64_t 
   if (config.activations != DType::bf16 && config.activations != DType::int8) {
     throw InputError("--activations must be bf16 or int8");
   }
-  if (config.weights == DType::int4) {
+  if (config.weights == DType::int4 && config.group_size > 0) {
     const int64_t g = config.group_size;
     if (g < 32 || g % 32 != 0) {
       throw InputError(fmt::format("int4 group size {} must be a positive multiple of 32", g));

@@ -26,7 +26,7 @@ struct QuantConfig {
   DType weights = DType::bf16;
   DType kv = DType::bf16;
   DType activations = DType::bf16;
-  int64_t group_size = 128;          // int4: inputs per scale
+  int64_t group_size = 128;          // int4: inputs per scale (≤ 0: one group per row)
   bool quantize_lm_head = true;      // false: the LM head stays bf16 (GPTQ checkpoints' habit)
   double smoothquant_alpha = 0.5;    // W8A8 migration strength
   int64_t calibration_tokens = 512;  // W8A8: tokens of the statistics pass
@@ -38,6 +38,8 @@ struct QuantConfig {
   bool quantized_activations() const { return weights == DType::fp8 || activations == DType::int8; }
   // "bf16", "int4 g128", "int8 w8a8, kv fp8", ... for reports.
   std::string describe() const;
+  // The int4 group of a projection `in` inputs wide.
+  int64_t group_for(int64_t in) const { return group_size > 0 ? group_size : in; }
 };
 
 // --weights, --kv, --activations: InputError naming the switch and the known names.

@@ -22,7 +22,7 @@ struct QuantizeCheckpointOptions {
 
 struct QuantizeCheckpointResult {
   std::vector<std::filesystem::path> files;
-  uint64_t weight_bytes = 0;    // the safetensors file's tensor data
+  uint64_t weight_bytes = 0;  // the safetensors file's tensor data
   int64_t quantized_modules = 0;
   int64_t tensors = 0;
 };

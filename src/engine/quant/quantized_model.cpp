@@ -66,7 +66,8 @@ void require_smoothing(const QuantConfig& config, const SmoothingFactors* smooth
 
 std::vector<float> dequantized(const std::vector<float>& w, int64_t out, int64_t in,
                                const QuantConfig& config) {
-  return dequantize_matrix(quantize_matrix(w.data(), out, in, config.weights, config.group_size));
+  return dequantize_matrix(
+      quantize_matrix(w.data(), out, in, config.weights, config.group_for(in)));
 }
 
 }  // namespace
@@ -74,6 +75,30 @@ std::vector<float> dequantized(const std::vector<float>& w, int64_t out, int64_t
 bool is_quantized_role(WeightRole role, const QuantConfig& config) {
   if (config.weights == DType::bf16) return false;
   return is_projection(role) || (role == WeightRole::lm_head && config.quantize_lm_head);
+}
+
+int64_t quantized_weight_bytes(const LlamaConfig& model, const QuantConfig& config) {
+  const ModelConfig& m = model.model;
+  auto matrix_bytes = [&](int64_t out, int64_t in) -> int64_t {
+    switch (config.weights) {
+      case DType::int4:
+        return out * (in / 2 + 3 * (in / config.group_for(in)));
+      case DType::int8:
+      case DType::fp8:
+        return out * (in + 4);
+      default:
+        return 2 * out * in;
+    }
+  };
+  int64_t total = 0;
+  for (const WeightSpec& spec : llama_weight_specs(model)) {
+    total += is_quantized_role(spec.role, config) ? matrix_bytes(spec.shape[0], spec.shape[1])
+                                                  : 2 * spec.elements();
+  }
+  if (m.tie_word_embeddings && is_quantized_role(WeightRole::lm_head, config)) {
+    total += matrix_bytes(m.vocab_size, m.hidden_size);
+  }
+  return total;
 }
 
 QuantizedMatrix quantize_bf16_matrix(const std::vector<uint16_t>& bits, int64_t out, int64_t in,
@@ -85,7 +110,7 @@ QuantizedMatrix quantize_bf16_matrix(const std::vector<uint16_t>& bits, int64_t 
   std::vector<float> w(bits.size());
   for (size_t i = 0; i < bits.size(); ++i) w[i] = bf16_to_float(bits[i]);
   if (column_scale != nullptr) scale_weight_columns(w.data(), out, in, *column_scale);
-  return quantize_matrix(w.data(), out, in, config.weights, config.group_size);
+  return quantize_matrix(w.data(), out, in, config.weights, config.group_for(in));
 }
 
 void apply_quantization(LlamaWeights& weights, const LlamaConfig& model, const QuantConfig& config,
@@ -96,7 +121,8 @@ void apply_quantization(LlamaWeights& weights, const LlamaConfig& model, const Q
   const SmoothingFactors* factors = config.activations == DType::int8 ? smoothing : nullptr;
   const int64_t hidden = m.hidden_size, q_dim = m.q_dim(), kv_dim = m.kv_dim();
   const int64_t inter = m.intermediate_size;
-  for (int64_t l = 0; l < m.num_layers; ++l) {
+  // A GPTQ checkpoint's projections were loaded as the values they stand for already.
+  for (int64_t l = 0; l < (model.gptq ? 0 : m.num_layers); ++l) {
     LayerWeights& w = weights.layers[static_cast<size_t>(l)];
     auto project = [&](std::vector<float>& matrix, WeightRole role, int64_t out, int64_t in) {
       if (const auto* s = column_factors(role, l, factors)) {

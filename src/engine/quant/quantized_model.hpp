@@ -25,9 +25,14 @@ QuantizedMatrix quantize_bf16_matrix(const std::vector<uint16_t>& bits, int64_t 
                                      const QuantConfig& config,
                                      const std::vector<float>* column_scale = nullptr);
 
+// Bytes the weights take on the GPU under `config`: quantized projections as QuantizedMatrix
+// stores them there (data, scales, zeros), everything else bf16.
+int64_t quantized_weight_bytes(const LlamaConfig& model, const QuantConfig& config);
+
 // The CPU reference's weights for `config`: every quantized projection replaced by the values its
 // quantized form stands for (after SmoothQuant's migration when the activations are int8, the
-// norms then divided by the factors); a tied LM head that is quantized gets its own copy.
+// norms then divided by the factors); a tied LM head that is quantized gets its own copy. The
+// projections of a GPTQ checkpoint (model.gptq) are left as loaded: they are the stored values.
 // `smoothing` is required for W8A8 and ignored otherwise.
 void apply_quantization(LlamaWeights& weights, const LlamaConfig& model, const QuantConfig& config,
                         const SmoothingFactors* smoothing);

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "engine/bf16.hpp"
+#include "engine/rng.hpp"
 
 namespace inferlab::engine {
 
@@ -75,6 +76,13 @@ void divide_norm_weight(float* norm_weight, int64_t hidden, const std::vector<fl
   for (int64_t j = 0; j < hidden; ++j) {
     norm_weight[j] = bf16_to_float(float_to_bf16(norm_weight[j] / s[j]));
   }
+}
+
+std::vector<int32_t> calibration_tokens(int64_t vocab, int64_t count, uint64_t seed) {
+  Xoshiro256 rng(seed);
+  std::vector<int32_t> tokens(static_cast<size_t>(count));
+  for (auto& t : tokens) t = static_cast<int32_t>(rng.next() % static_cast<uint64_t>(vocab));
+  return tokens;
 }
 
 void merge_column_absmax(const float* matrix, int64_t rows, int64_t cols,

@@ -35,6 +35,10 @@ SmoothingFactors smoothing_factors(const SmoothQuantStats& stats, double alpha);
 void scale_weight_columns(float* weight, int64_t out, int64_t hidden, const std::vector<float>& s);
 void divide_norm_weight(float* norm_weight, int64_t hidden, const std::vector<float>& s);
 
+// The calibration pass's prompt: `count` token ids below `vocab`, drawn from `seed` (the same
+// on the CPU and the GPU, so both calibrate on the same tokens).
+std::vector<int32_t> calibration_tokens(int64_t vocab, int64_t count, uint64_t seed);
+
 // Column-wise absolute maxima of a row-major [rows, cols] matrix, merged into `maxima`.
 void merge_column_absmax(const float* matrix, int64_t rows, int64_t cols,
                          std::vector<float>& maxima);

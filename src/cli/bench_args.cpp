@@ -1,0 +1,81 @@
+#include "cli/bench_args.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+
+#include "util/error.hpp"
+
+namespace inferlab::cli {
+
+void check_bench_sizes(const BenchArgs& a) {
+  if (a.batch < 1 || a.batch > 4096) throw InputError("--batch must be in [1, 4096]");
+  if (a.input < 1 || a.input > 1'000'000) throw InputError("--input must be in [1, 1000000]");
+  if (a.output < 1 || a.output > 1'000'000) throw InputError("--output must be in [1, 1000000]");
+  if (a.repeats < 1 || a.repeats > 10'000) throw InputError("--repeats must be in [1, 10000]");
+  if (a.warmup < 0 || a.warmup > 1'000) throw InputError("--warmup must be in [0, 1000]");
+  if (!(a.gpu_memory_utilization > 0.0 && a.gpu_memory_utilization <= 1.0)) {
+    throw InputError("--gpu-memory-utilization must be in (0, 1]");
+  }
+  if (a.batch * a.input > 262'144) {
+    throw InputError(fmt::format("--batch × --input is {} tokens in one prefill; at most 262144",
+                                 a.batch * a.input));
+  }
+}
+
+std::string hardware_for_compare(const BenchArgs& a, const std::string& device_name) {
+  if (!a.hardware.empty()) return a.hardware;
+  if (device_name.find("H200") != std::string::npos) return "h200";
+  if (device_name.find("H100") != std::string::npos) return "h100-sxm";
+  throw InputError("--compare: cannot tell which hardware '" + device_name +
+                   "' is; give --hardware NAME");
+}
+
+std::string predict_model_name(const std::string& model) {
+  return is_checkpoint_folder(model) ? (std::filesystem::path(model) / "config.json").string()
+                                     : model;
+}
+
+EngineOptions batch_engine_options(const BenchArgs& a) {
+  EngineOptions options;
+  options.device = resolve_device(a.device);
+  options.seed = a.seed;
+  options.kv_tokens = a.batch * (a.input + a.output);
+  options.max_batch_tokens = std::max<int64_t>(4096, a.batch * a.input);
+  options.max_sequences = a.batch;
+  options.gpu_memory_utilization = a.gpu_memory_utilization;
+  options.cuda_graphs = parse_on_off("--cuda-graphs", a.cuda_graphs);
+  apply_engine_switches(a.switches, options);
+  return options;
+}
+
+engine::BenchOptions bench_options(const BenchArgs& a, bool profile_kernels) {
+  engine::BenchOptions bench;
+  bench.batch = a.batch;
+  bench.input_tokens = a.input;
+  bench.output_tokens = a.output;
+  bench.repeats = a.repeats;
+  bench.warmup = a.warmup;
+  bench.seed = a.seed;
+  bench.profile_kernels = profile_kernels;
+  return bench;
+}
+
+CommonArgs predict_args_for(const BenchArgs& a, const EngineOptions& options,
+                            const std::string& hardware) {
+  CommonArgs common;
+  common.model = predict_model_name(a.model);
+  common.hardware = hardware;
+  common.framework = "inferlab";
+  common.cuda_graphs = options.cuda_graphs ? "on" : "off";
+  common.flash_attention = options.naive_attention ? "off" : "on";
+  const engine::QuantConfig& q = options.quant;
+  common.weights = std::string(dtype_name(q.weights));
+  common.kv = std::string(dtype_name(q.kv));
+  // The engine's fp8 weights quantize every GEMM input to fp8 too (predict's W8A8 in fp8).
+  common.activations =
+      std::string(dtype_name(q.weights == DType::fp8 ? DType::fp8 : q.activations));
+  return common;
+}
+
+}  // namespace inferlab::cli

@@ -1,0 +1,64 @@
+// `inferlab bench --profile`: the engine's steps over the profile grid with the given switches
+// (engine/engine_profile.hpp), written as the engine-profile JSON that `fit --engine` reads.
+#include <chrono>
+#include <ctime>
+
+#include "cli/bench_args.hpp"
+#include "engine/cuda_backend.hpp"
+#include "engine/engine_profile.hpp"
+#include "report/engine_profile_report.hpp"
+#include "util/error.hpp"
+
+namespace inferlab::cli {
+
+namespace {
+
+std::string utc_now() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return text;
+}
+
+nlohmann::json switches_json(const EngineOptions& o) {
+  const DType activations = o.quant.weights == DType::fp8 ? DType::fp8 : o.quant.activations;
+  return {{"gemv", o.gemv ? "on" : "off"},
+          {"fusion", o.fusion ? "on" : "off"},
+          {"cuda_graphs", o.cuda_graphs ? "on" : "off"},
+          {"attention", o.naive_attention ? "naive" : "flash"},
+          {"weights", dtype_name(o.quant.weights)},
+          {"kv", dtype_name(o.quant.kv)},
+          {"activations", dtype_name(activations)}};
+}
+
+}  // namespace
+
+void run_profile(const BenchArgs& a, OutputFormat format) {
+  EngineOptions options = batch_engine_options(a);
+  constexpr int64_t kMaxTokens = 4096, kMaxSequences = 64;
+  // The grid keeps to what the pool holds: on a GPU the largest point's need where memory allows,
+  // on the CPU (tiny models, tests) a small cache.
+  options.kv_tokens = options.device == "cuda" ? 0 : 8192;
+  options.kv_pool_tokens = engine::profile_kv_tokens(a.warmup + a.repeats + 1);
+  options.max_batch_tokens = kMaxTokens;
+  options.max_sequences = kMaxSequences;
+  const std::string device_name =
+      options.device == "cuda" ? engine::cuda_device_name() : std::string("cpu");
+  auto backend = make_engine_backend(a.model, options);
+  const auto& layout = backend->kv_layout();
+  const auto points =
+      engine::profile_grid(backend->config().model.max_position_embeddings, layout.slots(),
+                           kMaxTokens, kMaxSequences, layout.block_size);
+  if (points.empty()) throw InputError("bench --profile: no grid point fits this KV cache");
+  const auto measured = engine::run_engine_profile(*backend, points, a.warmup, a.repeats, a.seed);
+  EngineProfileSetup setup;
+  setup.model = backend->config().model.name;
+  setup.hardware = options.device == "cuda" ? hardware_for_compare(a, device_name) : "cpu";
+  setup.device_name = device_name;
+  setup.measured_at = utc_now();
+  setup.switches = switches_json(options);
+  const nlohmann::json json = engine_profile_json(setup, measured);
+  emit(json, engine_profile_text(json), "", format);
+}
+
+}  // namespace inferlab::cli

@@ -1,0 +1,112 @@
+#pragma once
+// The CUDA backend's class: a forward pass over a packed batch of sequences (prefill chunks and
+// decodes together), kernel by kernel, with the paged KV cache on the device. Internal to the
+// backend (cuda_backend.cpp: passes and graphs; cuda_forward.cpp: the layers' launches;
+// cuda_backend_factory.cpp: memory budget, calibration, construction).
+#include <cuda_runtime.h>
+
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "engine/backend.hpp"
+#include "engine/cuda/cuda_check.hpp"
+#include "engine/cuda/device_weights.hpp"
+#include "engine/cuda/kernel_timer.hpp"
+#include "engine/cuda/kv_storage.hpp"
+#include "engine/cuda/projection.hpp"
+#include "engine/cuda/sampling_kernels.hpp"
+#include "engine/cuda_backend.hpp"
+#include "engine/forward_metadata.hpp"
+#include "engine/quant/quantized_model.hpp"
+#include "engine/quant/smoothquant.hpp"
+
+namespace inferlab::engine::cuda {
+
+// Rows of logits computed per LM-head GEMM (teacher forcing asks for many; they go to the host
+// in chunks of this size).
+constexpr int64_t kLogitRowsPerChunk = 256;
+
+int64_t logit_rows_capacity(const CudaBackendOptions& options);
+int64_t max_context(const LlamaConfig& config);
+
+// Activation, logits and scratch bytes for `options` (what the backend allocates besides the
+// weights and the KV cache).
+struct BackendBuffers {
+  int64_t activation_elements = 0;  // bf16
+  int64_t logits_elements = 0;      // fp32
+  size_t attention_workspace = 0;
+  size_t sampling_workspace = 0;
+  size_t projection_workspace = 0;
+  int64_t metadata_elements = 0;  // int32
+  int64_t bytes() const;
+};
+BackendBuffers buffers_for(const LlamaConfig& config, const CudaBackendOptions& options);
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend(const LlamaConfig& config, const WeightLoader& loader,
+              const CudaBackendOptions& options, int64_t kv_blocks);
+  ~CudaBackend() override;
+
+  const LlamaConfig& config() const override { return config_; }
+  const KvCacheLayout& kv_layout() const override { return layout_; }
+  ForwardResult forward(const ForwardBatch& batch) override;
+  std::vector<int32_t> forward_sample(const ForwardBatch& batch,
+                                      std::span<const SampleSpec> specs) override;
+  double last_forward_device_s() const override { return last_device_s_; }
+  void set_profiling(bool on) override { timer_.set_enabled(on); }
+  std::vector<KernelClassTime> last_forward_profile() const override { return profile_; }
+  void fill_kv_cache_random(uint64_t seed) override;
+
+  // SmoothQuant's calibration: while on, every forward pass (unfused, eager) merges the absolute
+  // maxima of the QKV and gate/up inputs; the weights' column maxima are taken when it starts.
+  void start_smoothquant_stats();
+  SmoothQuantStats finish_smoothquant_stats();
+
+ private:
+  // Everything up to the LM head's input: metadata to the device, embedding, the layers and the
+  // final norm (into normed_; logit_rows_ then points at the wanted rows' indices on the device).
+  void run_model(const ForwardMetadata& meta);
+  // run_model's halves: the metadata to the device (a copy a graph cannot hold), and every
+  // launch after it (what a graph captures).
+  void upload_metadata(const ForwardMetadata& meta);
+  void launch_model(const ForwardMetadata& meta);
+  // One layer's launches, unfused (any batch) or with the GEMV fusions (decode-sized batches).
+  void launch_layer(int64_t layer, const ForwardMetadata& meta, PagedAttentionParams& attention,
+                    bool fused);
+  // Whether this many tokens take the fused GEMV forms.
+  bool fused_for(int tokens) const;
+  // forward_sample of a decode-only batch by replaying (capturing first if new) the graph of
+  // its padded shape.
+  std::vector<int32_t> decode_with_graph(const ForwardMetadata& meta,
+                                         std::span<const SampleSpec> specs);
+  void upload_sampling(std::span<const SampleSpec> specs, size_t rows);
+  // Logits of the wanted rows [first, first + count) into logits_ (fp32); count at most the
+  // capacity of lm_rows_ and logits_.
+  void lm_head(int64_t first, int64_t count);
+  void finish_timing();
+
+  LlamaConfig config_;
+  CudaBackendOptions options_;
+  KvCacheLayout layout_;
+  cudaStream_t stream_ = nullptr;
+  DeviceWeights weights_;
+  Projector projector_;
+  KvStorage kv_;
+  DeviceBuffer<float> inv_freq_;
+  DeviceBuffer<__nv_bfloat16> residual_, normed_, qkv_, attn_, proj_, gate_up_, act_, lm_rows_;
+  DeviceBuffer<float> logits_;
+  DeviceBuffer<unsigned char> attention_workspace_, sampling_workspace_;
+  DeviceBuffer<int32_t> metadata_, sampled_ids_;
+  DeviceBuffer<RowSampling> row_sampling_;
+  DeviceBuffer<float> stats_;  // SmoothQuant: [layer][qkv input, gate/up input][hidden]
+  KernelTimer timer_;
+  const int32_t* logit_rows_ = nullptr;
+  std::map<std::pair<int32_t, int32_t>, cudaGraphExec_t> graphs_;  // (padded, bound) → graph
+  double last_device_s_ = -1;
+  std::vector<KernelClassTime> profile_;
+};
+
+}  // namespace inferlab::engine::cuda

@@ -1,0 +1,117 @@
+#include "engine/engine_profile.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "engine/rng.hpp"
+#include "util/error.hpp"
+
+namespace inferlab::engine {
+
+namespace {
+
+constexpr int64_t kDecodeBatches[] = {1, 2, 4, 8, 16, 32, 64};
+constexpr int64_t kDecodeContexts[] = {256, 1024, 4096};
+constexpr int64_t kMaxDecodeSteps = 64;  // warmup + repeats + the profiled pass, at most
+
+// A batch of `batch` sequences of `tokens` random new tokens after `context - tokens` cached
+// ones, each on its own blocks, covering `extra` more positions for later steps.
+ForwardBatch batch_of(const ProfilePoint& p, int64_t extra, BlockAllocator& allocator,
+                      int64_t block_size, int64_t vocab, Xoshiro256& rng) {
+  ForwardBatch batch;
+  for (int64_t s = 0; s < p.batch; ++s) {
+    SequenceChunk chunk;
+    for (int64_t t = 0; t < p.tokens; ++t) {
+      chunk.tokens.push_back(static_cast<int32_t>(rng.next() % static_cast<uint64_t>(vocab)));
+    }
+    chunk.cached_tokens = p.context - p.tokens;
+    if (!allocator.grow(chunk.block_table, p.context + extra, block_size)) {
+      throw InputError("bench --profile: the KV cache cannot hold " + std::to_string(p.batch) +
+                       " sequences of " + std::to_string(p.context + extra) + " tokens");
+    }
+    batch.sequences.push_back(std::move(chunk));
+  }
+  return batch;
+}
+
+// Device time where the backend measures it (CUDA events), else host wall time (the CPU).
+double device_time_of(Backend& backend, const ForwardBatch& batch,
+                      const std::vector<SampleSpec>& greedy, std::vector<int32_t>& ids) {
+  const auto start = std::chrono::steady_clock::now();
+  ids = backend.forward_sample(batch, greedy);
+  const double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double device_s = backend.last_forward_device_s();
+  return device_s >= 0 ? device_s : wall_s;
+}
+
+}  // namespace
+
+std::vector<ProfilePoint> profile_grid(int64_t max_context, int64_t kv_slots,
+                                       int64_t max_batch_tokens, int64_t max_sequences,
+                                       int64_t block_size) {
+  std::vector<ProfilePoint> grid;
+  const std::pair<int64_t, int64_t> prefills[] = {{1, 128},  {1, 512},  {1, 1024}, {1, 2048},
+                                                  {1, 4096}, {2, 1024}, {4, 512},  {8, 256}};
+  for (auto [batch, tokens] : prefills) grid.push_back({true, batch, tokens, tokens});
+  for (int64_t context : kDecodeContexts) {
+    for (int64_t batch : kDecodeBatches) grid.push_back({false, batch, 1, context});
+  }
+  std::vector<ProfilePoint> fitting;
+  for (const ProfilePoint& p : grid) {
+    const int64_t extra = p.prefill ? 0 : kMaxDecodeSteps;  // decode steps grow the context
+    const int64_t blocks_per_seq = (p.context + extra + block_size - 1) / block_size;
+    const bool fits = p.batch <= max_sequences && p.batch * p.tokens <= max_batch_tokens &&
+                      p.batch * blocks_per_seq * block_size <= kv_slots &&
+                      (max_context <= 0 || p.context + extra <= max_context);
+    if (fits) fitting.push_back(p);
+  }
+  for (size_t i = 0; i < fitting.size(); ++i) fitting[i].holdout = i % 3 == 2;
+  return fitting;
+}
+
+int64_t profile_kv_tokens(int64_t steps) {
+  return kDecodeBatches[std::size(kDecodeBatches) - 1] *
+         (kDecodeContexts[std::size(kDecodeContexts) - 1] + std::max(steps, kMaxDecodeSteps) + 16);
+}
+
+std::vector<ProfileMeasurement> run_engine_profile(Backend& backend,
+                                                   const std::vector<ProfilePoint>& points,
+                                                   int64_t warmup, int64_t repeats, uint64_t seed) {
+  if (warmup < 0 || repeats < 1 || warmup + repeats + 1 > kMaxDecodeSteps) {
+    throw InputError("bench --profile: --warmup + --repeats must be at most " +
+                     std::to_string(kMaxDecodeSteps - 1));
+  }
+  const KvCacheLayout& layout = backend.kv_layout();
+  const int64_t vocab = backend.config().model.vocab_size;
+  Xoshiro256 rng(seed);
+  backend.fill_kv_cache_random(seed);
+  std::vector<ProfileMeasurement> out;
+  for (const ProfilePoint& point : points) {
+    BlockAllocator allocator(layout.num_blocks);
+    ForwardBatch batch = batch_of(point, point.prefill ? 0 : kMaxDecodeSteps, allocator,
+                                  layout.block_size, vocab, rng);
+    const std::vector<SampleSpec> greedy(static_cast<size_t>(point.batch));
+    std::vector<int32_t> ids;
+    std::vector<double> samples;
+    backend.set_profiling(false);
+    for (int64_t pass = 0; pass < warmup + repeats; ++pass) {
+      const double s = device_time_of(backend, batch, greedy, ids);
+      if (pass >= warmup) samples.push_back(s);
+      if (!point.prefill) {  // the next step: each sequence one token further
+        for (size_t i = 0; i < batch.sequences.size(); ++i) {
+          batch.sequences[i].cached_tokens += 1;
+          batch.sequences[i].tokens.assign(1, ids[i]);
+        }
+      }
+    }
+    backend.set_profiling(true);
+    device_time_of(backend, batch, greedy, ids);
+    ProfileMeasurement m{point, timing_stats(samples), backend.last_forward_profile()};
+    backend.set_profiling(false);
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+}  // namespace inferlab::engine

@@ -1,0 +1,46 @@
+#pragma once
+// `inferlab bench --profile`: the engine's steps over a grid of prefill and decode shapes, each
+// with its device time (median and spread) and its GPU time per kernel class, the data that
+// `inferlab fit --engine` calibrates `predict --framework inferlab` on. Decode points do not
+// prefill their context: the cache is filled with random values once (fill_kv_cache_random), and
+// each sequence's block table covers `context` positions of its own blocks.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/backend.hpp"
+#include "engine/engine_bench.hpp"
+
+namespace inferlab::engine {
+
+struct ProfilePoint {
+  bool prefill = false;
+  int64_t batch = 1;
+  int64_t tokens = 1;    // new tokens per sequence (1 for decode)
+  int64_t context = 1;   // tokens each sequence attends to (its prompt, for prefill)
+  bool holdout = false;  // fixed by the grid before any fit: every third point
+};
+
+struct ProfileMeasurement {
+  ProfilePoint point;
+  TimingStats step;  // device time of one forward pass with sampling (graph replay where on)
+  std::vector<KernelClassTime> kernels;  // an eager, profiled pass of the same shape
+};
+
+// Prefill: 1 × {128, 512, 1024, 2048, 4096}, 2 × 1024, 4 × 512, 8 × 256; decode: batches
+// {1, 2, 4, 8, 16, 32, 64} × contexts {256, 1024, 4096}; points whose sequences or tokens do not
+// fit the limits left out; then every third point (in that order) held out.
+std::vector<ProfilePoint> profile_grid(int64_t max_context, int64_t kv_slots,
+                                       int64_t max_batch_tokens, int64_t max_sequences,
+                                       int64_t block_size);
+
+// Tokens the cache must hold for the grid's largest decode point (plus the steps it takes).
+int64_t profile_kv_tokens(int64_t steps);
+
+// Measures every point: `repeats` timed passes after `warmup` untimed ones (a decode point's
+// context grows by one per pass), then one profiled pass.
+std::vector<ProfileMeasurement> run_engine_profile(Backend& backend,
+                                                   const std::vector<ProfilePoint>& points,
+                                                   int64_t warmup, int64_t repeats, uint64_t seed);
+
+}  // namespace inferlab::engine
