@@ -7,6 +7,7 @@
 #include "cli/engine_args.hpp"
 #include "cli/serve_args.hpp"
 #include "cli/slo_grammar.hpp"
+#include "engine/quant/formats.hpp"
 #include "engine/serving_executor.hpp"
 #include "report/emit.hpp"
 #include "report/serve_report.hpp"
@@ -55,6 +56,22 @@ ServeResult run_on_engine(const ServeCommandArgs& a, const std::vector<ServeRequ
   options.max_sequences = engine.max_num_seqs;
   options.gpu_memory_utilization = a.common.gpu_memory_utilization;
   options.cuda_graphs = a.common.cuda_graphs == "on";  // decode-only iterations replay graphs
+  // The simulator's number formats, run for real: --weights, --kv, and --activations int8 (W8A8)
+  // or fp8 with fp8 weights (which the engine's fp8 path implies).
+  if (!a.common.weights.empty()) {
+    options.weights_from_checkpoint = false;
+    options.quant.weights = engine::parse_weight_format(a.common.weights);
+  }
+  if (!a.common.kv.empty()) options.quant.kv = engine::parse_kv_format(a.common.kv);
+  const std::string& activations = a.common.activations;
+  if (activations == "int8") {
+    options.quant.activations = DType::int8;
+  } else if (!activations.empty() && activations != "bf16" &&
+             !(activations == "fp8" && options.quant.weights == DType::fp8)) {
+    throw InputError(
+        "--executor engine runs --activations bf16, int8 (W8A8) or fp8 with "
+        "--weights fp8");
+  }
   const std::string model = a.common.model;
   auto backend = make_engine_backend(model, options);
   engine.kv_blocks = backend->kv_layout().num_blocks;
