@@ -280,20 +280,22 @@ void Projector::Impl::linear_lt(const bf16* x, int64_t rows, const DeviceMatrix&
   }
   // fp32 / int32 results in chunks of rows, then a kernel applies the scales (and bias).
   void* acc = at(layout.acc_offset);
-  const int64_t chunk_rows = std::max<int64_t>(1, layout.acc_bytes / (w.out * 4));
+  const int64_t ld = accumulator_ld(w.out);
+  const int64_t chunk_rows = std::max<int64_t>(1, layout.acc_bytes / (ld * 4));
   for (int64_t first = 0; first < rows; first += chunk_rows) {
     const int64_t count = std::min(chunk_rows, rows - first);
-    LtCall call{fp8 ? LtKind::fp8_plain : LtKind::int8,
-                w.out,
-                count,
-                w.in,
-                w.out,
-                w.data,
-                codes + first * w.in,
-                acc,
-                true};
+    LtCall call;
+    call.kind = fp8 ? LtKind::fp8_plain : LtKind::int8;
+    call.m = w.out;
+    call.n = count;
+    call.k = w.in;
+    call.ldd = ld;
+    call.a = w.data;
+    call.b = codes + first * w.in;
+    call.d = acc;
+    call.d_fp32 = true;
     if (!lt->run(call, stream)) no_algorithm(fp8 ? "fp8" : "int8");
-    scale_accumulators(acc, !fp8, count, w.out, x_scales + first, w.scales, bias,
+    scale_accumulators(acc, !fp8, count, w.out, ld, x_scales + first, w.scales, bias,
                        static_cast<unsigned char*>(y) + first * w.out * elem, y_fp32, stream);
   }
   last = fp8 ? ProjectionPath::lt_fp8_epilogue : ProjectionPath::lt_int8;

@@ -66,14 +66,14 @@ __global__ void dequantize_scalar_kernel(const DequantSource w, int64_t first, i
 }
 
 template <class Acc>
-__global__ void scale_kernel(const Acc* acc, int64_t rows, int64_t out, const float* x_scales,
-                             const float* w_scales, const __nv_bfloat16* bias, void* y,
-                             bool y_fp32) {
+__global__ void scale_kernel(const Acc* acc, int64_t rows, int64_t out, int64_t acc_ld,
+                             const float* x_scales, const float* w_scales,
+                             const __nv_bfloat16* bias, void* y, bool y_fp32) {
   const int64_t total = rows * out;
   for (int64_t i = blockIdx.x * int64_t{kThreads} + threadIdx.x; i < total;
        i += int64_t{gridDim.x} * kThreads) {
     const int64_t r = i / out, o = i - r * out;
-    float v = static_cast<float>(acc[i]) * x_scales[r] * w_scales[o];
+    float v = static_cast<float>(acc[r * acc_ld + o]) * x_scales[r] * w_scales[o];
     if (bias != nullptr) v += __bfloat162float(bias[o]);
     if (y_fp32) {
       static_cast<float*>(y)[i] = v;
@@ -106,16 +106,16 @@ void dequantize_rows_bf16(const DequantSource& w, int64_t first, int64_t count, 
   INFERLAB_CUDA_CHECK_LAUNCH();
 }
 
-void scale_accumulators(const void* acc, bool acc_int, int64_t rows, int64_t out,
+void scale_accumulators(const void* acc, bool acc_int, int64_t rows, int64_t out, int64_t acc_ld,
                         const float* x_scales, const float* w_scales, const __nv_bfloat16* bias,
                         void* y, bool y_fp32, cudaStream_t stream) {
   if (rows == 0) return;
   const unsigned blocks = blocks_for(rows * out);
   if (acc_int) {
     scale_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const int32_t*>(acc), rows, out,
-                                                  x_scales, w_scales, bias, y, y_fp32);
+                                                  acc_ld, x_scales, w_scales, bias, y, y_fp32);
   } else {
-    scale_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const float*>(acc), rows, out,
+    scale_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const float*>(acc), rows, out, acc_ld,
                                                   x_scales, w_scales, bias, y, y_fp32);
   }
   INFERLAB_CUDA_CHECK_LAUNCH();

@@ -26,9 +26,9 @@ void dequantize_rows_bf16(const DequantSource& w, int64_t first, int64_t count, 
                           cudaStream_t stream);
 
 // y[r][o] = acc[r][o] · x_scales[r] · w_scales[o] (+ bias[o]) for `rows` rows of an int32
-// (acc_int) or fp32 accumulator [rows][out]; y bf16, or fp32 with y_fp32. x_scales and y point
-// at the chunk's first row.
-void scale_accumulators(const void* acc, bool acc_int, int64_t rows, int64_t out,
+// (acc_int) or fp32 accumulator [rows][acc_ld]; y [rows][out] bf16, or fp32 with y_fp32.
+// x_scales and y point at the chunk's first row.
+void scale_accumulators(const void* acc, bool acc_int, int64_t rows, int64_t out, int64_t acc_ld,
                         const float* x_scales, const float* w_scales, const __nv_bfloat16* bias,
                         void* y, bool y_fp32, cudaStream_t stream);
 

@@ -21,6 +21,14 @@ void set_attribute(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t att
   check_lt(cublasLtMatmulDescSetAttribute(desc, attribute, &value, sizeof value), what);
 }
 
+// The largest power of two (at most 256) dividing every pointer of the call.
+int common_alignment(const LtCall& call) {
+  uintptr_t bits = reinterpret_cast<uintptr_t>(call.a) | reinterpret_cast<uintptr_t>(call.b) |
+                   reinterpret_cast<uintptr_t>(call.d) | uintptr_t{256};
+  if (call.bias != nullptr) bits |= reinterpret_cast<uintptr_t>(call.bias);
+  return static_cast<int>(bits & (~bits + 1));
+}
+
 const char* kind_name(LtKind kind) {
   switch (kind) {
     case LtKind::bf16:
@@ -60,9 +68,9 @@ LtRunner::~LtRunner() {
   if (handle_) cublasLtDestroy(handle_);
 }
 
-LtRunner::Plan* LtRunner::plan_for(const LtCall& call) {
-  const Key key{static_cast<int>(call.kind), call.m,     call.n, call.k, call.ldd,
-                call.bias != nullptr,        call.d_fp32};
+LtRunner::Plan* LtRunner::plan_for(const LtCall& call, int alignment) {
+  const Key key{static_cast<int>(call.kind), call.m,      call.n,   call.k, call.ldd,
+                call.bias != nullptr,        call.d_fp32, alignment};
   auto found = plans_.find(key);
   if (found != plans_.end()) return found->second.get();
   auto plan = std::make_unique<Plan>();
@@ -95,6 +103,12 @@ LtRunner::Plan* LtRunner::plan_for(const LtCall& call) {
   check_lt(cublasLtMatmulPreferenceCreate(&preference), "preference");
   cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                        &workspace_bytes_, sizeof workspace_bytes_);
+  const auto align = static_cast<uint32_t>(alignment);
+  for (auto attribute :
+       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
+    cublasLtMatmulPreferenceSetAttribute(preference, attribute, &align, sizeof align);
+  }
   cublasLtMatmulHeuristicResult_t result{};
   int found_count = 0;
   const cublasStatus_t status =
@@ -107,7 +121,7 @@ LtRunner::Plan* LtRunner::plan_for(const LtCall& call) {
 }
 
 bool LtRunner::run(const LtCall& call, cudaStream_t stream) {
-  Plan* plan = plan_for(call);
+  Plan* plan = plan_for(call, common_alignment(call));
   if (!plan->usable) return false;
   if (call.bias != nullptr) {
     set_attribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, call.bias, "bias pointer");

@@ -40,13 +40,16 @@ class LtRunner {
   LtRunner& operator=(const LtRunner&) = delete;
 
   // Runs the GEMM; false when cuBLASLt has no algorithm for it or refuses it at launch (the
-  // caller then takes another route); std::runtime_error for other failures.
+  // caller then takes another route); std::runtime_error for other failures. Algorithms are
+  // chosen for the pointers' actual alignment (cuBLASLt's heuristic otherwise assumes 256
+  // bytes), one per shape and alignment.
   bool run(const LtCall& call, cudaStream_t stream);
 
  private:
   struct Plan;
-  using Key = std::tuple<int, int64_t, int64_t, int64_t, int64_t, bool, bool>;
-  Plan* plan_for(const LtCall& call);
+  // kind, m, n, k, ldd, bias, fp32 D, the pointers' common alignment in bytes
+  using Key = std::tuple<int, int64_t, int64_t, int64_t, int64_t, bool, bool, int>;
+  Plan* plan_for(const LtCall& call, int alignment);
 
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;

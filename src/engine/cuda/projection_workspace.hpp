@@ -28,6 +28,12 @@ struct ProjectionWorkspace {
   int64_t total_bytes = 0;
 };
 
+// Leading dimension (elements) of the int32 / fp32 GEMM results: padded to 16, which the
+// FP8 and int8 GEMMs of cuBLASLt want.
+inline int64_t accumulator_ld(int64_t out) {
+  return (out + 15) / 16 * 16;
+}
+
 inline bool quantized_input(DType input_format) {
   return input_format == DType::int8 || input_format == DType::fp8;
 }
@@ -58,8 +64,9 @@ inline ProjectionWorkspace projection_workspace(int64_t max_rows, int64_t max_in
   region(dequant, &w.dequant_offset, &w.dequant_bytes);
   int64_t acc = 0;
   if (quantized) {
-    const int64_t cap_rows = std::max<int64_t>(16, kChunkCapBytes / (max_out * 4));
-    acc = std::min(max_rows, cap_rows) * max_out * 4;
+    const int64_t ld = accumulator_ld(max_out);
+    const int64_t cap_rows = std::max<int64_t>(16, kChunkCapBytes / (ld * 4));
+    acc = std::min(max_rows, cap_rows) * ld * 4;
   }
   region(acc, &w.acc_offset, &w.acc_bytes);
   w.total_bytes = at;
