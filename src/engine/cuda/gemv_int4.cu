@@ -1,5 +1,13 @@
-// The int4 GEMV family (gemv_kernel.cuh): groups of a multiple of 128 (one group per chunk),
-// of 64 or of 32 (2 or 4 groups per chunk; at most 16 or 8 rows).
+// The int4 GEMV family (gemv_kernel.cuh): GPTQ groups of a multiple of 128 (one group per
+// 128-k chunk), of 64 or of 32 (2 or 4 groups per chunk, each with its own mma and scale; at
+// most 16 or 8 rows). Nibble pairs (n, n+4) of a word become bf16 128 + q with one LOP3, the
+// zero comes off with one HSUB2 (exact), the group scale multiplies each chunk's fp32 sum.
+//
+// Llama 3 8B at one row (0.5 byte a weight + 3 bytes per group of 128): qkv 13.2 MB, floor
+// 2.7 µs at 4.8 TB/s; o 8.8 MB, 1.8 µs; gate/up 61.5 MB, 12.8 µs; down 30.7 MB, 6.4 µs; LM
+// head 275 MB, 57 µs; a layer 114 MB, 23.8 µs; a decode step 0.82 ms. Per weight ~1.4
+// instructions (3 SHF + 4 LOP3 + 4 HSUB2 per 8) at 37 weights per clock per SM: 52 of 128
+// issue slots. The small projections (qkv, o) are near launch latency: their floor is 2-3 µs.
 #include "engine/cuda/gemv_kernel.cuh"
 
 namespace inferlab::engine::cuda {

@@ -14,6 +14,21 @@
 //     (scales, bias, store / residual add / SwiGLU). With several, it writes the tile to the
 //     partial sums, and the last block of its feature group to arrive (a counter) adds the
 //     slices in order and finishes: deterministic, no atomics on data.
+//
+// Why this shape (per-format bytes and floors at the top of gemv_<kind>.cu):
+//  * Bytes in flight. Little's law at 4.8 TB/s and ~600 ns loaded latency asks ~3 MB in
+//    flight, ~22 KB per SM. A warp issues 4 chunks x 2 rows x 16 bytes per lane = 4 KB at
+//    once; 8 warps a block, 2-4 blocks an SM (64-128 registers, launch bounds 2): 64-128 KB
+//    per SM, 3-6x the need, so the tail of a wave and slow warps do not starve HBM.
+//  * Grid. plan_gemv aims at ~2 blocks per SM: 4096 features are 32 groups of 128, so the O and
+//    down projections split k 8-13 ways; gate/up (224 groups of 64 for SwiGLU) 2 ways; the LM
+//    head (1002 groups) not at all. Partial sums are capped at 1/8 of the weight bytes.
+//  * Tensor cores rather than FMAs. With scalar FMAs each weight costs its conversion plus one
+//    FMA per row and each row's x is re-read per weight (the old bf16 kernel lost to cuBLASLt
+//    past 2 rows); an m16n8k16 mma takes 256 weights x 8 rows in one instruction, x comes from
+//    shared memory once per 16 weights of a lane, so rows cost little until 32.
+//  * One quad of lanes reads 64 contiguous bytes of a row per chunk and 256 per batch, whole
+//    32-byte sectors; the loads bypass L1 (ld.global.nc.L1::no_allocate, LDG.E.128).
 #include <stdexcept>
 
 #include "engine/cuda/cuda_check.hpp"
