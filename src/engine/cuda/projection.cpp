@@ -320,6 +320,8 @@ Projector::Projector(int64_t max_rows, int64_t max_in, int64_t max_out, DType fo
   m.arena = DeviceBuffer<unsigned char>(static_cast<size_t>(m.layout.total_bytes));
   INFERLAB_CUDA_CHECK(
       cudaMemset(m.at(m.layout.counters_offset), 0, static_cast<size_t>(m.layout.counters_bytes)));
+  // (Synchronised: the caller's stream may not wait for the legacy default stream.)
+  INFERLAB_CUDA_CHECK(cudaDeviceSynchronize());
   m.lt =
       std::make_unique<LtRunner>(m.at(m.layout.lt_offset), static_cast<size_t>(m.layout.lt_bytes));
   int device = 0;
