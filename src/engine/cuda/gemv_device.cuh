@@ -182,8 +182,8 @@ struct KindInt4 {
   static constexpr int kChunkK = 128, kPerLane = 32, kXBytes = 2;
   using Acc = float;
   struct Aux {
-    uint32_t zg, zh;  // bf16x2 (128 + z, 128 + z) of rows g and g + 8
-    float sg[kSplit], sh[kSplit];
+    uint32_t zeros;          // z of row g in bits 0-7, of row g + 8 in bits 16-23
+    __half2 scales[kSplit];  // (row g, row g + 8) per group of the chunk
   };
   __device__ static void load_aux(const GemvParams& p, int row_g, bool ok_g, int row_h, bool ok_h,
                                   int k_chunk, int t, Aux& aux) {
@@ -192,13 +192,13 @@ struct KindInt4 {
     const int64_t base_h = static_cast<int64_t>(row_h) * p.groups;
     const uint32_t zg = ok_g ? __ldg(p.zeros + base_g + own) : 0u;
     const uint32_t zh = ok_h ? __ldg(p.zeros + base_h + own) : 0u;
-    aux.zg = (0x4300u | zg) * 0x00010001u;
-    aux.zh = (0x4300u | zh) * 0x00010001u;
+    aux.zeros = zg | (zh << 16);
 #pragma unroll
     for (int j = 0; j < kSplit; ++j) {
       const int group = (k_chunk + 32 * j * (4 / kSplit)) / p.group_size;
-      aux.sg[j] = ok_g ? __half2float(__ldg(p.group_scales + base_g + group)) : 0.0f;
-      aux.sh[j] = ok_h ? __half2float(__ldg(p.group_scales + base_h + group)) : 0.0f;
+      const __half zero = __float2half(0.0f);
+      aux.scales[j] = __halves2half2(ok_g ? __ldg(p.group_scales + base_g + group) : zero,
+                                     ok_h ? __ldg(p.group_scales + base_h + group) : zero);
     }
   }
   template <int NT>
@@ -213,14 +213,17 @@ struct KindInt4 {
 #pragma unroll
         for (int e = 0; e < 4; ++e) part[j][nt][e] = 0.0f;
     const int mine = t / (4 / kSplit);  // the group (of this chunk's kSplit) this lane holds
+    // bf16x2 (128 + z, 128 + z) of rows g and g + 8: 0x4300 | z is the bf16 128 + z.
+    const uint32_t zg = (0x4300u | (aux.zeros & 0xffu)) * 0x00010001u;
+    const uint32_t zh = (0x4300u | (aux.zeros >> 16)) * 0x00010001u;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       // Nibbles (n, n+4) of the word into one bf16x2 each: 0x4300 | q is the bf16 128 + q.
       uint32_t qg[4], qh[4];
 #pragma unroll
       for (int n = 0; n < 4; ++n) {
-        qg[n] = bf16x2_sub(((word(wa, i) >> (4 * n)) & 0x000f000fu) | 0x43004300u, aux.zg);
-        qh[n] = bf16x2_sub(((word(wb, i) >> (4 * n)) & 0x000f000fu) | 0x43004300u, aux.zh);
+        qg[n] = bf16x2_sub(((word(wa, i) >> (4 * n)) & 0x000f000fu) | 0x43004300u, zg);
+        qh[n] = bf16x2_sub(((word(wb, i) >> (4 * n)) & 0x000f000fu) | 0x43004300u, zh);
       }
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
@@ -240,10 +243,11 @@ struct KindInt4 {
     for (int j = 0; j < kSplit; ++j)
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
-        acc[nt][0] = fmaf(aux.sg[j], part[j][nt][0], acc[nt][0]);
-        acc[nt][1] = fmaf(aux.sg[j], part[j][nt][1], acc[nt][1]);
-        acc[nt][2] = fmaf(aux.sh[j], part[j][nt][2], acc[nt][2]);
-        acc[nt][3] = fmaf(aux.sh[j], part[j][nt][3], acc[nt][3]);
+        const float sg = __low2float(aux.scales[j]), sh = __high2float(aux.scales[j]);
+        acc[nt][0] = fmaf(sg, part[j][nt][0], acc[nt][0]);
+        acc[nt][1] = fmaf(sg, part[j][nt][1], acc[nt][1]);
+        acc[nt][2] = fmaf(sh, part[j][nt][2], acc[nt][2]);
+        acc[nt][3] = fmaf(sh, part[j][nt][3], acc[nt][3]);
       }
   }
   __device__ static float finish(Acc total, float, const GemvParams&, int) {

@@ -9,7 +9,8 @@
 //     mma wants (bf16; fp16-held E4M3 codes; int8), normalised (RMSNorm) and/or quantized per
 //     row on the way; row statistics (inverse RMS, absmax) are computed over whole rows.
 //  3. Main loop: per 64-byte chunk of its two rows each lane converts the weights to fragments
-//     and issues the mma steps for every 8-row batch tile; the next 4 chunks load after.
+//     and issues the mma steps for every 8-row batch tile, then refills that chunk's registers
+//     with the chunk 4 ahead (4 chunks stay in flight).
 //  4. The accumulators go to a shared tile [rows][128]; with one k slice the block finishes
 //     (scales, bias, store / residual add / SwiGLU). With several, it writes the tile to the
 //     partial sums, and the last block of its feature group to arrive (a counter) adds the
@@ -187,22 +188,22 @@ __global__ void __launch_bounds__(kGemvThreads, 2) gemv_kernel(const GemvParams 
   const unsigned char* wg = p.w + (ok_g ? row_g : 0) * p.w_row_bytes + k_offset;
   const unsigned char* wh = p.w + (ok_h ? row_h : 0) * p.w_row_bytes + k_offset;
 
+  // Register slots for kLoadBatch chunks; chunk c lives in slot c % kLoadBatch. Each slot is
+  // refilled with the chunk kLoadBatch ahead as soon as it is consumed, so ~kLoadBatch chunks
+  // stay in flight per warp all the time at no extra registers.
   uint4 wa[kLoadBatch], wb[kLoadBatch];
   typename K::Aux aux[kLoadBatch];
-  auto load = [&](int c0) {
-#pragma unroll
-    for (int u = 0; u < kLoadBatch; ++u) {
-      const int c = c0 + u;
-      wa[u] = make_uint4(0, 0, 0, 0);
-      wb[u] = make_uint4(0, 0, 0, 0);
-      if (c < chunks) {
-        if (ok_g) wa[u] = load_weights(wg + c * kGemvChunkBytes);
-        if (ok_h) wb[u] = load_weights(wh + c * kGemvChunkBytes);
-        K::load_aux(p, row_g, ok_g, row_h, ok_h, k_begin + c * K::kChunkK, t, aux[u]);
-      }
+  auto load = [&](int u, int c) {
+    wa[u] = make_uint4(0, 0, 0, 0);
+    wb[u] = make_uint4(0, 0, 0, 0);
+    if (c < chunks) {
+      if (ok_g) wa[u] = load_weights(wg + c * kGemvChunkBytes);
+      if (ok_h) wb[u] = load_weights(wh + c * kGemvChunkBytes);
+      K::load_aux(p, row_g, ok_g, row_h, ok_h, k_begin + c * K::kChunkK, t, aux[u]);
     }
   };
-  load(0);
+#pragma unroll
+  for (int u = 0; u < kLoadBatch; ++u) load(u, u);
   stage_input<K>(p, s, k_begin, k_len);
 
   Acc acc[NT][4];
@@ -217,12 +218,13 @@ __global__ void __launch_bounds__(kGemvThreads, 2) gemv_kernel(const GemvParams 
   for (int c0 = 0; c0 < chunks; c0 += kLoadBatch) {
 #pragma unroll
     for (int u = 0; u < kLoadBatch; ++u) {
-      if (c0 + u < chunks) {
-        K::template chunk<NT>(wa[u], wb[u], aux[u], xt + (c0 + u) * K::kChunkK * K::kXBytes,
-                              p.x_stride, xv, t, acc);
+      const int c = c0 + u;
+      if (c < chunks) {
+        K::template chunk<NT>(wa[u], wb[u], aux[u], xt + c * K::kChunkK * K::kXBytes, p.x_stride,
+                              xv, t, acc);
+        if (c + kLoadBatch < chunks) load(u, c + kLoadBatch);
       }
     }
-    if (c0 + kLoadBatch < chunks) load(c0 + kLoadBatch);
   }
 
   // C fragment: rows g, g + 8 of the warp's tile at batch columns 2t, 2t + 1 of each N tile.
