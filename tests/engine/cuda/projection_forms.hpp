@@ -162,8 +162,14 @@ inline cuda::ProjectionPath check_form(Projector& projector, const Format& forma
   };
   auto y_exact = [&](int64_t r, size_t i) { return sums.at(r, i); };
   auto err = [&](int64_t r, size_t i) { return accumulation * sums.mag(r, i); };
-  const double store_limit = bf16_weights ? kBf16WeightsLimit : kStoreLimit;
-  const double rounded_limit = bf16_weights ? kBf16WeightsLimit : kRoundedLimit;
+  const bool fp8_tensor_cores = !gemv && format.weights == DType::fp8;
+  const double store_limit = bf16_weights       ? kBf16WeightsLimit
+                             : fp8_tensor_cores ? kFp8TensorCoreLimit
+                                                : kStoreLimit;
+  const double rounded_limit = bf16_weights       ? kBf16WeightsLimit
+                               : fp8_tensor_cores ? kFp8TensorCoreLimit
+                                                  : kRoundedLimit;
+  const double fp32_limit = bf16_weights || fp8_tensor_cores ? kFp8TensorCoreLimit : kFp32Limit;
   constexpr double kUlp = 1.0 / 256;  // twice bf16's relative rounding error
 
   if (form == Form::residual_add) {
@@ -203,8 +209,7 @@ inline cuda::ProjectionPath check_form(Projector& projector, const Format& forma
   } else if (fp32) {
     compare(
         what, rows, n, value, y_exact, y_exact,
-        [&](int64_t r, size_t i) { return err(r, i) + 1e-30; }, bf16_weights ? 3e-3 : kFp32Limit,
-        bf16_weights ? 3e-3 : kFp32Limit);
+        [&](int64_t r, size_t i) { return err(r, i) + 1e-30; }, fp32_limit, fp32_limit);
   } else {
     compare(
         what, rows, n, value, y_exact,
