@@ -263,7 +263,12 @@ void Projector::Impl::linear_lt(const bf16* x, int64_t rows, const DeviceMatrix&
     return;
   }
   // Quantized input: rows to codes and scales, then an FP8 or int8 GEMM.
-  if (w.in % 16 != 0) refuse("a quantized-input GEMM needs the input width a multiple of 16");
+  if (w.in % 16 != 0 || w.out % 16 != 0) {
+    refuse(
+        "the tensor-core path of quantized inputs (cuBLASLt's FP8 and int8 GEMMs) needs in and "
+        "out multiples of 16, given " +
+        std::to_string(w.out) + "x" + std::to_string(w.in));
+  }
   auto* codes = at(layout.rows_offset);
   auto* x_scales = reinterpret_cast<float*>(at(layout.scales_offset));
   const bool fp8 = input_format == DType::fp8;

@@ -138,7 +138,9 @@ class Projector {
   // The route of the last linear / gemv_fused call.
   ProjectionPath last_path() const;
 
-  // y[rows, out] = x[rows, in] · Wᵀ (+ bias[out]); y bf16, or fp32 when y_fp32.
+  // y[rows, out] = x[rows, in] · Wᵀ (+ bias[out]); y bf16, or fp32 when y_fp32. Rows the GEMV
+  // does not take go to the tensor cores, where fp8 and W8A8 need in and out multiples of 16
+  // (std::invalid_argument otherwise).
   void linear(const __nv_bfloat16* x, int64_t rows, const DeviceMatrix& w,
               const __nv_bfloat16* bias, void* y, bool y_fp32, cudaStream_t stream);
   // The fused GEMV forms; std::invalid_argument when !takes_gemv(rows, w), or when the

@@ -38,6 +38,8 @@ struct Shape {
 };
 // Odd sizes: a partial feature group, several groups, slices that do not divide evenly.
 const std::vector<Shape> kSmallShapes = {{72, 256}, {300, 640}};
+// The tensor-core path of fp8 and W8A8 wants out a multiple of 16 (cuBLASLt's FP8 GEMM).
+const std::vector<Shape> kTensorCoreShapes = {{80, 256}, {304, 640}};
 const std::vector<int64_t> kGemvRows = {1, 2, 3, 5, 8, 16, 17, 32};
 const std::vector<Form> kAllForms = {Form::store,        Form::store_fp32, Form::bias,
                                      Form::residual_add, Form::swiglu,     Form::norm,
@@ -81,7 +83,7 @@ TEST(CudaProjection, TensorCorePathMatchesTheReference) {
   for (const Format& format : formats()) {
     Projector projector(kMaxRows, kMaxIn, kMaxOut, format.weights, format.input);
     projector.set_gemv(false);
-    for (const Shape& shape : kSmallShapes) {
+    for (const Shape& shape : kTensorCoreShapes) {
       const HostMatrix m =
           make_host_matrix(format.weights, shape.out, shape.in, format.group_size, seed++);
       DeviceCopy d;
@@ -233,6 +235,15 @@ TEST(CudaProjection, RefusesBadCalls) {
   EXPECT_THROW(projector.gemv_fused(args, 1, d.view, nullptr), std::invalid_argument);
   projector.set_gemv(false);
   EXPECT_FALSE(projector.takes_gemv(1, d.view));
+  // fp8 on the tensor cores: out must be a multiple of 16.
+  Projector fp8(64, 1024, 1024, DType::fp8, DType::fp8);
+  const HostMatrix f = make_host_matrix(DType::fp8, 72, 256, 0, 5001);
+  DeviceCopy df;
+  upload(f, DType::fp8, &df);
+  EXPECT_TRUE(fp8.takes_gemv(1, df.view));
+  EXPECT_FALSE(fp8.takes_gemv(64, df.view));
+  EXPECT_THROW(fp8.linear(x.data(), 64, df.view, nullptr, y.data(), false, nullptr),
+               std::invalid_argument);
 }
 
 // Widths the GEMV cannot slice (not a multiple of its 64-byte chunk) go to the tensor cores.
@@ -243,7 +254,7 @@ TEST(CudaProjection, OddWidthsTakeTheTensorCorePath) {
     if (format.weights == DType::int4) continue;  // groups of 128 set the width anyway
     Projector projector(kMaxRows, kMaxIn, kMaxOut, format.weights, format.input);
     const int64_t in = format.weights == DType::bf16 ? 48 : 80;  // 16 | in, chunk ∤ in
-    const HostMatrix m = make_host_matrix(format.weights, 40, in, 0, seed++);
+    const HostMatrix m = make_host_matrix(format.weights, 48, in, 0, seed++);
     DeviceCopy d;
     upload(m, format.input, &d);
     EXPECT_FALSE(projector.takes_gemv(1, d.view)) << format.name;
