@@ -44,11 +44,10 @@ constexpr int kMaxSmemBytes =
 
 // The fixed head of shared memory (kGemvHeadBytes).
 struct Smem {
-  float* part;        // [1024] RMSNorm partial sums
-  float* warp_sums;   // [32]
+  float* warp_sums;   // [32 rows][32] RMSNorm's first-level sums
   float* inv_rms;     // [32] per row
   float* x_scale;     // [32] per row (quantized input)
-  float* red;         // [32]
+  float* red;         // [32 rows][8 warps] absmax per warp
   int* flag;          // this block finishes the split-K sum
   unsigned char* xs;  // [rows][x_stride]
   uint32_t* tile;     // [rows][kGemvTileStride] accumulator bits
@@ -56,12 +55,11 @@ struct Smem {
 
 __device__ inline Smem carve(unsigned char* base, const GemvParams& p) {
   Smem s;
-  s.part = reinterpret_cast<float*>(base);
-  s.warp_sums = s.part + 1024;
-  s.inv_rms = s.warp_sums + 32;
+  s.warp_sums = reinterpret_cast<float*>(base);
+  s.inv_rms = s.warp_sums + 32 * 32;
   s.x_scale = s.inv_rms + 32;
   s.red = s.x_scale + 32;
-  s.flag = reinterpret_cast<int*>(s.red + 32);
+  s.flag = reinterpret_cast<int*>(s.red + 32 * kGemvWarps);
   s.xs = base + kGemvHeadBytes;
   s.tile = reinterpret_cast<uint32_t*>(s.xs + p.rows * p.x_stride);
   return s;
@@ -102,17 +100,13 @@ __device__ void stage_input(const GemvParams& p, const Smem& s, int k_begin, int
   constexpr bool kQuantized = gemv_kind_info(K::kKind).quantized_input;
   constexpr float kCodeMax = K::kKind == GemvKind::w8a8 ? 127.0f : 448.0f;
   if (p.codes == nullptr) {
-    for (int r = 0; r < p.rows; ++r) {
-      const __nv_bfloat16* row = p.x + static_cast<int64_t>(r) * p.in;
-      const float inv_rms =
-          p.norm_weight ? row_inv_rms(row, p.in, p.eps, s.part, s.warp_sums) : 1.0f;
-      float scale = 1.0f;
-      if (kQuantized)
-        scale = row_scale(row_absmax(row, p.norm_weight, inv_rms, p.in, s.red), kCodeMax);
-      if (threadIdx.x == 0) {
-        s.inv_rms[r] = inv_rms;
-        s.x_scale[r] = scale;
-      }
+    if (p.norm_weight != nullptr) {
+      rows_inv_rms(p.x, p.rows, p.in, p.eps, s.warp_sums, s.inv_rms);
+    }
+    if (kQuantized) {
+      rows_scale(p.x, p.rows, p.in, p.norm_weight, s.inv_rms, kCodeMax, s.red, s.x_scale);
+    } else if (threadIdx.x < p.rows) {
+      s.x_scale[threadIdx.x] = 1.0f;
     }
   } else if (threadIdx.x < p.rows) {
     s.x_scale[threadIdx.x] = p.code_scales[threadIdx.x];
@@ -126,7 +120,8 @@ __device__ void stage_input(const GemvParams& p, const Smem& s, int k_begin, int
       K::stage_codes(p.codes + static_cast<int64_t>(r) * p.in + k, dst);
     } else {
       float v[8];
-      row_values8(p.x + static_cast<int64_t>(r) * p.in, p.norm_weight, s.inv_rms[r], k, v);
+      row_values8(p.x + static_cast<int64_t>(r) * p.in, p.norm_weight,
+                  p.norm_weight != nullptr ? s.inv_rms[r] : 1.0f, k, v);
       K::stage(v, s.x_scale[r], dst);
     }
   }

@@ -17,13 +17,13 @@ __global__ void __launch_bounds__(256)
     prepare_rows_kernel(const __nv_bfloat16* x, int in, const __nv_bfloat16* norm_weight, float eps,
                         RowQuant quant, __nv_bfloat16* normed_out, uint8_t* codes_out,
                         float* scales_out) {
-  __shared__ float part[1024];
   __shared__ float warp_sums[32];
   __shared__ float red[32];
+  __shared__ float stats[2];  // inverse RMS, scale
   const int64_t base = static_cast<int64_t>(blockIdx.x) * in;
   const __nv_bfloat16* row = x + base;
-  const float inv_rms =
-      norm_weight != nullptr ? gemv::row_inv_rms(row, in, eps, part, warp_sums) : 1.0f;
+  if (norm_weight != nullptr) gemv::rows_inv_rms(row, 1, in, eps, warp_sums, &stats[0]);
+  const float inv_rms = norm_weight != nullptr ? stats[0] : 1.0f;
   if (quant == RowQuant::none) {
     for (int i = threadIdx.x; i < in / 8; i += blockDim.x) {
       float v[8];
@@ -35,8 +35,8 @@ __global__ void __launch_bounds__(256)
     return;
   }
   const float code_max = quant == RowQuant::int8 ? 127.0f : 448.0f;
-  const float scale =
-      gemv::row_scale(gemv::row_absmax(row, norm_weight, inv_rms, in, red), code_max);
+  gemv::rows_scale(row, 1, in, norm_weight, &stats[0], code_max, red, &stats[1]);
+  const float scale = stats[1];
   for (int i = threadIdx.x; i < in / 8; i += blockDim.x) {
     float v[8];
     gemv::row_values8(row, norm_weight, inv_rms, 8 * i, v);

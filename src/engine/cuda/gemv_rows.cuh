@@ -1,8 +1,9 @@
 #pragma once
 // Whole-row statistics of the GEMV input, shared by the GEMV prologue and the prepare kernel
-// (both 256 threads a block, so both compute the same bits): RMSNorm's inverse RMS, summed
-// exactly as layer_kernels' rms_norm_vec_kernel sums it, the normalised values with its bf16
-// roundings, and the absolute maximum that sets a row's quantization scale.
+// (so both compute the same bits): RMSNorm's inverse RMS, summed exactly as layer_kernels'
+// rms_norm_vec_kernel sums it, the normalised values with its bf16 roundings, and the
+// absolute maximum that sets a row's quantization scale (quantize_row_int8 / _e4m3: absmax /
+// 127 or / 448, 1 for a zero row).
 #include <cuda_bf16.h>
 
 #include <cstdint>
@@ -45,35 +46,40 @@ __device__ __forceinline__ void unpack_bf16(const uint4& raw, float (&v)[8]) {
   }
 }
 
-// rsqrt(mean(x²) + eps) of one row of `in` bf16 (in a multiple of 8), bit-identical to
-// rms_norm_vec_kernel: its thread vt (of norm_threads(in)) sums vectors vt, vt + VT, ... with
-// fused multiply-adds, then block_sum's two butterfly levels. Here each thread of the block
-// plays one or more of those threads. part: 1024 floats, warp_sums: 32 floats of shared
-// memory. Every thread gets the result; ends with a barrier (the scratch is free again).
-__device__ inline float row_inv_rms(const __nv_bfloat16* row, int in, float eps, float* part,
-                                    float* warp_sums) {
+// rsqrt(mean(x²) + eps) of rows [0, rows) of x ([rows][in], in a multiple of 8) into
+// inv_rms[r], bit-identical to layer_kernels' rms_norm_vec_kernel: its thread vt (of
+// norm_threads(in)) sums vectors vt, vt + VT, ... with fused multiply-adds, then block_sum's two
+// butterfly levels. Here real thread tid plays virtual threads tid, tid + blockDim, ...: the
+// virtual warp (tid + j·blockDim) / 32 sits in real warp tid / 32 lane for lane, so the first
+// butterfly runs in registers. warp_sums: [rows][32] floats of shared memory; two barriers for
+// all rows.
+__device__ inline void rows_inv_rms(const __nv_bfloat16* x, int rows, int in, float eps,
+                                    float* warp_sums, float* inv_rms) {
   const int virtual_threads = norm_threads(in), vectors = in / 8;
-  for (int vt = threadIdx.x; vt < virtual_threads; vt += blockDim.x) {
-    float sum = 0.0f;
-    for (int i = vt; i < vectors; i += virtual_threads) {
-      float v[8];
-      unpack_bf16(load_row16(row + 8 * i), v);
+  const int virtual_warps = virtual_threads / 32, warps = blockDim.x / 32;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  for (int r = 0; r < rows; ++r) {
+    const __nv_bfloat16* row = x + static_cast<int64_t>(r) * in;
+    for (int vw = warp; vw < virtual_warps; vw += warps) {
+      const int vt = 32 * vw + lane;
+      float sum = 0.0f;
+      for (int i = vt; i < vectors; i += virtual_threads) {
+        float v[8];
+        unpack_bf16(load_row16(row + 8 * i), v);
 #pragma unroll
-      for (int j = 0; j < 8; ++j) sum = fmaf(v[j], v[j], sum);
+        for (int j = 0; j < 8; ++j) sum = fmaf(v[j], v[j], sum);
+      }
+      sum = warp_sum(sum);
+      if (lane == 0) warp_sums[32 * r + vw] = sum;
     }
-    part[vt] = sum;
   }
   __syncthreads();
-  const int lane = threadIdx.x % 32, virtual_warps = virtual_threads / 32;
-  for (int w = threadIdx.x / 32; w < virtual_warps; w += blockDim.x / 32) {
-    const float v = warp_sum(part[32 * w + lane]);
-    if (lane == 0) warp_sums[w] = v;
+  // block_sum's second level, one warp per row.
+  for (int r = warp; r < rows; r += warps) {
+    const float total = warp_sum(lane < virtual_warps ? warp_sums[32 * r + lane] : 0.0f);
+    if (lane == 0) inv_rms[r] = rsqrtf(total / static_cast<float>(in) + eps);
   }
   __syncthreads();
-  // block_sum's second level, computed by every warp alike.
-  const float total = warp_sum(lane < virtual_warps ? warp_sums[lane] : 0.0f);
-  __syncthreads();
-  return rsqrtf(total / static_cast<float>(in) + eps);
 }
 
 // Eight input values at k: x, or with norm_weight HF's RMSNorm output
@@ -90,29 +96,33 @@ __device__ __forceinline__ void row_values8(const __nv_bfloat16* row,
   }
 }
 
-// max |value| over one row (norm applied when norm_weight is set); every thread gets it; ends
-// with a barrier. red: 32 floats of shared memory.
-__device__ inline float row_absmax(const __nv_bfloat16* row, const __nv_bfloat16* norm_weight,
-                                   float inv_rms, int in, float* red) {
-  float top = 0.0f;
-  for (int i = threadIdx.x; i < in / 8; i += blockDim.x) {
-    float v[8];
-    row_values8(row, norm_weight, inv_rms, 8 * i, v);
-#pragma unroll
-    for (int j = 0; j < 8; ++j) top = fmaxf(top, fabsf(v[j]));
-  }
-  top = warp_max(top);
-  if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = top;
-  __syncthreads();
+// The quantization scale of rows [0, rows): max |value| (norm applied with inv_rms[r] when
+// norm_weight is set) over each row, over code_max (1 for a zero row). red: [rows][blockDim / 32]
+// floats of shared memory; two barriers for all rows.
+__device__ inline void rows_scale(const __nv_bfloat16* x, int rows, int in,
+                                  const __nv_bfloat16* norm_weight, const float* inv_rms,
+                                  float code_max, float* red, float* scales) {
   const int warps = blockDim.x / 32;
-  top = warp_max(threadIdx.x % 32 < warps ? red[threadIdx.x % 32] : 0.0f);
+  for (int r = 0; r < rows; ++r) {
+    const __nv_bfloat16* row = x + static_cast<int64_t>(r) * in;
+    const float inv = norm_weight != nullptr ? inv_rms[r] : 1.0f;
+    float top = 0.0f;
+    for (int i = threadIdx.x; i < in / 8; i += blockDim.x) {
+      float v[8];
+      row_values8(row, norm_weight, inv, 8 * i, v);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) top = fmaxf(top, fabsf(v[j]));
+    }
+    top = warp_max(top);
+    if (threadIdx.x % 32 == 0) red[warps * r + threadIdx.x / 32] = top;
+  }
   __syncthreads();
-  return top;
-}
-
-// quantize_row_int8 / quantize_row_e4m3's scale: absmax / 127 (or 448), 1 for a zero row.
-__device__ __forceinline__ float row_scale(float absmax, float code_max) {
-  return absmax > 0.0f ? __fdiv_rn(absmax, code_max) : 1.0f;
+  for (int r = threadIdx.x; r < rows; r += blockDim.x) {
+    float top = 0.0f;
+    for (int w = 0; w < warps; ++w) top = fmaxf(top, red[warps * r + w]);
+    scales[r] = top > 0.0f ? __fdiv_rn(top, code_max) : 1.0f;
+  }
+  __syncthreads();
 }
 
 }  // namespace inferlab::engine::cuda::gemv
