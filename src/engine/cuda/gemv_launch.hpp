@@ -34,7 +34,6 @@ struct GemvParams {
   const float* code_scales = nullptr;
   // Tiling (GemvPlan).
   int slice_len = 0, x_stride = 0;
-  int block_features = 128;
   // Epilogue: y [rows][features] bf16 (fp32 with y_fp32, store only), or residual in place.
   GemvEpilogue epilogue = GemvEpilogue::store;
   bool y_fp32 = false;

@@ -171,7 +171,6 @@ struct Projector::Impl {
     p.rows = static_cast<int>(rows);
     p.slice_len = static_cast<int>(plan.slice_len);
     p.x_stride = static_cast<int>(plan.x_stride_bytes);
-    p.block_features = plan.block_features;
     p.partials = reinterpret_cast<float*>(at(layout.partials_offset));
     p.counters = reinterpret_cast<int*>(at(layout.counters_offset));
     p.x = x;
