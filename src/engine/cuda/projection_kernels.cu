@@ -39,8 +39,15 @@ __global__ void dequantize_vec_kernel(const DequantSource w, int64_t first, int6
       }
     } else {
       const uint32_t q = *reinterpret_cast<const uint32_t*>(w.data + (row * w.in + k) / 2);
-      for (int j = 0; j < 8; ++j) {
-        v[j] = int4_weight(w, row, k + j, static_cast<uint8_t>(q >> (8 * (j / 2))));
+      if (w.group_size % 8 == 0) {  // one group for all eight
+        const int64_t g = row * (w.in / w.group_size) + k / w.group_size;
+        const float s = __half2float(w.group_scales[g]);
+        const int zero = w.zeros[g];
+        for (int j = 0; j < 8; ++j) v[j] = s * static_cast<float>(((q >> (4 * j)) & 0xf) - zero);
+      } else {
+        for (int j = 0; j < 8; ++j) {
+          v[j] = int4_weight(w, row, k + j, static_cast<uint8_t>(q >> (8 * (j / 2))));
+        }
       }
     }
     __nv_bfloat16 b[8];
