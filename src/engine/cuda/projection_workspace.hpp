@@ -54,7 +54,10 @@ inline ProjectionWorkspace projection_workspace(int64_t max_rows, int64_t max_in
   region(std::min(gemv_rows * max_out * 4 * 16, kGemvPartialCapBytes), &w.partials_offset,
          &w.partials_bytes);
   const bool quantized = quantized_input(input_format);
-  region(quantized ? max_rows * max_in : gemv_rows * max_in * 2, &w.rows_offset, &w.rows_bytes);
+  // Codes of every row (quantized input), and normed bf16 rows for a GEMV of a bf16 matrix
+  // (which a quantized-input Projector serves too, e.g. an unquantized LM head).
+  region(std::max(quantized ? max_rows * max_in : 0, gemv_rows * max_in * 2), &w.rows_offset,
+         &w.rows_bytes);
   region(quantized ? max_rows * 4 : 0, &w.scales_offset, &w.scales_bytes);
   int64_t dequant = 0;
   if ((format == DType::int8 || format == DType::int4) && input_format == DType::bf16) {

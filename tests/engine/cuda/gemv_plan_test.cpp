@@ -194,6 +194,10 @@ TEST(ProjectionWorkspace, RegionsTileTheAllocation) {
       EXPECT_EQ(w.rows_bytes, input == DType::bf16 ? 32 * 14336 * 2 : 4096 * 14336);
     }
   }
+  // With few rows a quantized-input Projector still holds normed bf16 rows for a GEMV of a
+  // bf16 matrix (2 bytes an element, against 1 for codes).
+  const ProjectionWorkspace few = projection_workspace(16, 4096, 4096, DType::fp8, DType::fp8);
+  EXPECT_EQ(few.rows_bytes, 16 * 4096 * 2);
   // A small Projector stays small: the GEMV scratch scales with its sizes.
   const ProjectionWorkspace small = projection_workspace(4, 256, 72, DType::bf16, DType::bf16);
   EXPECT_EQ(small.partials_bytes, (4 * 72 * 4 * 16 + 255) / 256 * 256);
