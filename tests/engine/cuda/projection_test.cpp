@@ -207,6 +207,31 @@ TEST(CudaProjection, FusedFormsMatchTheUnfusedKernels) {
   }
 }
 
+// A quantized-input Projector serves bf16 matrices too (an unquantized LM head), also with a
+// prepared (normed bf16) input at its largest row count.
+TEST(CudaProjection, Bf16MatrixInAQuantizedProjector) {
+  REQUIRE_GPU();
+  uint64_t seed = 5500;
+  for (const Format& quantized : {formats()[3], formats()[4]}) {
+    Projector projector(16, 512, 512, quantized.weights, quantized.input);
+    projector.set_gemv_max_rows(cuda::kProjectionGemvMaxRows);
+    GemvTuning tuning;
+    tuning.prologue = cuda::GemvPrologue::prepared;
+    projector.set_gemv_tuning(tuning);
+    for (const Format& format : {formats()[0], quantized}) {
+      const HostMatrix m = make_host_matrix(format.weights, 208, 512, 0, seed++);
+      DeviceCopy d;
+      upload(m, format.input, &d);
+      for (int64_t rows : {1, 16}) {
+        for (Form form : {Form::norm, Form::bias, Form::norm_swiglu}) {
+          const auto path = check_form(projector, format, m, d.view, rows, form, seed++);
+          if (form != Form::bias) EXPECT_EQ(path, ProjectionPath::gemv_prepared);
+        }
+      }
+    }
+  }
+}
+
 TEST(CudaProjection, RefusesBadCalls) {
   REQUIRE_GPU();
   EXPECT_THROW(Projector(16, 256, 256, DType::fp8, DType::bf16), std::invalid_argument);
