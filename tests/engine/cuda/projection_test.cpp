@@ -225,7 +225,9 @@ TEST(CudaProjection, Bf16MatrixInAQuantizedProjector) {
       for (int64_t rows : {1, 16}) {
         for (Form form : {Form::norm, Form::bias, Form::norm_swiglu}) {
           const auto path = check_form(projector, format, m, d.view, rows, form, seed++);
-          if (form != Form::bias) EXPECT_EQ(path, ProjectionPath::gemv_prepared);
+          if (form != Form::bias) {
+            EXPECT_EQ(path, ProjectionPath::gemv_prepared);
+          }
         }
       }
     }
