@@ -19,7 +19,12 @@
 // QuantizedMatrix says; when the input is quantized (fp8 weights, W8A8) each row of x is
 // quantized as quantize_row_e4m3 / quantize_row_int8 do, on either path, so decode and prefill
 // compute the same function. Every launch runs on `stream`, never synchronises and allocates
-// nothing after construction (graph-capturable).
+// nothing after construction (graph-capturable). A Projector's calls must be ordered (one
+// stream at a time): they share its scratch (split-K partial sums, prepared input rows).
+//
+// The kernels: gemv_plan.hpp (how a GEMV is cut into blocks), gemv_kernel.cuh (the GEMV),
+// gemv_device.cuh (fragments per format), projection_lt.cpp (cuBLASLt), projection_kernels.cu
+// (dequantization and scale epilogues of the tensor-core path).
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -31,6 +36,7 @@
 #include <tuple>
 
 #include "engine/cuda/cuda_check.hpp"
+#include "engine/cuda/gemv_plan.hpp"
 #include "util/dtype.hpp"
 
 namespace inferlab::engine::cuda {
@@ -63,22 +69,58 @@ struct GemvFused {
                    // bf16(bf16(silu(bf16(gate))) · bf16(up)), as silu_mul_halves
   };
   Epilogue epilogue = Epilogue::store;
-  const __nv_bfloat16* bias = nullptr;  // store only; [out]
-  __nv_bfloat16* y = nullptr;           // store, swiglu
-  __nv_bfloat16* residual = nullptr;    // residual_add
+  // [out] (for SwiGLU [2 I]: gate then up), added to the sum before its first rounding, in
+  // every epilogue.
+  const __nv_bfloat16* bias = nullptr;
+  __nv_bfloat16* y = nullptr;         // store, swiglu
+  __nv_bfloat16* residual = nullptr;  // residual_add
 };
+
+// Which route a call took (Projector::last_path), for tests and benchmarks.
+enum class ProjectionPath {
+  none,             // no call yet
+  gemv,             // GEMV kernel (input normalised / quantized in its prologue, if at all)
+  gemv_prepared,    // the prepare kernel (norm and/or quantization once), then the GEMV
+  lt_bf16,          // cuBLASLt bf16 GEMM
+  lt_dequant_bf16,  // int8/int4 weights dequantized to bf16 in chunks of rows, bf16 GEMMs
+  lt_fp8_outer,     // input quantized, FP8 GEMM with outer-vector (row, channel) scales
+  lt_fp8_epilogue,  // input quantized, FP8 GEMM to fp32, a kernel applies both scales
+  lt_int8,          // input quantized, int8 GEMM to int32, a kernel applies both scales
+};
+const char* projection_path_name(ProjectionPath path);
+
+// The most rows the GEMV kernels take (4 mma tiles of 8).
+constexpr int64_t kProjectionGemvMaxRows = kGemvMaxRows;
 
 class Projector {
  public:
+  // Rows up to which each family takes the GEMV by default. The GEMV reads each weight once
+  // for all rows, as the tensor-core path does at best, but the latter does worse at few rows:
+  // cuBLASLt's skinny GEMMs reached ~60% of HBM bandwidth on the H100 (MEASUREMENTS §19), and
+  // quantized weights first go through a dequantization pass (int8/int4: read q, write and
+  // read bf16, 4.5-5 bytes per weight against the GEMV's 0.5-1) or a quantize launch (fp8,
+  // W8A8). The GEMV stays bandwidth-bound to 32 rows (mma work grows with rows but stays far
+  // under the tensor cores' rate; x comes from shared memory). To be tuned by bench_engine_
+  // projection; INFERLAB_ENGINE_GEMV_ROWS[_BF16|_INT8|_INT4|_FP8|_W8A8]=N overrides.
+  static constexpr int64_t kGemvRowsBf16 = 32;
+  static constexpr int64_t kGemvRowsInt8 = 32;
+  static constexpr int64_t kGemvRowsInt4 = 32;
+  static constexpr int64_t kGemvRowsFp8 = 32;
+  static constexpr int64_t kGemvRowsW8a8 = 32;
+
   // max_rows: the most rows a call may have (activation scratch for quantized inputs and the
-  // int32 output of W8A8 are sized by it); max_in, max_out: the widest projection.
-  Projector(int64_t max_rows, int64_t max_in, int64_t max_out);
+  // int32 output of W8A8 are sized by it); max_in, max_out: the widest projection. The
+  // Projector serves bf16 matrices and (format, input_format) ones: bf16/bf16, int8/bf16,
+  // int4/bf16, fp8/fp8 or int8/int8; others throw std::invalid_argument.
+  Projector(int64_t max_rows, int64_t max_in, int64_t max_out, DType format = DType::bf16,
+            DType input_format = DType::bf16);
   ~Projector();
   Projector(const Projector&) = delete;
   Projector& operator=(const Projector&) = delete;
 
   // Device bytes a Projector of these sizes allocates for `format`/`input_format` projections
-  // (cuBLASLt workspace, dequantization chunk, quantized input, int32 output).
+  // (cuBLASLt workspace, dequantization chunk, quantized input, int32 output, the GEMV's
+  // split-K scratch): exactly what the constructor allocates (projection_workspace.hpp).
   static int64_t workspace_bytes(int64_t max_rows, int64_t max_in, int64_t max_out, DType format,
                                  DType input_format);
 
@@ -87,11 +129,22 @@ class Projector {
   void set_gemv(bool on);
   bool gemv() const;
   bool takes_gemv(int64_t rows, const DeviceMatrix& w) const;
+  // Every family's row limit at once (0-32; 0 switches the GEMV off), and one family's.
+  void set_gemv_max_rows(int64_t rows);
+  int64_t gemv_max_rows(const DeviceMatrix& w) const;
+  // Split-K and prologue choices for A/B (INFERLAB_ENGINE_GEMV_SPLITS,
+  // INFERLAB_ENGINE_GEMV_PROLOGUE=auto|fused|prepared set them at construction).
+  void set_gemv_tuning(const GemvTuning& tuning);
+  // The route of the last linear / gemv_fused call.
+  ProjectionPath last_path() const;
 
-  // y[rows, out] = x[rows, in] · Wᵀ (+ bias[out]); y bf16, or fp32 when y_fp32.
+  // y[rows, out] = x[rows, in] · Wᵀ (+ bias[out]); y bf16, or fp32 when y_fp32. Rows the GEMV
+  // does not take go to the tensor cores, where fp8 and W8A8 need in and out multiples of 16
+  // (std::invalid_argument otherwise).
   void linear(const __nv_bfloat16* x, int64_t rows, const DeviceMatrix& w,
               const __nv_bfloat16* bias, void* y, bool y_fp32, cudaStream_t stream);
-  // The fused GEMV forms; std::invalid_argument when !takes_gemv(rows, w).
+  // The fused GEMV forms; std::invalid_argument when !takes_gemv(rows, w), or when the
+  // residual overlaps x.
   void gemv_fused(const GemvFused& args, int64_t rows, const DeviceMatrix& w, cudaStream_t stream);
 
  private:

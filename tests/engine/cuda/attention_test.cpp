@@ -157,8 +157,8 @@ std::vector<float> run_gpu(const Batch& b, int workspace_tokens = 0) {
   cuda::PagedAttentionParams p;
   p.q = bf16_ptr(q);
   p.q_row_stride = b.q_row_stride;
-  p.cache = {inferlab::DType::bf16, const_cast<__nv_bfloat16*>(bf16_ptr(k)), const_cast<__nv_bfloat16*>(bf16_ptr(v)), nullptr,
-             nullptr};
+  p.cache = {inferlab::DType::bf16, const_cast<__nv_bfloat16*>(bf16_ptr(k)),
+             const_cast<__nv_bfloat16*>(bf16_ptr(v)), nullptr, nullptr};
   p.block_tables = tables.data();
   p.block_table_stride = b.table_stride;
   p.query_start = starts.data();
@@ -338,7 +338,8 @@ TEST(CudaAttentionArguments, RejectsUnsupportedHeadDimAndSmallWorkspace) {
   alignas(16) static int32_t ints[4] = {0, 1, 0, 0};
   cuda::PagedAttentionParams p;
   p.q = reinterpret_cast<const __nv_bfloat16*>(dummy);
-  p.cache = {inferlab::DType::bf16, const_cast<__nv_bfloat16*>(p.q), const_cast<__nv_bfloat16*>(p.q), nullptr, nullptr};
+  p.cache = {inferlab::DType::bf16, const_cast<__nv_bfloat16*>(p.q),
+             const_cast<__nv_bfloat16*>(p.q), nullptr, nullptr};
   p.out = reinterpret_cast<__nv_bfloat16*>(dummy);
   p.block_tables = ints;
   p.query_start = ints;

@@ -120,7 +120,8 @@ void check_rope(int heads, int kv_heads, int d) {
   const size_t cache = 10 * kv_heads * d;
   DeviceBuffer<bf16> k_cache(cache), v_cache(cache);
   cuda::rope_kv_write(dq.data(), tokens, heads, kv_heads, d, dp.data(), ds.data(), df.data(),
-                      {inferlab::DType::bf16, k_cache.data(), v_cache.data(), nullptr, nullptr}, nullptr);
+                      {inferlab::DType::bf16, k_cache.data(), v_cache.data(), nullptr, nullptr},
+                      nullptr);
   const auto got = to_host(dq), keys = to_host(k_cache), values = to_host(v_cache);
   for (int t = 0; t < tokens; ++t) {
     std::vector<float> want(qkv.values.begin() + t * row, qkv.values.begin() + (t + 1) * row);
