@@ -48,6 +48,9 @@ std::string resolve_device(const std::string& device) {
 }
 
 void add_engine_switches(CLI::App* cmd, EngineSwitchArgs& args) {
+  cmd->add_option("--gemv", args.gemv,
+                  "on: projections of few rows (decode) on the engine's GEMV kernels, not cuBLASLt")
+      ->capture_default_str();
   cmd->add_option("--fusion", args.fusion,
                   "on: in decode, the RMSNorm, SiLU×mul and residual adds run inside the GEMV "
                   "kernels")
@@ -69,6 +72,7 @@ void add_engine_switches(CLI::App* cmd, EngineSwitchArgs& args) {
 }
 
 void apply_engine_switches(const EngineSwitchArgs& args, EngineOptions& options) {
+  options.gemv = parse_on_off("--gemv", args.gemv);
   options.fusion = parse_on_off("--fusion", args.fusion);
   if (args.attention != "flash" && args.attention != "naive") {
     throw InputError("unknown --attention '" + args.attention + "'; known: flash, naive");

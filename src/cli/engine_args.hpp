@@ -46,7 +46,7 @@ struct EngineOptions {
 // The engine's optimization switches as every engine command spells them (--cuda-graphs stays
 // with each command: its default differs).
 struct EngineSwitchArgs {
-  std::string fusion = "on", attention = "flash", weights = "auto", kv = "bf16",
+  std::string gemv = "on", fusion = "on", attention = "flash", weights = "auto", kv = "bf16",
               activations = "bf16";
   int64_t group_size = 128;
 };

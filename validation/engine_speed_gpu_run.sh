@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Issue 19 on the GPU in device calls (build here with validation/make_gpu_bundle.sh, carry
+# build/gpurun and third_party/tokenizers):
+#   bash validation/engine_speed_gpu_run.sh BIN_DIR STAGES [PROFILE_MODELS]
+# STAGES, a comma list of:
+#   tests      every Cuda* test (kernels, projections, attention, backend under every switch
+#              against the CPU reference), then compute-sanitizer memcheck on the new kernels
+#   kernels    the kernel benchmarks (projections by format and rows, attention by cache format)
+#   ablation   bench --ablation for Llama 3 8B and 3.2 1B (batch 1, context 1024)
+#   speed      validation/engine_speed.py (PyTorch + CUDA graphs beside the engine, graphs on)
+#   accuracy   validation/quant_accuracy.py (each format's logits against bf16, 1B and 8B)
+#   profile    bench --profile for every ablation switch combination (the engine calibration's
+#              data), for PROFILE_MODELS (default llama-3-8b)
+# Results and logs go into $OUT/results.tgz (few files come back from a device call); each
+# stage appends its exit code to $OUT/summary.txt.
+set -u
+BIN=${1:-build/gpurun}
+STAGES=${2:-tests}
+PROFILE_MODELS=${3:-llama-3-8b}
+export INFERLAB_DATA_DIR=$PWD/data INFERLAB_TOKENIZERS_DIR=$PWD/third_party/tokenizers
+export LD_LIBRARY_PATH=$BIN:${LD_LIBRARY_PATH:-}
+R=/tmp/results
+mkdir -p "$R" "$OUT"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv \
+  > "$R/device.txt"
+date -u +%FT%TZ >> "$R/device.txt"
+has() { [[ ",$STAGES," == *",$1,"* ]]; }
+note() { echo "$1" | tee -a "$OUT/summary.txt"; }
+
+if has tests; then
+  timeout 420 "$BIN/inferlab_tests" --gtest_filter='Cuda*' > "$R/gpu_tests.txt" 2>&1
+  note "gpu tests rc=$?"
+  grep -E "^\[  (FAILED|PASSED|SKIPPED) |min cosine|beyond noise" "$R/gpu_tests.txt" | head -60 \
+    >> "$OUT/summary.txt"
+  timeout 150 compute-sanitizer --tool memcheck "$BIN/inferlab_tests" \
+    --gtest_filter='CudaProjection*Small*:CudaAttention*Quantized*:CudaQuantBackend.Fused*' \
+    > "$R/memcheck.txt" 2>&1
+  note "memcheck rc=$? $(grep -c 'Invalid' "$R/memcheck.txt") invalid accesses"
+fi
+if has kernels; then
+  for b in bench_engine_projection bench_engine_attention bench_engine_attention_hopper; do
+    [ -x "$BIN/$b" ] || continue
+    filter_var="FILTER_${b}"
+    timeout 150 "$BIN/$b" --benchmark_filter="${!filter_var:-.}" --benchmark_repetitions=3 \
+      --benchmark_report_aggregates_only=true --benchmark_format=json > "$R/$b.json" \
+      2> "$R/$b.err"
+    note "$b rc=$?"
+  done
+fi
+if has ablation; then
+  for m in llama-3-8b llama-3.2-1b; do
+    timeout 300 "$BIN/inferlab" bench --model $m --device cuda --ablation --batch 1 --input 1024 \
+      --output 17 --repeats 5 --format json > "$R/ablation_$m.json" 2> "$R/ablation_$m.err"
+    note "ablation $m rc=$?"
+  done
+fi
+if has speed; then
+  INFERLAB_BENCH_EXTRA="--cuda-graphs on" timeout 300 python3 validation/engine_speed.py \
+    "$BIN/inferlab" "$R/engine_speed.json" > "$R/engine_speed.txt" 2>&1
+  note "speed rc=$?"
+  tail -16 "$R/engine_speed.txt" >> "$OUT/summary.txt"
+fi
+if has accuracy; then
+  timeout 400 python3 validation/quant_accuracy.py "$BIN/inferlab" "$R/quant_accuracy.json" \
+    > "$R/quant_accuracy.txt" 2>&1
+  note "accuracy rc=$?"
+  tail -16 "$R/quant_accuracy.txt" >> "$OUT/summary.txt"
+fi
+if has profile; then
+  # The ablation's switch combinations (bench_ablation.cpp's kAblation), one file each.
+  combos=(
+    "--gemv off --fusion off --attention naive --cuda-graphs off"
+    "--gemv off --fusion off --cuda-graphs off"
+    "--fusion off --cuda-graphs off"
+    "--cuda-graphs off"
+    "--cuda-graphs on"
+    "--cuda-graphs on --kv fp8"
+    "--cuda-graphs on --kv int8"
+    "--cuda-graphs on --weights fp8"
+    "--cuda-graphs on --weights int8"
+    "--cuda-graphs on --weights int4"
+    "--cuda-graphs on --weights int8 --activations int8"
+    "--cuda-graphs on --weights int4 --kv fp8"
+  )
+  for m in ${PROFILE_MODELS//,/ }; do
+    i=0
+    for c in "${combos[@]}"; do
+      timeout 240 "$BIN/inferlab" bench --profile --model $m --device cuda --repeats 5 \
+        --warmup 2 $c --format json > "$R/profile_${m}_$i.json" 2> "$R/profile_${m}_$i.err"
+      note "profile $m $i ($c) rc=$?"
+      i=$((i + 1))
+    done
+  done
+fi
+tar czf "$OUT/results.tgz" -C /tmp results
