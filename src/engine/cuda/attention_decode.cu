@@ -2,25 +2,32 @@
 // query heads, split of the context), so each key and value row is read from memory once for
 // all the query heads that share it (GQA). Any cache format (bf16, int8, FP8 E4M3).
 //
-// Why it is built this way (Llama 3 8B, batch 1, context 1024: 4 MiB of bf16 keys and values per
-// layer, 0.93 µs at 4.5 TB/s; the kernel before this one took 16.6 µs per layer on an H100). At
-// that size the time is latency, not bandwidth: what counts is how many dependent trips to memory
-// one CTA makes and how many bytes are in flight at once. The old kernel made about eleven: the
-// sequence's start, its context length, the block table (per position, into shared memory),
-// then keys and values 32 rows per trip with one trip ahead, a pass for the softmax between them;
-// then a second kernel launched behind it read the partials in two more trips. With 8 KB in
-// flight per CTA and one CTA on 112 of the SMs, about 1 MB was ever in flight, under the
-// ~3 MB that 4.5 TB/s × ~0.7 µs latency needs. This kernel makes two trips before its math:
+// Why it is built this way. Llama 3 8B at batch 1, context 1024: 1024 positions × 8 KV heads ×
+// 128 × 2 bytes × (keys + values) = 4 MiB of bf16 per layer, 0.93 µs at 4.5 TB/s; the kernel
+// before this one took 16.6 µs per layer on an H100 (about 250 GB/s). At that size the time is
+// latency, not bandwidth: what counts is how many dependent trips to memory lie on the path and
+// how many bytes are in flight at once. The old path made about a dozen: in the split kernel the
+// sequence's start, then its context length (loads behind a branch are not hoisted), then the
+// block-table entries of every position (into shared memory, a barrier), then keys 64 rows at a
+// time with the next 32 issued only once the first had arrived, the same for values; then the
+// grid had to drain before the combine kernel started, which looked up the sequence's token,
+// then read the (max, sum) pairs, then the partials 8 splits at a time. The split heuristic gave
+// 14 splits of 74 positions: 112 CTAs holding at most 16 KB each in flight, under 2 MB over the
+// GPU. This path makes four:
 //   1. the sequence's start and context length together with the block-table entries of the
 //      split's first chunk (speculatively: they depend only on the split, not on the context);
-//   2. the query and the whole chunk of keys and values at once, with cp.async into shared
-//      memory (16 KB of keys and 16 KB of values per chunk, 64 positions of bf16 at head_dim 128,
-//      128 of int8/fp8), the next chunk's copies issued before this chunk's math (two stages);
-// and the split count (attention.cu) gives every SM about one CTA: 8 KV heads × 16 splits of 64
-// positions at batch 1 × 1024, each CTA one 32 KB chunk, so the whole layer is requested at once.
-// The combine kernel and this one are launched with programmatic dependent launch, so their
-// launch and start-up overlap the previous kernel's end (attention_device.cuh); the combine reads
-// its partials (rows indexed by sequence, so it needs no lookup first) in one trip.
+//   2. the query and the whole chunk of keys and values at once, by cp.async into shared memory
+//      (16 KB of keys and 16 KB of values per chunk: 64 positions of bf16 at head_dim 128, 128 of
+//      int8/fp8), the next chunk's copies (and block-table entries) issued before this chunk's
+//      math (two stages);
+//   3. (the combine) the sequence's token with the partials of 16 splits, in one trip, since the
+//      partials are indexed by sequence;
+//   4. the output.
+// The split count (attention.cu) gives every SM about one CTA when the batch alone does not:
+// 8 KV heads × 16 splits of 64 positions at batch 1 × 1024, each CTA one 32 KB chunk, so the
+// whole layer is requested at once. Both kernels are launched with programmatic dependent launch,
+// so each one's launch and CTA start-up overlap the end of the kernel before it
+// (attention_device.cuh); INFERLAB_ENGINE_ATTENTION_PDL=0 turns that off for an A/B.
 #include <cuda_bf16.h>
 
 #include <cstdint>
@@ -410,10 +417,11 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeArgs a) {
 }
 
 // out = Σ_s w_s o_s / Σ_s w_s with w_s = l_s 2^(m_s − M): each split's normalized output weighted
-// by its share of the softmax denominator, folded in split order with a running maximum (so the
-// result does not depend on timing). One CTA per (head, sequence), a thread per element; the
-// partials of kCombineUnroll splits load together, and the sequence's token is looked up in the
-// same trip (partials are indexed by sequence).
+// by its share of the softmax denominator, folded in split order, kCombineUnroll splits at a time
+// with a running maximum (so the result does not depend on timing). One CTA per (head,
+// sequence), a thread per element; a group's partials load together, and the sequence's token is
+// looked up in the same trip (partials are indexed by sequence). Rows of sequences that are not
+// this kernel's (no single new token) are read but not used.
 template <int D>
 __global__ void __launch_bounds__(D) combine_kernel(const DecodeArgs a) {
   wait_for_previous_grid();
@@ -435,16 +443,23 @@ __global__ void __launch_bounds__(D) combine_kernel(const DecodeArgs a) {
       ml[j] = s < a.num_splits ? a.partial_ml[base + s] : make_float2(-INFINITY, 0.0f);
       part[j] = s < a.num_splits ? a.partial_out[(base + s) * D + d] : 0.0f;
     }
+    // The group's maximum first, so that its weights are independent of one another (a short
+    // chain of dependent instructions); empty splits, (-inf, 0), weigh nothing.
+    float m_group = m;
 #pragma unroll
     for (int j = 0; j < kCombineUnroll; ++j) {
-      if (ml[j].y > 0.0f) {  // empty splits, (-inf, 0), weigh nothing
-        const float m_new = fmaxf(m, ml[j].x);
-        const float keep = exp2f(m - m_new);  // 0 while m = -inf
-        const float w = ml[j].y * exp2f(ml[j].x - m_new);
-        o = o * keep + w * part[j];
-        l = l * keep + w;
-        m = m_new;
-      }
+      if (ml[j].y > 0.0f) m_group = fmaxf(m_group, ml[j].x);
+    }
+    if (m_group == -INFINITY) continue;     // nothing in this group nor before it
+    const float keep = exp2f(m - m_group);  // 0 while m = -inf
+    o *= keep;
+    l *= keep;
+    m = m_group;
+#pragma unroll
+    for (int j = 0; j < kCombineUnroll; ++j) {
+      const float w = ml[j].y > 0.0f ? ml[j].y * exp2f(ml[j].x - m) : 0.0f;
+      o = fmaf(w, part[j], o);
+      l += w;
     }
   }
   if (token_end - token != 1) return;
