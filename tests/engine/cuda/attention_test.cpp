@@ -190,15 +190,21 @@ TEST_P(CudaAttentionCache, PrefillLargeTiles) {
   check_case({32, 8, 64, 16, 100, {{400, 300}, {300, 280}, {270, 260}}, 18}, GetParam());
 }
 
-// The naive path with a workspace for a few tokens only: it walks the batch in chunks.
+// The naive path with a workspace for a few tokens only: it walks the batch in chunks (a mixed
+// batch: a CTA per query token; a prefill batch: groups of 16 tokens, cut by the chunks and by
+// the sequences' ends).
 TEST_P(CudaAttentionCache, NaiveRunsInChunksOfASmallWorkspace) {
-  const AttnCase spec{8, 2, 128, 16, 0, {{300, 37}, {129, 1}, {1000, 200}, {64, 64}, {17, 5}}, 25};
-  const Batch b(spec, GetParam());
-  GpuOptions options;
-  options.naive = true;
-  options.workspace_bytes =
-      cuda::paged_attention_workspace_bytes(3, spec.num_heads, spec.head_dim, 1000, true);
-  expect_close(run_gpu(b, options).values, run_cpu(b), b, "chunked naive vs cpu");
+  for (const std::vector<SeqSpec>& seqs :
+       {std::vector<SeqSpec>{{300, 37}, {129, 1}, {1000, 200}, {64, 64}, {17, 5}},
+        std::vector<SeqSpec>{{300, 37}, {1000, 200}, {64, 64}, {17, 5}, {90, 2}}}) {
+    const AttnCase spec{8, 2, 128, 16, 0, seqs, 25};
+    const Batch b(spec, GetParam());
+    GpuOptions options;
+    options.naive = true;
+    options.workspace_bytes =
+        cuda::paged_attention_workspace_bytes(3, spec.num_heads, spec.head_dim, 1000, true);
+    expect_close(run_gpu(b, options).values, run_cpu(b), b, "chunked naive vs cpu");
+  }
 }
 
 // Captured in a graph and replayed (programmatic launches between the decode kernels): the same
