@@ -20,8 +20,8 @@
 //      (16 KB of keys and 16 KB of values per chunk: 64 positions of bf16 at head_dim 128, 128 of
 //      int8/fp8), the next chunk's copies (and block-table entries) issued before this chunk's
 //      math (two stages);
-//   3. (the combine) the sequence's token with the partials of 16 splits, in one trip, since the
-//      partials are indexed by sequence;
+//   3. (the combine) the sequence's token with the partials of 16 splits, in one trip in a decode
+//      batch, since the partials are indexed by sequence;
 //   4. the output.
 // The split count (attention.cu) gives every SM about one CTA when the batch alone does not:
 // 8 KV heads × 16 splits of 64 positions at batch 1 × 1024, each CTA one 32 KB chunk, so the
@@ -54,6 +54,10 @@ struct DecodeArgs {
   int partition;       // positions per split
   float* partial_out;  // [num_seqs][num_heads][num_splits][head_dim], normalized
   float2* partial_ml;  // [num_seqs][num_heads][num_splits]: (running max, sum), log2 domain
+  // Every sequence has exactly one new token (a decode batch): every partial row is written, so
+  // the combine may read its rows before it knows its sequence's token. Otherwise it looks first
+  // and leaves the rows of other sequences unread (never written: uninitialized memory).
+  bool every_sequence_single;
 };
 
 // Sizes for head_dim D, a tile of GT query heads and cache format F. Two thread layouts: for the
@@ -419,9 +423,8 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeArgs a) {
 // out = Σ_s w_s o_s / Σ_s w_s with w_s = l_s 2^(m_s − M): each split's normalized output weighted
 // by its share of the softmax denominator, folded in split order, kCombineUnroll splits at a time
 // with a running maximum (so the result does not depend on timing). One CTA per (head,
-// sequence), a thread per element; a group's partials load together, and the sequence's token is
-// looked up in the same trip (partials are indexed by sequence). Rows of sequences that are not
-// this kernel's (no single new token) are read but not used.
+// sequence), a thread per element; a group's partials load together, and in a decode batch the
+// sequence's token is looked up in the same trip (partials are indexed by sequence).
 template <int D>
 __global__ void __launch_bounds__(D) combine_kernel(const DecodeArgs a) {
   wait_for_previous_grid();
@@ -432,6 +435,7 @@ __global__ void __launch_bounds__(D) combine_kernel(const DecodeArgs a) {
   const int d = threadIdx.x;
   const int token = p.query_start[seq];
   const int token_end = p.query_start[seq + 1];
+  if (!a.every_sequence_single && token_end - token != 1) return;
   const int64_t base = (static_cast<int64_t>(seq) * p.num_heads + head) * a.num_splits;
   float m = -INFINITY, l = 0.0f, o = 0.0f;
   for (int s0 = 0; s0 < a.num_splits; s0 += kCombineUnroll) {
@@ -555,6 +559,7 @@ void launch_decode(const PagedAttentionParams& p, int num_splits, int partition,
   // The (max, sum) pairs follow the outputs; that offset is a multiple of 8 bytes.
   const size_t outputs = static_cast<size_t>(p.num_seqs) * p.num_heads * num_splits * p.head_dim;
   a.partial_ml = num_splits > 1 ? reinterpret_cast<float2*>(a.partial_out + outputs) : nullptr;
+  a.every_sequence_single = p.max_query_len == 1 && p.num_tokens == p.num_seqs;
   if (p.head_dim == 64) {
     launch_format<64>(a, programmatic, stream);
   } else if (p.head_dim == 128) {
