@@ -1,43 +1,75 @@
 // Speed of the engine's CUDA paged attention at Llama 3 8B shapes (32 query heads, 8 KV heads,
-// head_dim 128, blocks of 16): split-K decode at batch 1/16/64 × context 1024/4096, reported as
-// KV bytes read per second, and causal prefill of one 512- or 2048-token sequence, reported as
-// TFLOP/s (4 · heads · head_dim per visible query-key pair). Timed with CUDA events around a
-// graph of 20 calls per iteration; skipped without a GPU.
+// head_dim 128, blocks of 16), for each cache format (kv: 0 bf16, 1 int8, 2 fp8; int8/fp8 carry
+// one fp32 scale per slot and KV head) and each path (naive: 0 the flash kernels, 1 the unfused
+// baseline that materializes the scores):
+//  - BM_Decode: one new token per sequence at batch 1/16/64 × context 1024/4096, reported as
+//    the KV bytes (scales included) read per second: GB/s, bytes_per_s, and of_probe_hbm_read
+//    where the probe measured this GPU. Batch 1 × 1024 is the engine's decode step: 4 MiB of bf16
+//    keys and values per layer, 0.93 µs at 4.5 TB/s.
+//  - BM_Prefill: causal prefill of one 512- or 2048-token sequence, reported as TFLOP/s
+//    (4 · heads · head_dim per visible query-key pair).
+// Timed with CUDA events around a graph of 20 calls per iteration, the iteration's time being
+// that of one call; 0.05 s of such time per benchmark (thousands of calls: about a second of
+// wall time each, the whole program about a minute). Each call reads its own copy of
+// the cache (as each layer of the engine does) when one copy is under 256 MiB, so that the calls
+// read from HBM and not from the 50 MB L2 the previous call left warm. Skipped without a GPU.
 #include <benchmark/benchmark.h>
 
 #ifdef INFERLAB_ENGINE_HAVE_CUDA
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "engine/cuda/attention.hpp"
 #include "engine/cuda/cuda_check.hpp"
 #include "engine/cuda_backend.hpp"
+#include "gpu_bench_support.hpp"
 
 namespace {
 using namespace inferlab::engine;
 using cuda::DeviceBuffer;
+using inferlab::DType;
 
 constexpr int kHeads = 32;
 constexpr int kKvHeads = 8;
 constexpr int kHeadDim = 128;
 constexpr int kBlockSize = 16;
 constexpr int kLaunches = 20;
+constexpr size_t kRotationBytes = size_t{256} << 20;  // cache copies cycled through per graph
+constexpr double kMinCallSeconds = 0.05;              // summed call time per benchmark (see above)
+
+DType format_of(int64_t code) {
+  return code == 1 ? DType::int8 : code == 2 ? DType::fp8 : DType::bf16;
+}
 
 // Sequences of `context` tokens each, `query_len` of them new, over a shuffled block pool. The
-// cache holds a constant (the kernels' speed does not depend on the values).
+// cache holds a constant (the kernels' speed does not depend on the values; not zero): bf16
+// 0x3c3c ≈ 0.0115, int8 60 and E4M3 1.5 with scales of 0.01.
 struct AttentionSetup {
-  AttentionSetup(int num_seqs, int context, int query_len) {
+  AttentionSetup(int num_seqs, int context, int query_len, DType format, bool naive) {
     const int blocks_per_seq = (context + kBlockSize - 1) / kBlockSize;
     const size_t blocks = static_cast<size_t>(num_seqs) * blocks_per_seq;
-    const size_t cache_elems = blocks * kBlockSize * kKvHeads * kHeadDim;
-    k = DeviceBuffer<uint16_t>(cache_elems);
-    v = DeviceBuffer<uint16_t>(cache_elems);
+    const size_t vectors = blocks * kBlockSize * kKvHeads;
+    const size_t element_bytes = format == DType::bf16 ? 2 : 1;
+    const size_t cache_bytes = vectors * kHeadDim * element_bytes;
+    const bool quantized = format != DType::bf16;
+    copies = static_cast<int>(std::clamp<size_t>(kRotationBytes / (2 * cache_bytes), 1, kLaunches));
+    k = DeviceBuffer<uint8_t>(cache_bytes * copies);
+    v = DeviceBuffer<uint8_t>(cache_bytes * copies);
     INFERLAB_CUDA_CHECK(cudaMemset(k.data(), 0x3c, k.bytes()));
     INFERLAB_CUDA_CHECK(cudaMemset(v.data(), 0x3c, v.bytes()));
+    if (quantized) {
+      const std::vector<float> scales(vectors * copies, 0.01f);
+      k_scale = DeviceBuffer<float>(scales.size());
+      v_scale = DeviceBuffer<float>(scales.size());
+      k_scale.upload(scales.data(), scales.size());
+      v_scale.upload(scales.data(), scales.size());
+    }
     std::vector<int32_t> ids(blocks);
     std::iota(ids.begin(), ids.end(), 0);
     std::shuffle(ids.begin(), ids.end(), std::mt19937(1));
@@ -54,12 +86,14 @@ struct AttentionSetup {
     q = DeviceBuffer<uint16_t>(static_cast<size_t>(tokens) * row);
     INFERLAB_CUDA_CHECK(cudaMemset(q.data(), 0x3c, q.bytes()));
     out = DeviceBuffer<uint16_t>(static_cast<size_t>(tokens) * kHeads * kHeadDim);
-    const size_t ws = cuda::paged_attention_workspace_bytes(tokens, kHeads, kHeadDim, context);
+    const size_t ws =
+        cuda::paged_attention_workspace_bytes(tokens, kHeads, kHeadDim, context, naive);
     workspace = DeviceBuffer<unsigned char>(ws);
+    kv_bytes_per_call = 2.0 * static_cast<double>(num_seqs) * context * kKvHeads *
+                        (kHeadDim * static_cast<double>(element_bytes) + (quantized ? 4 : 0));
 
     p.q = reinterpret_cast<const __nv_bfloat16*>(q.data());
     p.q_row_stride = row;
-    p.cache = {inferlab::DType::bf16, k.data(), v.data(), nullptr, nullptr};
     p.block_tables = tables.data();
     p.block_table_stride = blocks_per_seq;
     p.query_start = query_start.data();
@@ -68,14 +102,27 @@ struct AttentionSetup {
     p.num_tokens = tokens;
     p.max_query_len = query_len;
     p.max_context_len = context;
+    p.single_query_seqs = query_len == 1 ? num_seqs : 0;
     p.num_heads = kHeads;
     p.num_kv_heads = kKvHeads;
     p.head_dim = kHeadDim;
     p.block_size = kBlockSize;
     p.softmax_scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
     p.out = reinterpret_cast<__nv_bfloat16*>(out.data());
+    p.naive = naive;
     p.workspace = workspace.data();
     p.workspace_bytes = ws;
+    cache_for = [=, this](int copy) {
+      cuda::KvLayerCache cache;
+      cache.format = format;
+      cache.k = k.data() + cache_bytes * copy;
+      cache.v = v.data() + cache_bytes * copy;
+      if (quantized) {
+        cache.k_scale = k_scale.data() + vectors * copy;
+        cache.v_scale = v_scale.data() + vectors * copy;
+      }
+      return cache;
+    };
   }
 
   ~AttentionSetup() {
@@ -91,7 +138,10 @@ struct AttentionSetup {
       INFERLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
       cudaGraph_t graph = nullptr;
       INFERLAB_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-      for (int i = 0; i < kLaunches; ++i) cuda::paged_attention(p, stream);
+      for (int i = 0; i < kLaunches; ++i) {
+        p.cache = cache_for(i % copies);
+        cuda::paged_attention(p, stream);
+      }
       INFERLAB_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
       INFERLAB_CUDA_CHECK(cudaGraphInstantiate(&graph_exec, graph, 0));
       INFERLAB_CUDA_CHECK(cudaGraphDestroy(graph));
@@ -105,9 +155,14 @@ struct AttentionSetup {
     return ms * 1e-3 / kLaunches;
   }
 
-  DeviceBuffer<uint16_t> q, k, v, out;
+  DeviceBuffer<uint16_t> q, out;
+  DeviceBuffer<uint8_t> k, v;
+  DeviceBuffer<float> k_scale, v_scale;
   DeviceBuffer<int32_t> tables, query_start, context_lens;
   DeviceBuffer<unsigned char> workspace;
+  std::function<cuda::KvLayerCache(int)> cache_for;
+  int copies = 1;
+  double kv_bytes_per_call = 0;
   cuda::PagedAttentionParams p;
   cudaStream_t stream = nullptr;
   cudaGraphExec_t graph_exec = nullptr;
@@ -132,6 +187,10 @@ double run(benchmark::State& state, AttentionSetup& setup) {
   return n > 0 ? total / static_cast<double>(n) : 0.0;
 }
 
+void label(benchmark::State& state, DType format, bool naive) {
+  state.SetLabel(std::string(inferlab::dtype_name(format)) + (naive ? " naive" : " flash"));
+}
+
 void BM_Decode(benchmark::State& state) {
   if (!cuda_device_available()) {
     state.SkipWithError("no CUDA GPU");
@@ -139,14 +198,18 @@ void BM_Decode(benchmark::State& state) {
   }
   const int batch = static_cast<int>(state.range(0));
   const int context = static_cast<int>(state.range(1));
-  AttentionSetup setup(batch, context, 1);
+  const DType format = format_of(state.range(2));
+  const bool naive = state.range(3) != 0;
+  AttentionSetup setup(batch, context, 1, format, naive);
   const double seconds = run(state, setup);
-  const double kv_bytes = 2.0 * batch * context * kKvHeads * kHeadDim * sizeof(uint16_t);
-  state.counters["GB/s"] = seconds > 0 ? kv_bytes / seconds * 1e-9 : 0.0;
+  state.counters["GB/s"] = seconds > 0 ? setup.kv_bytes_per_call / seconds * 1e-9 : 0.0;
+  inferlab::bench::set_bandwidth_counters(state, setup.kv_bytes_per_call);
+  label(state, format, naive);
 }
 BENCHMARK(BM_Decode)
-    ->ArgNames({"batch", "context"})
-    ->ArgsProduct({{1, 16, 64}, {1024, 4096}})
+    ->ArgNames({"batch", "context", "kv", "naive"})
+    ->ArgsProduct({{1, 16, 64}, {1024, 4096}, {0, 1, 2}, {0, 1}})
+    ->MinTime(kMinCallSeconds)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 
@@ -156,17 +219,20 @@ void BM_Prefill(benchmark::State& state) {
     return;
   }
   const int tokens = static_cast<int>(state.range(0));
-  AttentionSetup setup(1, tokens, tokens);
+  const DType format = format_of(state.range(1));
+  const bool naive = state.range(2) != 0;
+  AttentionSetup setup(1, tokens, tokens, format, naive);
   const double seconds = run(state, setup);
   // Causal: token j sees j + 1 keys; Q·Kᵀ and P·V take 2 · head_dim FLOPs per pair each.
   const double pairs = 0.5 * tokens * (tokens + 1.0);
   const double flops = 4.0 * kHeads * kHeadDim * pairs;
   state.counters["TFLOP/s"] = seconds > 0 ? flops / seconds * 1e-12 : 0.0;
+  label(state, format, naive);
 }
 BENCHMARK(BM_Prefill)
-    ->ArgName("tokens")
-    ->Arg(512)
-    ->Arg(2048)
+    ->ArgNames({"tokens", "kv", "naive"})
+    ->ArgsProduct({{512, 2048}, {0, 1, 2}, {0, 1}})
+    ->MinTime(kMinCallSeconds)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 

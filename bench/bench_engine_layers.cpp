@@ -61,13 +61,20 @@ void BM_AddRmsNorm(benchmark::State& state) {
   });
 }
 
+// kv: 0 a bf16 cache, 1 int8, 2 fp8 (each key and value vector quantized, its scale written).
 void BM_RopeKvWrite(benchmark::State& state) {
   if (!cuda_device_available()) return state.SkipWithError("no CUDA GPU");
   const int tokens = static_cast<int>(state.range(0));
+  const inferlab::DType format = state.range(1) == 1   ? inferlab::DType::int8
+                                 : state.range(1) == 2 ? inferlab::DType::fp8
+                                                       : inferlab::DType::bf16;
+  const int element_bytes = format == inferlab::DType::bf16 ? 2 : 1;
   const int row = (kHeads + 2 * kKvHeads) * kHeadDim;
   auto qkv = filled(static_cast<size_t>(tokens) * row);
-  auto k_cache = filled(static_cast<size_t>(tokens) * kKvHeads * kHeadDim),
-       v_cache = filled(k_cache.size());
+  const size_t vectors = static_cast<size_t>(tokens) * kKvHeads;
+  DeviceBuffer<uint8_t> k_cache(vectors * kHeadDim * element_bytes),
+      v_cache(vectors * kHeadDim * element_bytes);
+  DeviceBuffer<float> k_scale(vectors), v_scale(vectors);
   std::vector<int32_t> positions(tokens), slots(tokens);
   for (int t = 0; t < tokens; ++t) positions[t] = slots[t] = t;
   DeviceBuffer<int32_t> dp(positions.size()), ds(slots.size());
@@ -76,12 +83,17 @@ void BM_RopeKvWrite(benchmark::State& state) {
   std::vector<float> inv(kHeadDim / 2, 1e-3f);
   DeviceBuffer<float> df(inv.size());
   df.upload(inv.data(), inv.size());
-  // Reads the row, writes q back and k, v to the cache.
-  run(state, 2.0 * tokens * (row + kHeads * kHeadDim + 2 * kKvHeads * kHeadDim), [&] {
+  const cuda::KvLayerCache cache{format, k_cache.data(), v_cache.data(),
+                                 format == inferlab::DType::bf16 ? nullptr : k_scale.data(),
+                                 format == inferlab::DType::bf16 ? nullptr : v_scale.data()};
+  // Reads the row, writes q back and k, v (and their scales) to the cache.
+  const double cache_bytes =
+      2.0 * tokens * kKvHeads * (kHeadDim * element_bytes + (element_bytes == 1 ? 4 : 0));
+  run(state, 2.0 * tokens * (row + kHeads * kHeadDim) + cache_bytes, [&] {
     cuda::rope_kv_write(qkv.data(), tokens, kHeads, kKvHeads, kHeadDim, dp.data(), ds.data(),
-                        df.data(), {inferlab::DType::bf16, k_cache.data(), v_cache.data(), nullptr, nullptr},
-                        nullptr);
+                        df.data(), cache, nullptr);
   });
+  state.SetLabel(std::string(inferlab::dtype_name(format)) + " cache");
 }
 
 void BM_SiluMulHalves(benchmark::State& state) {
@@ -113,7 +125,11 @@ void BM_EmbeddingGather(benchmark::State& state) {
   BENCHMARK(name)->Arg(1)->Arg(64)->Arg(2048)->UseManualTime()->Unit(benchmark::kMicrosecond)
 ENGINE_LAYER_BENCH(BM_RmsNorm);
 ENGINE_LAYER_BENCH(BM_AddRmsNorm);
-ENGINE_LAYER_BENCH(BM_RopeKvWrite);
+BENCHMARK(BM_RopeKvWrite)
+    ->ArgNames({"tokens", "kv"})
+    ->ArgsProduct({{1, 64, 2048}, {0, 1, 2}})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
 ENGINE_LAYER_BENCH(BM_SiluMulHalves);
 ENGINE_LAYER_BENCH(BM_EmbeddingGather);
 

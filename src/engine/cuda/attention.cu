@@ -1,9 +1,11 @@
-// paged_attention: argument checks, the decode/prefill choice and the split-K sizing. The
-// kernels are in attention_decode.cu and attention_prefill.cu.
+// paged_attention: argument checks, the choice among the decode, tiled and naive paths, the
+// split-K sizing and the workspace. The kernels are in attention_decode.cu, attention_prefill.cu
+// and attention_naive.cu.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
@@ -15,11 +17,14 @@ namespace inferlab::engine::cuda {
 namespace {
 
 // A split covers at least this many positions: below it the CTA's fixed costs (query load,
-// reductions, writing a partial) outweigh its reads.
+// reductions, writing a partial and the combine reading it) outweigh its reads.
 constexpr int64_t kMinPartition = 64;
 // (token, split) rows of partials the workspace holds at least: enough for a few sequences to
 // be split over every SM (8 KV heads × 32 splits × 4 sequences = 1024 CTAs).
 constexpr int64_t kSplitRowBudget = 1024;
+// The naive path's score rows take at most this much workspace (or one token's rows, if more);
+// longer batches run in chunks of tokens.
+constexpr size_t kNaiveWorkspaceCap = size_t{256} << 20;
 constexpr int kMaxDevices = 64;
 
 int64_t ceil_div(int64_t a, int64_t b) {
@@ -34,25 +39,53 @@ int64_t split_rows(int64_t tokens, int64_t max_context_len) {
   return std::min(std::max(tokens, kSplitRowBudget), tokens * max_splits);
 }
 
-// Multiprocessors of the current device, asked once per device (no synchronisation, so also
-// safe while a graph is being captured).
-int sm_count() {
-  static std::atomic<int> cached[kMaxDevices] = {};
+// Multiprocessors and compute capability major of the current device, asked once per device (no
+// synchronisation, so also safe while a graph is being captured).
+struct DeviceFacts {
+  int sm_count = 0;
+  int major = 0;
+};
+DeviceFacts device_facts() {
+  static std::atomic<int> cached_sms[kMaxDevices] = {};
+  static std::atomic<int> cached_major[kMaxDevices] = {};
   int device = 0;
   INFERLAB_CUDA_CHECK(cudaGetDevice(&device));
-  if (device >= 0 && device < kMaxDevices && cached[device].load() > 0) return cached[device];
-  int count = 0;
-  INFERLAB_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
-  if (device >= 0 && device < kMaxDevices) cached[device].store(count);
-  return count;
+  const bool cacheable = device >= 0 && device < kMaxDevices;
+  if (cacheable && cached_sms[device].load() > 0) {
+    return {cached_sms[device].load(), cached_major[device].load()};
+  }
+  DeviceFacts facts;
+  INFERLAB_CUDA_CHECK(
+      cudaDeviceGetAttribute(&facts.sm_count, cudaDevAttrMultiProcessorCount, device));
+  INFERLAB_CUDA_CHECK(
+      cudaDeviceGetAttribute(&facts.major, cudaDevAttrComputeCapabilityMajor, device));
+  if (cacheable) {
+    cached_major[device].store(facts.major);
+    cached_sms[device].store(facts.sm_count);
+  }
+  return facts;
+}
+
+int sm_count() {
+  return device_facts().sm_count;
+}
+
+// Programmatic dependent launch for the decode kernels: on Hopper and later, unless
+// INFERLAB_ENGINE_ATTENTION_PDL=0 (A/B on a GPU without rebuilding).
+bool programmatic_launch() {
+  static const bool allowed = [] {
+    const char* env = std::getenv("INFERLAB_ENGINE_ATTENTION_PDL");
+    return env == nullptr || std::string(env) != "0";
+  }();
+  return allowed && device_facts().major >= 9;
 }
 
 void require(bool ok, const std::string& what) {
   if (!ok) throw std::invalid_argument("paged_attention: " + what);
 }
 
-bool aligned16(const void* p) {
-  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+bool aligned(const void* p, uintptr_t bytes) {
+  return reinterpret_cast<uintptr_t>(p) % bytes == 0;
 }
 
 void check(const PagedAttentionParams& p) {
@@ -63,6 +96,9 @@ void check(const PagedAttentionParams& p) {
   require(p.block_size > 0, "block_size must be positive");
   require(p.sliding_window >= 0, "sliding_window must not be negative");
   require(p.num_seqs >= 0 && p.num_tokens >= 0, "negative num_seqs or num_tokens");
+  const DType f = p.cache.format;
+  require(f == DType::bf16 || f == DType::int8 || f == DType::fp8,
+          "the cache must be bf16, int8 or fp8, not " + std::string(dtype_name(f)));
   if (p.num_seqs == 0 || p.num_tokens == 0) return;
   require(p.max_query_len >= 1 && p.max_context_len >= p.max_query_len,
           "max_query_len must be at least 1 and at most max_context_len");
@@ -70,61 +106,86 @@ void check(const PagedAttentionParams& p) {
               p.block_tables != nullptr && p.query_start != nullptr && p.context_lens != nullptr &&
               p.out != nullptr,
           "a null tensor");
-  // The kernels read queries and cache rows 16 bytes at a time.
+  require(p.block_table_stride > 0, "block_table_stride must be positive");
+  // The kernels read queries and cache rows 16 bytes at a time (a row is head_dim elements: 64 or
+  // more bytes in every format).
   require(
       p.q_row_stride >= static_cast<int64_t>(p.num_heads) * p.head_dim && p.q_row_stride % 8 == 0,
       "q_row_stride must hold num_heads * head_dim and be a multiple of 8");
-  require(aligned16(p.q) && aligned16(p.cache.k) && aligned16(p.cache.v) && aligned16(p.out),
-          "q, caches and out must be 16-byte aligned");
+  require(
+      aligned(p.q, 16) && aligned(p.cache.k, 16) && aligned(p.cache.v, 16) && aligned(p.out, 16),
+      "q, caches and out must be 16-byte aligned");
+  if (f != DType::bf16) {
+    require(p.cache.k_scale != nullptr && p.cache.v_scale != nullptr,
+            "an int8 or fp8 cache needs k_scale and v_scale");
+    require(aligned(p.cache.k_scale, 4) && aligned(p.cache.v_scale, 4),
+            "k_scale and v_scale must be 4-byte aligned");
+  }
 }
 
 }  // namespace
 
 size_t paged_attention_workspace_bytes(int max_tokens, int num_heads, int head_dim,
-                                       int max_context_len, bool /*naive*/) {
-  const int64_t rows = split_rows(max_tokens, max_context_len);
-  return static_cast<size_t>(rows) * detail::decode_row_bytes(num_heads, head_dim);
+                                       int max_context_len, bool naive) {
+  if (max_tokens <= 0 || num_heads <= 0 || max_context_len <= 0) return 0;
+  const size_t flash = static_cast<size_t>(split_rows(max_tokens, max_context_len)) *
+                       detail::decode_row_bytes(num_heads, head_dim);
+  if (!naive) return flash;
+  // The naive path's score rows for every token, capped (the launcher then runs the tokens in
+  // chunks), but at least one token's; and at least what the flash path needs, so that one
+  // workspace serves both.
+  const size_t per_token = detail::naive_token_bytes(num_heads, max_context_len);
+  const size_t all_tokens = per_token * static_cast<size_t>(max_tokens);
+  return std::max({flash, per_token, std::min(all_tokens, kNaiveWorkspaceCap)});
 }
 
 namespace {
 
 // The decode kernel over the sequences with one new token (`decode_seqs` of them; in a mixed
 // batch the kernel passes over the others). Splits, from the host-side maxima only (a captured
-// graph replays with the same grid): none when the CTAs already fill 80% of the GPU's resident
-// slots; otherwise FlashAttention-2's rule, the fewest splits whose wave efficiency (work over
-// whole waves of resident CTAs) is within 85% of the best, each split at least kMinPartition
-// positions and all of them in the workspace (whose rows are indexed by token).
+// graph replays with the same grid): none when the CTAs already give every SM one (each CTA
+// keeps 32-64 KB of copies in flight, enough with one per SM for the whole bandwidth);
+// otherwise enough for about two CTAs per SM, each split at least kMinPartition positions and
+// all of them in the workspace (whose rows are indexed by sequence). For batch 1 × context 1024
+// with 8 KV heads that is 16 splits of 64 positions: 128 CTAs of 32 KB each.
 void launch_decode_path(const PagedAttentionParams& p, int64_t decode_seqs, cudaStream_t stream) {
   const int64_t group = p.num_heads / p.num_kv_heads;
   const int64_t head_tile = group == 1 ? 1 : group == 2 ? 2 : group <= 4 ? 4 : 8;
   const int64_t ctas = decode_seqs * p.num_kv_heads * ceil_div(group, head_tile);
-  const int64_t slots =
-      int64_t{sm_count()} * detail::decode_ctas_per_sm(p.head_dim, static_cast<int>(group));
+  const int64_t sms = sm_count();
+  // (In a mixed batch nobody checked the workspace: a missing or misaligned one holds nothing.)
+  const bool usable = p.workspace != nullptr && aligned(p.workspace, 16);
   const int64_t capacity =
-      static_cast<int64_t>(p.workspace_bytes / detail::decode_row_bytes(p.num_heads, p.head_dim));
+      usable ? static_cast<int64_t>(p.workspace_bytes /
+                                    detail::decode_row_bytes(p.num_heads, p.head_dim))
+             : 0;
   const int64_t max_splits = std::min({ceil_div(p.max_context_len, kMinPartition),
-                                       capacity / p.num_tokens, int64_t{detail::kMaxSplits}});
+                                       capacity / p.num_seqs, int64_t{detail::kMaxSplits}});
   int64_t splits = 1;
-  if (static_cast<double>(ctas) < 0.8 * static_cast<double>(slots) && max_splits > 1) {
-    auto efficiency = [&](int64_t n) {
-      const double waves = static_cast<double>(ctas * n) / static_cast<double>(slots);
-      return waves / std::ceil(waves);
-    };
-    double best = 0;
-    for (int64_t n = 1; n <= max_splits; ++n) best = std::max(best, efficiency(n));
-    while (efficiency(splits) < 0.85 * best) ++splits;
-  }
+  if (ctas < sms && max_splits > 1) splits = std::min(max_splits, ceil_div(2 * sms, ctas));
   const int64_t partition = ceil_div(p.max_context_len, splits);
   splits = ceil_div(p.max_context_len, partition);
-  detail::launch_decode(p, static_cast<int>(splits), static_cast<int>(partition), stream);
+  detail::launch_decode(p, static_cast<int>(splits), static_cast<int>(partition),
+                        programmatic_launch(), stream);
+}
+
+void require_workspace(const PagedAttentionParams& p, size_t needed) {
+  require(p.workspace_bytes >= needed && (needed == 0 || p.workspace != nullptr),
+          "workspace of " + std::to_string(p.workspace_bytes) + " bytes, " +
+              std::to_string(needed) + " needed");
+  require(needed == 0 || aligned(p.workspace, 16), "workspace must be 16-byte aligned");
 }
 
 }  // namespace
 
 void paged_attention(const PagedAttentionParams& p, cudaStream_t stream) {
   check(p);
-  require(p.cache.format == DType::bf16 && !p.naive, "only the bf16 flash path is built yet");
   if (p.num_seqs == 0 || p.num_tokens == 0) return;
+  if (p.naive) {
+    require_workspace(p, detail::naive_token_bytes(p.num_heads, p.max_context_len));
+    detail::launch_naive(p, stream);
+    return;
+  }
   if (p.max_query_len > 1) {
     if (p.single_query_seqs <= 0) {
       detail::launch_prefill(p, sm_count(), stream);
@@ -136,12 +197,8 @@ void paged_attention(const PagedAttentionParams& p, cudaStream_t stream) {
     launch_decode_path(p, p.single_query_seqs, stream);
     return;
   }
-  const size_t needed =
-      paged_attention_workspace_bytes(p.num_tokens, p.num_heads, p.head_dim, p.max_context_len);
-  require(p.workspace_bytes >= needed && (needed == 0 || p.workspace != nullptr),
-          "workspace of " + std::to_string(p.workspace_bytes) + " bytes, " +
-              std::to_string(needed) + " needed");
-  require(needed == 0 || aligned16(p.workspace), "workspace must be 16-byte aligned");
+  require_workspace(
+      p, paged_attention_workspace_bytes(p.num_tokens, p.num_heads, p.head_dim, p.max_context_len));
   launch_decode_path(p, p.num_seqs, stream);
 }
 

@@ -82,12 +82,19 @@ struct PagedAttentionParams {
 };
 
 // Scratch the decode path (and, with naive, the naive path) needs for up to max_tokens tokens at
-// these sizes. The naive path processes its queries in chunks that fit the workspace.
+// these sizes. The naive path processes its queries in chunks that fit the workspace: with
+// naive, the score rows of all max_tokens tokens (num_heads × max_context_len fp32 each, the
+// context rounded up to a multiple of 4) capped at 256 MiB, but never less than one token's rows
+// nor than the flash path's need (one buffer serves both paths). A naive call needs at least one
+// token's rows and runs floor(workspace_bytes / one token's rows) tokens per chunk.
 size_t paged_attention_workspace_bytes(int max_tokens, int num_heads, int head_dim,
                                        int max_context_len, bool naive = false);
 
 // Launches on `stream` (no synchronisation, no allocation: graph-capturable). Throws
-// std::invalid_argument for an unsupported head_dim or a workspace that is too small.
+// std::invalid_argument for an unsupported head_dim or cache format, missing scales, or a
+// workspace that is too small. On Hopper the decode kernels are launched with programmatic
+// dependent launch (their start overlaps the previous kernel's end; they wait for it before
+// reading anything); INFERLAB_ENGINE_ATTENTION_PDL=0 turns that off.
 void paged_attention(const PagedAttentionParams& params, cudaStream_t stream);
 
 }  // namespace inferlab::engine::cuda

@@ -1,22 +1,50 @@
 // Split-K flash-decoding over the paged KV cache: one CTA per (sequence, KV head, group tile of
 // query heads, split of the context), so each key and value row is read from memory once for
-// all the query heads that share it (GQA). Memory-bound: 16-byte loads, four rows in flight per
-// thread, scores staged in shared memory so the K and V passes stay plain streaming loops.
+// all the query heads that share it (GQA). Any cache format (bf16, int8, FP8 E4M3).
+//
+// Why it is built this way. Llama 3 8B at batch 1, context 1024: 1024 positions × 8 KV heads ×
+// 128 × 2 bytes × (keys + values) = 4 MiB of bf16 per layer, 0.93 µs at 4.5 TB/s; the kernel
+// before this one took 16.6 µs per layer on an H100 (about 250 GB/s). At that size the time is
+// latency, not bandwidth: what counts is how many dependent trips to memory lie on the path and
+// how many bytes are in flight at once. The old path made about a dozen: in the split kernel the
+// sequence's start, then its context length (loads behind a branch are not hoisted), then the
+// block-table entries of every position (into shared memory, a barrier), then keys 64 rows at a
+// time with the next 32 issued only once the first had arrived, the same for values; then the
+// grid had to drain before the combine kernel started, which looked up the sequence's token,
+// then read the (max, sum) pairs, then the partials 8 splits at a time. The split heuristic gave
+// 14 splits of 74 positions: 112 CTAs holding at most 16 KB each in flight, under 2 MB over the
+// GPU. This path makes four:
+//   1. the sequence's start and context length together with the block-table entries of the
+//      split's first chunk (speculatively: they depend only on the split, not on the context);
+//   2. the query and the whole chunk of keys and values at once, by cp.async into shared memory
+//      (16 KB of keys and 16 KB of values per chunk: 64 positions of bf16 at head_dim 128, 128 of
+//      int8/fp8), the next chunk's copies (and block-table entries) issued before this chunk's
+//      math (two stages);
+//   3. (the combine) the sequence's token with the partials of 16 splits, in one trip in a decode
+//      batch, since the partials are indexed by sequence;
+//   4. the output.
+// The split count (attention.cu) gives every SM about one CTA when the batch alone does not:
+// 8 KV heads × 16 splits of 64 positions at batch 1 × 1024, each CTA one 32 KB chunk, so the
+// whole layer is requested at once. Both kernels are launched with programmatic dependent launch,
+// so each one's launch and CTA start-up overlap the end of the kernel before it
+// (attention_device.cuh); INFERLAB_ENGINE_ATTENTION_PDL=0 turns that off for an A/B.
 #include <cuda_bf16.h>
 
 #include <cstdint>
 #include <stdexcept>
 
+#include "engine/cuda/attention_device.cuh"
 #include "engine/cuda/attention_kernels.hpp"
 #include "engine/cuda/cuda_check.hpp"
 
 namespace inferlab::engine::cuda::detail {
 namespace {
 
-constexpr int kThreads = 128;
+constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
-constexpr int kChunk = 256;  // positions scored per pass (scores of a pass sit in shared memory)
-constexpr int kUnroll = 4;   // rows each thread has in flight
+constexpr int kStageBytes = 16384;  // bytes of keys (and as many of values) per chunk
+constexpr int kUnroll = 4;          // rows per thread between two shuffle reductions
+constexpr int kCombineUnroll = 16;  // splits whose partials the combine has in flight at once
 constexpr float kLog2e = 1.4426950408889634f;
 
 struct DecodeArgs {
@@ -24,34 +52,36 @@ struct DecodeArgs {
   int group;  // query heads per KV head
   int num_splits;
   int partition;       // positions per split
-  float* partial_out;  // [num_tokens][num_heads][num_splits][head_dim], normalized
-  float2* partial_ml;  // [num_tokens][num_heads][num_splits]: (running max, sum), log2 domain
+  float* partial_out;  // [num_seqs][num_heads][num_splits][head_dim], normalized
+  float2* partial_ml;  // [num_seqs][num_heads][num_splits]: (running max, sum), log2 domain
+  // Every sequence has exactly one new token (a decode batch): every partial row is written, so
+  // the combine may read its rows before it knows its sequence's token. Otherwise it looks first
+  // and leaves the rows of other sequences unread (never written: uninitialized memory).
+  bool every_sequence_single;
 };
 
-__device__ __forceinline__ void to_float8(const uint4& raw, float (&out)[8]) {
-  const auto* pairs = reinterpret_cast<const __nv_bfloat162*>(&raw);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float2 f = __bfloat1622float2(pairs[i]);
-    out[2 * i] = f.x;
-    out[2 * i + 1] = f.y;
-  }
-}
-
-__device__ __forceinline__ uint4 load16(const __nv_bfloat16* p) {
-  return __ldg(reinterpret_cast<const uint4*>(p));
-}
-
-// Rows r0 + u·kRows + row (u < kUnroll) of one pass, 16 bytes each; zeros past the pass.
-template <int kRows>
-__device__ __forceinline__ void load_rows(uint4 (&raw)[kUnroll], const __nv_bfloat16* cache,
-                                          const int64_t* rows, int r0, int n, int row, int part) {
-#pragma unroll
-  for (int u = 0; u < kUnroll; ++u) {
-    const int r = r0 + u * kRows + row;
-    raw[u] = r < n ? load16(cache + rows[r] + part * 8) : make_uint4(0, 0, 0, 0);
-  }
-}
+// Sizes for head_dim D, a tile of GT query heads and cache format F. Two thread layouts: for the
+// copies, kPieces threads per row move 16 bytes each; for the math, kLanes = D / 8 threads per
+// row hold 8 elements each (16 bytes of bf16 or 8 of int8/fp8 from shared memory).
+template <int D, int GT, DType F>
+struct Tile {
+  using Fmt = KvFormat<F>;
+  static constexpr int kRowBytes = D * Fmt::kBytes;
+  static constexpr int kChunk = kStageBytes / kRowBytes;  // positions per chunk
+  static constexpr int kPieces = kRowBytes / 16;
+  static constexpr int kCopyRows = kThreads / kPieces;
+  static constexpr int kCopies = kChunk / kCopyRows;  // copies per thread per operand and chunk
+  static constexpr int kLanes = D / 8;
+  static constexpr int kRows = kThreads / kLanes;
+  static constexpr int kScales = Fmt::kQuantized ? kChunk : 0;
+  // Dynamic shared memory: [stage][keys, values][kStageBytes], the scales [stage][keys,
+  // values][kChunk], the chunk's scores [GT][kChunk].
+  static constexpr size_t kStageArea = 4 * size_t{kStageBytes};
+  static constexpr size_t kSmemBytes = kStageArea + (4 * kScales + GT * kChunk) * sizeof(float);
+  static_assert(kCopies * kCopyRows == kChunk, "a chunk is whole copy steps");
+  static_assert(kChunk % (kRows * kUnroll) == 0, "a chunk is whole math steps");
+  static_assert(kWarps * GT * D * sizeof(float) <= kStageArea, "the final sums fit the stages");
+};
 
 // Sums each of the N values over the lanes of an aligned group (xor offsets kOff, kOff/2, ..., 1)
 // and scatters the sums: on return this lane holds max(N / lanes, 1) of them, those of indices
@@ -79,18 +109,57 @@ __device__ __forceinline__ void reduce_scatter(const float (&v)[N], int lane, fl
   }
 }
 
-// Thread layout: D/8 consecutive threads ("lanes") share one key or value row, 16 bytes each; a
-// CTA covers kRows rows per step. Heads of the group tile are local indices [0, GT); those past
-// the group's end (group 3 in a tile of 4) compute on a zero query and are never written.
-template <int D, int GT>
-__global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeArgs a) {
-  constexpr int kLanes = D / 8;
-  constexpr int kRows = kThreads / kLanes;
-  __shared__ float s_score[GT][kChunk];
-  __shared__ int64_t s_row[kChunk];  // element offset of (slot, kv head) for each position
-  __shared__ float s_m[GT], s_l[GT], s_alpha[GT];
-  __shared__ float s_acc[kWarps][GT][D];
+// The block-table entries of this thread's copy rows of the chunk starting at chunk_start.
+// Entries past the table's width are not read; entries past the context may be garbage and are
+// never used for an address.
+template <typename T>
+__device__ __forceinline__ void load_blocks(int32_t (&blocks)[T::kCopies], const int32_t* table,
+                                            int table_width, int block_size, int chunk_start,
+                                            int copy_row) {
+#pragma unroll
+  for (int i = 0; i < T::kCopies; ++i) {
+    const int index = (chunk_start + copy_row + i * T::kCopyRows) / block_size;
+    blocks[i] = index < table_width ? __ldg(table + index) : 0;
+  }
+}
 
+// Copies this thread's pieces of one operand's chunk (rows at positions in [begin, end); zeros
+// elsewhere) into shared memory, and for int8/fp8 the rows' scales.
+template <typename T>
+__device__ __forceinline__ void issue_rows(unsigned char* s_rows, float* s_scales,
+                                           const void* cache, const float* scales,
+                                           const int32_t (&blocks)[T::kCopies], int chunk_start,
+                                           int begin, int end, int block_size, int num_kv_heads,
+                                           int kv_head, int copy_row, int piece) {
+#pragma unroll
+  for (int i = 0; i < T::kCopies; ++i) {
+    const int r = copy_row + i * T::kCopyRows;
+    const int pos = chunk_start + r;
+    const bool valid = pos >= begin && pos < end;
+    int64_t vector = 0;  // (slot, kv head) index
+    if (valid) {
+      vector = (static_cast<int64_t>(blocks[i]) * block_size + pos % block_size) * num_kv_heads +
+               kv_head;
+    }
+    const auto* src = static_cast<const unsigned char*>(cache) + vector * T::kRowBytes + piece * 16;
+    cp_async16(s_rows + r * T::kRowBytes + piece * 16, src, valid ? 16 : 0);
+    if constexpr (T::Fmt::kQuantized) {
+      if (piece == 0) cp_async4(s_scales + r, scales + vector, valid ? 4 : 0);
+    }
+  }
+}
+
+template <int D, int GT, DType F>
+__global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeArgs a) {
+  using T = Tile<D, GT, F>;
+  using Fmt = KvFormat<F>;
+  using Raw8 = typename Fmt::Raw8;
+  extern __shared__ __align__(128) unsigned char smem[];
+  float* s_scale = reinterpret_cast<float*>(smem + T::kStageArea);  // [stage][K, V][kChunk]
+  float* s_score = s_scale + 4 * T::kScales;                        // [GT][kChunk]
+  __shared__ float s_m[GT], s_l[GT], s_alpha[GT];
+
+  wait_for_previous_grid();
   const PagedAttentionParams& p = a.p;
   const int head_tiles = (a.group + GT - 1) / GT;
   const int kv_head = blockIdx.x / head_tiles;
@@ -100,34 +169,67 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeArgs a) {
   const int seq = blockIdx.y;
   const int split = blockIdx.z;
   const int tid = threadIdx.x;
-  const int part = tid % kLanes;  // which 8 elements of the row
-  const int row = tid / kLanes;
   const int warp = tid / 32;
   const int lane = tid % 32;
+  const int part = tid % T::kLanes;  // math layout: elements part·8 .. part·8 + 7 of a row
+  const int row = tid / T::kLanes;
+  const int piece = tid % T::kPieces;  // copy layout: bytes piece·16 .. piece·16 + 15 of a row
+  const int copy_row = tid / T::kPieces;
+  const int split_begin = split * a.partition;
 
+  // Trip 1: the sequence's metadata and the table entries of the split's first chunk.
+  const int32_t* table = p.block_tables + static_cast<int64_t>(seq) * p.block_table_stride;
+  int32_t blocks[T::kCopies];
+  load_blocks<T>(blocks, table, p.block_table_stride, p.block_size, split_begin, copy_row);
   const int token = p.query_start[seq];
-  if (p.query_start[seq + 1] - token != 1) return;  // no new token: nothing to write
+  const int token_end = p.query_start[seq + 1];
   const int ctx = p.context_lens[seq];
+  if (token_end - token != 1) return;  // no single new token: not this kernel's sequence
   const int first = p.sliding_window > 0 ? max(0, ctx - p.sliding_window) : 0;
-  const int begin = max(split * a.partition, first);
-  const int end = min((split + 1) * a.partition, ctx);
+  const int begin = max(split_begin, first);
+  const int end = min(split_begin + a.partition, ctx);
   const bool direct = a.num_splits == 1;
   const int64_t out_row = static_cast<int64_t>(token) * p.num_heads;
+  const int64_t partial_row = static_cast<int64_t>(seq) * p.num_heads;
 
   if (begin >= end) {  // an empty split (short or windowed context): weight zero in the combine
     for (int i = tid; i < heads_here * D; i += kThreads) {
       const int h = i / D;
-      const int64_t r = (out_row + head0 + h) * a.num_splits + split;
       if (direct) {
         p.out[(out_row + head0 + h) * D + i % D] = __float2bfloat16(0.0f);
       } else {
         // Zeros too, so that the combine's loads need no branch (and stay in flight together).
+        const int64_t r = (partial_row + head0 + h) * a.num_splits + split;
         a.partial_out[r * D + i % D] = 0.0f;
         if (i % D == 0) a.partial_ml[r] = make_float2(-INFINITY, 0.0f);
       }
     }
     return;
   }
+  const int chunk_first = (begin - split_begin) / T::kChunk;
+  const int chunk_last = (end - 1 - split_begin) / T::kChunk;
+  if (chunk_first != 0) {  // a window starts this split late: the speculative entries miss
+    load_blocks<T>(blocks, table, p.block_table_stride, p.block_size,
+                   split_begin + chunk_first * T::kChunk, copy_row);
+  }
+
+  // Trip 2: the first chunk's keys and values (one cp.async group each), then the query.
+  auto issue = [&](int stage, int chunk, int operand) {
+    issue_rows<T>(smem + (2 * stage + operand) * kStageBytes,
+                  s_scale + (2 * stage + operand) * T::kScales, operand ? p.cache.v : p.cache.k,
+                  operand ? p.cache.v_scale : p.cache.k_scale, blocks,
+                  split_begin + chunk * T::kChunk, begin, end, p.block_size, p.num_kv_heads,
+                  kv_head, copy_row, piece);
+  };
+  issue(0, chunk_first, 0);
+  cp_async_commit();
+  issue(0, chunk_first, 1);
+  cp_async_commit();
+  if (chunk_first < chunk_last) {
+    load_blocks<T>(blocks, table, p.block_table_stride, p.block_size,
+                   split_begin + (chunk_first + 1) * T::kChunk, copy_row);
+  }
+  allow_next_grid();
 
   // Query rows, pre-scaled so that scores are in the log2 domain (exp2f below).
   float q[GT][8];
@@ -135,9 +237,10 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeArgs a) {
 #pragma unroll
   for (int h = 0; h < GT; ++h) {
     if (h < heads_here) {
-      to_float8(load16(p.q + static_cast<int64_t>(token) * p.q_row_stride +
-                       static_cast<int64_t>(head0 + h) * D + part * 8),
-                q[h]);
+      KvFormat<DType::bf16>::to_float(
+          load_raw8<DType::bf16>(p.q + static_cast<int64_t>(token) * p.q_row_stride +
+                                 static_cast<int64_t>(head0 + h) * D + part * 8),
+          q[h]);
 #pragma unroll
       for (int i = 0; i < 8; ++i) q[h][i] *= q_scale;
     } else {
@@ -156,35 +259,41 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeArgs a) {
     for (int i = 0; i < 8; ++i) acc[h][i] = 0.0f;
   }
 
-  const int32_t* table = p.block_tables + static_cast<int64_t>(seq) * p.block_table_stride;
-  const int64_t slot_stride = static_cast<int64_t>(p.num_kv_heads) * D;
-  for (int c0 = begin; c0 < end; c0 += kChunk) {
-    const int n = min(kChunk, end - c0);
-    __syncthreads();  // the previous pass is done with s_row and s_score
-    for (int r = tid; r < n; r += kThreads) {
-      const int pos = c0 + r;
-      const int64_t slot =
-          static_cast<int64_t>(table[pos / p.block_size]) * p.block_size + pos % p.block_size;
-      s_row[r] = slot * slot_stride + static_cast<int64_t>(kv_head) * D;
+  for (int chunk = chunk_first; chunk <= chunk_last; ++chunk) {
+    const int stage = (chunk - chunk_first) & 1;
+    // The next chunk's copies go to the other stage (free since the last barrier of the
+    // previous pass); empty groups on the last chunk keep the group counting uniform.
+    const bool more = chunk < chunk_last;
+    if (more) issue(stage ^ 1, chunk + 1, 0);
+    cp_async_commit();
+    if (more) issue(stage ^ 1, chunk + 1, 1);
+    cp_async_commit();
+    if (chunk + 1 < chunk_last) {
+      load_blocks<T>(blocks, table, p.block_table_stride, p.block_size,
+                     split_begin + (chunk + 2) * T::kChunk, copy_row);
     }
+    const int c0 = split_begin + chunk * T::kChunk;
+    const int n = min(T::kChunk, end - c0);  // rows [0, n) lie before the split's end
+    const int lo = max(0, begin - c0);       // rows [0, lo) lie before the window: masked
+    const unsigned char* s_k = smem + (2 * stage) * kStageBytes;
+    const unsigned char* s_v = smem + (2 * stage + 1) * kStageBytes;
+    const float* s_ks = s_scale + (2 * stage) * T::kScales;
+    const float* s_vs = s_scale + (2 * stage + 1) * T::kScales;
+    cp_async_wait<3>();  // this chunk's keys have landed (its values and the next chunk may not)
     __syncthreads();
 
-    // Scores: each row's partial dot products summed over its kLanes threads by shuffles (the
-    // loop bound is uniform over the CTA so that every lane reaches them); the next step's rows
-    // load while this step's are used.
-    uint4 raw[kUnroll];
-    load_rows<kRows>(raw, static_cast<const __nv_bfloat16*>(p.cache.k), s_row, 0, n, row, part);
-    for (int r0 = 0; r0 < n; r0 += kRows * kUnroll) {
-      uint4 next[kUnroll];
-      load_rows<kRows>(next, static_cast<const __nv_bfloat16*>(p.cache.k), s_row, r0 + kRows * kUnroll, n, row, part);
-      // Partial dot products of every (row u, head h) at index u·GT + h, then one reduce-scatter
-      // over the row's lanes (N − 1 shuffles for N values instead of N log2(kLanes)).
+    // Scores: each row's partial dot products summed over its kLanes threads by one
+    // reduce-scatter per kUnroll rows (N − 1 shuffles for N values instead of N log2(kLanes)).
+    for (int r0 = 0; r0 < n; r0 += T::kRows * kUnroll) {
       constexpr int kValues = kUnroll * GT;
       float dots[kValues];
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
+        const int r = r0 + u * T::kRows + row;  // < kChunk; rows past n are not written
+        Raw8 raw;
+        load_shared(raw, s_k + r * T::kRowBytes + part * 8 * Fmt::kBytes);
         float k[8];
-        to_float8(raw[u], k);
+        Fmt::to_float(raw, k);
 #pragma unroll
         for (int h = 0; h < GT; ++h) {
           float d = 0.0f;
@@ -193,45 +302,47 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeArgs a) {
           dots[u * GT + h] = d;
         }
       }
-      constexpr int kKept = kValues >= kLanes ? kValues / kLanes : 1;
+      constexpr int kKept = kValues >= T::kLanes ? kValues / T::kLanes : 1;
       float sums[kKept];
-      int first = 0;
-      reduce_scatter<kValues, kLanes / 2>(dots, part, sums, first);
+      int first_index = 0;
+      reduce_scatter<kValues, T::kLanes / 2>(dots, part, sums, first_index);
       // With fewer values than lanes, kLanes / kValues lanes hold each sum: the lowest writes.
-      if (kValues >= kLanes || (part & (kLanes / kValues - 1)) == 0) {
+      if (kValues >= T::kLanes || (part & (T::kLanes / kValues - 1)) == 0) {
 #pragma unroll
         for (int j = 0; j < kKept; ++j) {
-          const int index = first + j;
-          const int r = r0 + (index / GT) * kRows + row;
-          if (r < n) s_score[index % GT][r] = sums[j];
+          const int index = first_index + j;
+          const int r = r0 + (index / GT) * T::kRows + row;
+          if (r < n) {
+            float score = sums[j];
+            if constexpr (Fmt::kQuantized) score *= s_ks[r];
+            s_score[(index % GT) * T::kChunk + r] = r >= lo ? score : -INFINITY;
+          }
         }
       }
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) raw[u] = next[u];
     }
-    // The first values load while the softmax runs (they do not depend on it).
-    load_rows<kRows>(raw, static_cast<const __nv_bfloat16*>(p.cache.v), s_row, 0, n, row, part);
+    cp_async_wait<2>();  // this chunk's values have landed
     __syncthreads();
 
-    // Online softmax over the pass: warp w owns heads w, w + kWarps, ...
+    // Online softmax over the chunk: warp w owns heads w, w + kWarps, ...
     for (int h = warp; h < GT; h += kWarps) {
+      float* scores = s_score + h * T::kChunk;
       float mx = -INFINITY;
-      for (int i = lane; i < n; i += 32) mx = fmaxf(mx, s_score[h][i]);
+      for (int i = lane; i < n; i += 32) mx = fmaxf(mx, scores[i]);
 #pragma unroll
       for (int off = 16; off > 0; off /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
       const float m_old = s_m[h];
-      const float m_new = fmaxf(m_old, mx);  // finite: the pass has at least one position
+      const float m_new = fmaxf(m_old, mx);  // finite: every chunk has a visible position
       float sum = 0.0f;
       for (int i = lane; i < n; i += 32) {
-        const float e = exp2f(s_score[h][i] - m_new);
-        s_score[h][i] = e;
+        const float e = exp2f(scores[i] - m_new);
+        scores[i] = e;
         sum += e;
       }
 #pragma unroll
       for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
       __syncwarp();
       if (lane == 0) {
-        const float alpha = exp2f(m_old - m_new);  // 0 on the first pass (m_old = -inf)
+        const float alpha = exp2f(m_old - m_new);  // 0 on the first chunk (m_old = -inf)
         s_alpha[h] = alpha;
         s_l[h] = s_l[h] * alpha + sum;
         s_m[h] = m_new;
@@ -239,51 +350,56 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeArgs a) {
     }
     __syncthreads();
 
-    // Values: each thread accumulates its 8 elements over the rows it owns.
+    // Values: each thread accumulates its 8 elements over its rows; a row's scale folds into
+    // its softmax weight. Rows before the window were zero-filled and weigh zero.
 #pragma unroll
     for (int h = 0; h < GT; ++h) {
       const float alpha = s_alpha[h];
 #pragma unroll
       for (int i = 0; i < 8; ++i) acc[h][i] *= alpha;
     }
-    for (int r0 = 0; r0 < n; r0 += kRows * kUnroll) {
-      uint4 next[kUnroll];
-      load_rows<kRows>(next, static_cast<const __nv_bfloat16*>(p.cache.v), s_row, r0 + kRows * kUnroll, n, row, part);
+    for (int r0 = 0; r0 < n; r0 += T::kRows * kUnroll) {
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
-        const int r = r0 + u * kRows + row;
+        const int r = r0 + u * T::kRows + row;
         if (r < n) {
+          Raw8 raw;
+          load_shared(raw, s_v + r * T::kRowBytes + part * 8 * Fmt::kBytes);
           float v[8];
-          to_float8(raw[u], v);
+          Fmt::to_float(raw, v);
+          float row_scale = 1.0f;
+          if constexpr (Fmt::kQuantized) row_scale = s_vs[r];
 #pragma unroll
           for (int h = 0; h < GT; ++h) {
-            const float w = s_score[h][r];
+            const float w = s_score[h * T::kChunk + r] * row_scale;
 #pragma unroll
             for (int i = 0; i < 8; ++i) acc[h][i] = fmaf(w, v[i], acc[h][i]);
           }
         }
       }
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) raw[u] = next[u];
     }
+    __syncthreads();  // every thread is done with this stage and the scores
   }
+  cp_async_wait<0>();  // (only empty groups can remain)
 
-  // Sum the rows' partial outputs: first the rows of a warp (lanes kLanes apart), then the warps.
+  // Sum the rows' partial outputs: first the rows of a warp (lanes kLanes apart), then the warps
+  // through shared memory (over the stages, free now).
+  float* s_acc = reinterpret_cast<float*>(smem);  // [kWarps][GT][D]
 #pragma unroll
   for (int h = 0; h < GT; ++h) {
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
 #pragma unroll
-      for (int off = kLanes; off < 32; off *= 2) {
+      for (int off = T::kLanes; off < 32; off *= 2) {
         acc[h][i] += __shfl_xor_sync(0xffffffffu, acc[h][i], off);
       }
     }
   }
-  if (lane < kLanes) {
+  if (lane < T::kLanes) {
 #pragma unroll
     for (int h = 0; h < GT; ++h) {
 #pragma unroll
-      for (int i = 0; i < 8; ++i) s_acc[warp][h][part * 8 + i] = acc[h][i];
+      for (int i = 0; i < 8; ++i) s_acc[(warp * GT + h) * D + part * 8 + i] = acc[h][i];
     }
   }
   __syncthreads();
@@ -292,122 +408,147 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeArgs a) {
     const int d = i % D;
     float o = 0.0f;
 #pragma unroll
-    for (int w = 0; w < kWarps; ++w) o += s_acc[w][h][d];
+    for (int w = 0; w < kWarps; ++w) o += s_acc[(w * GT + h) * D + d];
     o /= s_l[h];
     if (direct) {
       p.out[(out_row + head0 + h) * D + d] = __float2bfloat16(o);
     } else {
-      const int64_t r = (out_row + head0 + h) * a.num_splits + split;
+      const int64_t r = (partial_row + head0 + h) * a.num_splits + split;
       a.partial_out[r * D + d] = o;
       if (d == 0) a.partial_ml[r] = make_float2(s_m[h], s_l[h]);
     }
   }
 }
 
-// out = Σ_s w_s o_s / Σ_s w_s with w_s = l_s 2^(m_s - M): each split's normalized output
-// weighted by its share of the softmax denominator. One CTA per (head, sequence), a thread per
-// element; the weights are computed once, in parallel, and the sum over splits keeps several
-// loads in flight.
+// out = Σ_s w_s o_s / Σ_s w_s with w_s = l_s 2^(m_s − M): each split's normalized output weighted
+// by its share of the softmax denominator, folded in split order, kCombineUnroll splits at a time
+// with a running maximum (so the result does not depend on timing). One CTA per (head,
+// sequence), a thread per element; a group's partials load together, and in a decode batch the
+// sequence's token is looked up in the same trip (partials are indexed by sequence).
 template <int D>
 __global__ void __launch_bounds__(D) combine_kernel(const DecodeArgs a) {
-  constexpr int kCombineWarps = D / 32;
-  __shared__ float s_w[kMaxSplits];
-  __shared__ float s_red[kCombineWarps];
+  wait_for_previous_grid();
+  allow_next_grid();
   const PagedAttentionParams& p = a.p;
   const int head = blockIdx.x;
   const int seq = blockIdx.y;
   const int d = threadIdx.x;
   const int token = p.query_start[seq];
-  if (p.query_start[seq + 1] - token != 1) return;
-  const int64_t base = (static_cast<int64_t>(token) * p.num_heads + head) * a.num_splits;
-  const float2* ml = a.partial_ml + base;
-
-  float m_max = -INFINITY;
-  for (int s = d; s < a.num_splits; s += D) m_max = fmaxf(m_max, ml[s].x);
+  const int token_end = p.query_start[seq + 1];
+  if (!a.every_sequence_single && token_end - token != 1) return;
+  const int64_t base = (static_cast<int64_t>(seq) * p.num_heads + head) * a.num_splits;
+  float m = -INFINITY, l = 0.0f, o = 0.0f;
+  for (int s0 = 0; s0 < a.num_splits; s0 += kCombineUnroll) {
+    float2 ml[kCombineUnroll];
+    float part[kCombineUnroll];
 #pragma unroll
-  for (int off = 16; off > 0; off /= 2) {
-    m_max = fmaxf(m_max, __shfl_xor_sync(0xffffffffu, m_max, off));
+    for (int j = 0; j < kCombineUnroll; ++j) {
+      const int s = s0 + j;
+      ml[j] = s < a.num_splits ? a.partial_ml[base + s] : make_float2(-INFINITY, 0.0f);
+      part[j] = s < a.num_splits ? a.partial_out[(base + s) * D + d] : 0.0f;
+    }
+    // The group's maximum first, so that its weights are independent of one another (a short
+    // chain of dependent instructions); empty splits, (-inf, 0), weigh nothing.
+    float m_group = m;
+#pragma unroll
+    for (int j = 0; j < kCombineUnroll; ++j) {
+      if (ml[j].y > 0.0f) m_group = fmaxf(m_group, ml[j].x);
+    }
+    if (m_group == -INFINITY) continue;     // nothing in this group nor before it
+    const float keep = exp2f(m - m_group);  // 0 while m = -inf
+    o *= keep;
+    l *= keep;
+    m = m_group;
+#pragma unroll
+    for (int j = 0; j < kCombineUnroll; ++j) {
+      const float w = ml[j].y > 0.0f ? ml[j].y * exp2f(ml[j].x - m) : 0.0f;
+      o = fmaf(w, part[j], o);
+      l += w;
+    }
   }
-  if (d % 32 == 0) s_red[d / 32] = m_max;
-  __syncthreads();
-#pragma unroll
-  for (int w = 0; w < kCombineWarps; ++w) m_max = fmaxf(m_max, s_red[w]);
-  __syncthreads();  // s_red is reused below
-
-  float total = 0.0f;
-  for (int s = d; s < a.num_splits; s += D) {
-    const float2 v = ml[s];
-    const float w = v.y > 0.0f ? v.y * exp2f(v.x - m_max) : 0.0f;  // empty splits: (-inf, 0), zeros
-    s_w[s] = w;
-    total += w;
-  }
-#pragma unroll
-  for (int off = 16; off > 0; off /= 2) total += __shfl_xor_sync(0xffffffffu, total, off);
-  if (d % 32 == 0) s_red[d / 32] = total;
-  __syncthreads();
-  total = 0.0f;
-#pragma unroll
-  for (int w = 0; w < kCombineWarps; ++w) total += s_red[w];
-
-  float o = 0.0f;
-  const float* partial = a.partial_out + base * D + d;
-#pragma unroll 8
-  for (int s = 0; s < a.num_splits; ++s) o = fmaf(s_w[s], partial[static_cast<int64_t>(s) * D], o);
+  if (token_end - token != 1) return;
   p.out[(static_cast<int64_t>(token) * p.num_heads + head) * D + d] =
-      __float2bfloat16(total > 0.0f ? o / total : 0.0f);
+      __float2bfloat16(l > 0.0f ? o / l : 0.0f);
 }
 
-template <int D, int GT>
-void launch(const DecodeArgs& a, cudaStream_t stream) {
+// cudaLaunchKernelEx, with the programmatic-serialization attribute when asked. Should a driver
+// refuse the attribute, the launch is made again without it (the kernels are correct either
+// way: their wait returns at once when nothing programmatic precedes them).
+template <typename... Params, typename... Args>
+void launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem_bytes,
+                   bool programmatic, cudaStream_t stream, const Args&... args) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = smem_bytes;
+  config.stream = stream;
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute[0].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attribute;
+  config.numAttrs = programmatic ? 1 : 0;
+  cudaError_t status = cudaLaunchKernelEx(&config, kernel, args...);
+  if (status != cudaSuccess && programmatic) {
+    (void)cudaGetLastError();  // clears a launch error, which is not sticky
+    config.numAttrs = 0;
+    status = cudaLaunchKernelEx(&config, kernel, args...);
+  }
+  check_cuda(status, "decode attention launch");
+}
+
+template <int D, int GT, DType F>
+void launch(const DecodeArgs& a, bool programmatic, cudaStream_t stream) {
+  using T = Tile<D, GT, F>;
+  // Over 48 KB of shared memory needs the kernel's consent, and the largest carveout lets two or
+  // three CTAs share an SM; given once (host-side attributes, fine during graph capture).
+  static const bool configured = [] {
+    INFERLAB_CUDA_CHECK(cudaFuncSetAttribute(decode_kernel<D, GT, F>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             static_cast<int>(T::kSmemBytes)));
+    INFERLAB_CUDA_CHECK(cudaFuncSetAttribute(decode_kernel<D, GT, F>,
+                                             cudaFuncAttributePreferredSharedMemoryCarveout,
+                                             cudaSharedmemCarveoutMaxShared));
+    return true;
+  }();
+  (void)configured;
   const int head_tiles = (a.group + GT - 1) / GT;
   const dim3 grid(static_cast<unsigned>(a.p.num_kv_heads * head_tiles),
                   static_cast<unsigned>(a.p.num_seqs), static_cast<unsigned>(a.num_splits));
-  decode_kernel<D, GT><<<grid, kThreads, 0, stream>>>(a);
-  INFERLAB_CUDA_CHECK_LAUNCH();
+  launch_kernel(decode_kernel<D, GT, F>, grid, dim3(kThreads), T::kSmemBytes, programmatic, stream,
+                a);
   if (a.num_splits > 1) {
     const dim3 combine_grid(static_cast<unsigned>(a.p.num_heads),
                             static_cast<unsigned>(a.p.num_seqs));
-    combine_kernel<D><<<combine_grid, D, 0, stream>>>(a);
-    INFERLAB_CUDA_CHECK_LAUNCH();
+    launch_kernel(combine_kernel<D>, combine_grid, dim3(D), 0, programmatic, stream, a);
   }
 }
 
-template <int D>
-void launch_tile(const DecodeArgs& a, cudaStream_t stream) {
+template <int D, DType F>
+void launch_tile(const DecodeArgs& a, bool programmatic, cudaStream_t stream) {
   // The smallest tile of 1, 2, 4 or 8 heads that holds the group (larger groups take several).
-  if (a.group == 1) return launch<D, 1>(a, stream);
-  if (a.group == 2) return launch<D, 2>(a, stream);
-  if (a.group <= 4) return launch<D, 4>(a, stream);
-  return launch<D, 8>(a, stream);
-}
-
-template <int D, int GT>
-int resident() {
-  // Asked once per kernel (a host query: no synchronisation, fine during graph capture).
-  static const int count = [] {
-    int n = 0;
-    INFERLAB_CUDA_CHECK(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, decode_kernel<D, GT>, kThreads, 0));
-    return n > 0 ? n : 1;
-  }();
-  return count;
+  if (a.group == 1) return launch<D, 1, F>(a, programmatic, stream);
+  if (a.group == 2) return launch<D, 2, F>(a, programmatic, stream);
+  if (a.group <= 4) return launch<D, 4, F>(a, programmatic, stream);
+  return launch<D, 8, F>(a, programmatic, stream);
 }
 
 template <int D>
-int resident_tile(int group) {
-  if (group == 1) return resident<D, 1>();
-  if (group == 2) return resident<D, 2>();
-  if (group <= 4) return resident<D, 4>();
-  return resident<D, 8>();
+void launch_format(const DecodeArgs& a, bool programmatic, cudaStream_t stream) {
+  switch (a.p.cache.format) {
+    case DType::bf16:
+      return launch_tile<D, DType::bf16>(a, programmatic, stream);
+    case DType::int8:
+      return launch_tile<D, DType::int8>(a, programmatic, stream);
+    case DType::fp8:
+      return launch_tile<D, DType::fp8>(a, programmatic, stream);
+    default:
+      throw std::invalid_argument("paged_attention: the cache must be bf16, int8 or fp8");
+  }
 }
 
 }  // namespace
 
-int decode_ctas_per_sm(int head_dim, int group) {
-  return head_dim == 64 ? resident_tile<64>(group) : resident_tile<128>(group);
-}
-
-void launch_decode(const PagedAttentionParams& p, int num_splits, int partition,
+void launch_decode(const PagedAttentionParams& p, int num_splits, int partition, bool programmatic,
                    cudaStream_t stream) {
   DecodeArgs a;
   a.p = p;
@@ -416,12 +557,13 @@ void launch_decode(const PagedAttentionParams& p, int num_splits, int partition,
   a.partition = partition;
   a.partial_out = static_cast<float*>(p.workspace);
   // The (max, sum) pairs follow the outputs; that offset is a multiple of 8 bytes.
-  const size_t outputs = static_cast<size_t>(p.num_tokens) * p.num_heads * num_splits * p.head_dim;
+  const size_t outputs = static_cast<size_t>(p.num_seqs) * p.num_heads * num_splits * p.head_dim;
   a.partial_ml = num_splits > 1 ? reinterpret_cast<float2*>(a.partial_out + outputs) : nullptr;
+  a.every_sequence_single = p.max_query_len == 1 && p.num_tokens == p.num_seqs;
   if (p.head_dim == 64) {
-    launch_tile<64>(a, stream);
+    launch_format<64>(a, programmatic, stream);
   } else if (p.head_dim == 128) {
-    launch_tile<128>(a, stream);
+    launch_format<128>(a, programmatic, stream);
   } else {
     throw std::invalid_argument("paged_attention: head_dim must be 64 or 128");
   }

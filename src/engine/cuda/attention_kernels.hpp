@@ -1,34 +1,47 @@
 #pragma once
-// Launchers shared by attention.cu (dispatch, workspace) and the two kernel files; internal to
-// the CUDA backend. C++17 (included by .cu files).
+// Launchers shared by attention.cu (dispatch, workspace) and the kernel files; internal to the
+// CUDA backend. C++17 (included by .cu files).
 #include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
 
 #include "engine/cuda/attention.hpp"
 
 namespace inferlab::engine::cuda::detail {
 
-// Split-K decode (every sequence has at most one new token). Each of `num_splits` splits covers
-// `partition` positions of the context; with one split the kernel writes `out` directly,
-// otherwise partials go to `workspace` (laid out by decode_partials below) and a combine kernel
-// writes `out`.
-void launch_decode(const PagedAttentionParams& p, int num_splits, int partition,
+// Split-K decode over the sequences with one new token (the others are passed over). Each of
+// `num_splits` splits covers `partition` positions of the context; with one split the kernel
+// writes `out` directly, otherwise partials go to `workspace` (rows indexed by sequence, laid out
+// in attention_decode.cu) and a combine kernel writes `out`. `programmatic`: launch both kernels
+// with programmatic dependent launch (Hopper; see attention_device.cuh), so that each one's
+// launch and CTA start-up overlap the previous kernel's tail.
+void launch_decode(const PagedAttentionParams& p, int num_splits, int partition, bool programmatic,
                    cudaStream_t stream);
 
-// Most splits a decode call uses (the combine kernel keeps one weight per split in shared
-// memory).
+// Most splits a decode call uses.
 constexpr int kMaxSplits = 256;
 
-// Decode CTAs (for this head_dim and group size) resident on one SM at once.
-int decode_ctas_per_sm(int head_dim, int group);
-
-// Tiled causal attention (query tiles × key tiles, tensor cores) for prefill and mixed batches.
-void launch_prefill(const PagedAttentionParams& p, int sm_count, cudaStream_t stream);
-
-// Bytes of split-K partials per (token, split) row: a normalized fp32 output per head and its
+// Bytes of split-K partials per (sequence, split) row: a normalized fp32 output per head and its
 // (max, sum) pair, both in the log2 domain.
 inline size_t decode_row_bytes(int num_heads, int head_dim) {
   return static_cast<size_t>(num_heads) *
          (static_cast<size_t>(head_dim) * sizeof(float) + 2 * sizeof(float));
+}
+
+// Tiled causal attention (query tiles × key tiles, tensor cores) for prefill and mixed batches.
+void launch_prefill(const PagedAttentionParams& p, int sm_count, cudaStream_t stream);
+
+// The unfused baseline: scores of every query token against its visible context into the
+// workspace (fp32), a softmax over each row, then P·V; the tokens in chunks of
+// workspace_bytes / naive_token_bytes(...) (at least one, checked by the caller).
+void launch_naive(const PagedAttentionParams& p, cudaStream_t stream);
+
+// Workspace bytes the naive path needs per query token: one fp32 score row per head, as long as
+// the longest context (rounded up to 4 floats, so rows stay 16-byte aligned).
+inline size_t naive_token_bytes(int num_heads, int max_context_len) {
+  const size_t row = (static_cast<size_t>(max_context_len) + 3) / 4 * 4;
+  return static_cast<size_t>(num_heads) * row * sizeof(float);
 }
 
 }  // namespace inferlab::engine::cuda::detail

@@ -5,11 +5,27 @@
 // load while this tile's values are used, and the reverse). S = Q Kᵀ and O += P V run on the
 // tensor cores (mma.sync m16n8k16 fed by ldmatrix, bf16 in, fp32 accumulate); the softmax is
 // online, in fp32 registers.
+//
+// int8 and FP8 caches: the tensor cores take bf16, and every int8 and E4M3 value is exact in
+// bf16, so the tiles hold the quantized values themselves, converted in shared memory, and the
+// per-(slot, head) scales are applied where they are cheapest: a key's scale to its column of S
+// (fp32, before the softmax), a value's scale to its column of P before P is rounded to bf16 for
+// P·V (the rounding the bf16 cache has too). The raw bytes still arrive by cp.async, staged at
+// the start of the very buffer their bf16 tile will occupy (a raw tile is half a bf16 one), and
+// are converted in place when the bf16 path would find its tile landed: each thread reads its
+// raw pieces into registers, a barrier, then writes them as bf16. That keeps the loads
+// asynchronous (the copies of the next tile overlap this tile's math, as for bf16) and the shared
+// memory per CTA unchanged except for two rows of scales, so as many CTAs fit on an SM; it costs
+// two barriers and a pass over 8 KB of shared memory per tile, small beside the tile's mma work.
+// Loading the bytes to registers and converting on the way (no cp.async) would have needed the
+// next tile's bytes held in registers across the math, in a kernel already near its register
+// limit.
 #include <cuda_bf16.h>
 
 #include <cstdint>
 #include <stdexcept>
 
+#include "engine/cuda/attention_device.cuh"
 #include "engine/cuda/attention_kernels.hpp"
 #include "engine/cuda/cuda_check.hpp"
 
@@ -18,25 +34,6 @@ namespace {
 
 constexpr int kBN = 64;  // keys per tile
 constexpr float kLog2e = 1.4426950408889634f;
-
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-// 16 bytes global → shared; src_bytes 0 fills zeros without reading.
-__device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)),
-               "l"(__cvta_generic_to_global(src)), "r"(src_bytes)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-// Waits until at most `pending` of this thread's committed groups are still in flight.
-template <int pending>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
-}
 
 // D (16×8, fp32) += A (16×16 bf16, row-major fragment) · B (16×8 bf16, column fragment).
 __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
@@ -72,28 +69,106 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
 
 // Gathers positions [start, start + kBN) of one KV head into a padded shared tile; positions at
 // or past `limit` (beyond every query of the tile, possibly beyond the context) become zeros, so
-// the block table is read only inside the sequence.
-template <int D, int kStride, int kThreads>
-__device__ __forceinline__ void load_tile(__nv_bfloat16* tile, const __nv_bfloat16* cache,
+// the block table is read only inside the sequence. int8/fp8: the raw bytes, packed [kBN][D] at
+// the start of the tile's buffer (convert_tile makes them bf16), and the rows' scales.
+template <int D, int kStride, int kThreads, DType F>
+__device__ __forceinline__ void load_tile(__nv_bfloat16* tile, float* tile_scales,
+                                          const void* cache_bytes, const float* scales,
                                           const int32_t* table, int block_size, int64_t slot_stride,
                                           int kv_head, int start, int limit) {
-  constexpr int kPieces = D / 8;  // 16-byte pieces per row
+  if constexpr (F == DType::bf16) {
+    const auto* cache = static_cast<const __nv_bfloat16*>(cache_bytes);
+    constexpr int kPieces = D / 8;  // 16-byte pieces per row
 #pragma unroll
-  for (int i = 0; i < kBN * kPieces / kThreads; ++i) {
-    const int c = static_cast<int>(threadIdx.x) + i * kThreads;
-    const int r = c / kPieces;
-    const int col = (c % kPieces) * 8;
-    const int pos = start + r;
-    const __nv_bfloat16* src = cache;
-    int bytes = 0;
-    if (pos < limit) {
-      const int64_t slot =
-          static_cast<int64_t>(table[pos / block_size]) * block_size + pos % block_size;
-      src = cache + slot * slot_stride + static_cast<int64_t>(kv_head) * D + col;
-      bytes = 16;
+    for (int i = 0; i < kBN * kPieces / kThreads; ++i) {
+      const int c = static_cast<int>(threadIdx.x) + i * kThreads;
+      const int r = c / kPieces;
+      const int col = (c % kPieces) * 8;
+      const int pos = start + r;
+      const __nv_bfloat16* src = cache;
+      int bytes = 0;
+      if (pos < limit) {
+        const int64_t slot =
+            static_cast<int64_t>(table[pos / block_size]) * block_size + pos % block_size;
+        src = cache + slot * slot_stride + static_cast<int64_t>(kv_head) * D + col;
+        bytes = 16;
+      }
+      cp_async16(tile + r * kStride + col, src, bytes);
     }
-    cp_async16(tile + r * kStride + col, src, bytes);
+  } else {
+    const auto* cache = static_cast<const unsigned char*>(cache_bytes);
+    auto* raw = reinterpret_cast<unsigned char*>(tile);
+    constexpr int kPieces = D / 16;  // 16-byte pieces per row
+    static_assert(kBN * kPieces % kThreads == 0, "whole copy steps");
+#pragma unroll
+    for (int i = 0; i < kBN * kPieces / kThreads; ++i) {
+      const int c = static_cast<int>(threadIdx.x) + i * kThreads;
+      const int r = c / kPieces;
+      const int col = (c % kPieces) * 16;
+      const int pos = start + r;
+      const unsigned char* src = cache;
+      int bytes = 0;
+      if (pos < limit) {
+        const int64_t slot =
+            static_cast<int64_t>(table[pos / block_size]) * block_size + pos % block_size;
+        src = cache + slot * slot_stride + static_cast<int64_t>(kv_head) * D + col;
+        bytes = 16;
+      }
+      cp_async16(raw + c * 16, src, bytes);
+    }
+    if (threadIdx.x < kBN) {
+      const int pos = start + static_cast<int>(threadIdx.x);
+      const float* src = scales;
+      int bytes = 0;
+      if (pos < limit) {
+        const int64_t slot =
+            static_cast<int64_t>(table[pos / block_size]) * block_size + pos % block_size;
+        src = scales + slot * (slot_stride / D) + kv_head;  // (slot, kv head)
+        bytes = 4;
+      }
+      cp_async4(tile_scales + threadIdx.x, src, bytes);
+    }
   }
+}
+
+// The raw int8/fp8 tile that load_tile staged (landed, and visible after a barrier) rewritten in
+// place as the padded bf16 tile: every raw piece goes to registers, a barrier, then the bf16
+// rows are written over them; a barrier again before anyone reads the tile.
+template <int D, int kStride, int kThreads, DType F>
+__device__ __forceinline__ void convert_tile(__nv_bfloat16* tile) {
+  constexpr int kPieces = D / 16;
+  constexpr int kPerThread = kBN * kPieces / kThreads;
+  uint4 raw[kPerThread];
+#pragma unroll
+  for (int i = 0; i < kPerThread; ++i) {
+    raw[i] = reinterpret_cast<const uint4*>(tile)[threadIdx.x + i * kThreads];
+  }
+  __syncthreads();
+#pragma unroll
+  for (int i = 0; i < kPerThread; ++i) {
+    const int c = static_cast<int>(threadIdx.x) + i * kThreads;
+    const uint32_t words[4] = {raw[i].x, raw[i].y, raw[i].z, raw[i].w};
+    float f[16];
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+      if constexpr (F == DType::int8) {
+        int8x4_to_float(words[w], f + 4 * w);
+      } else {
+        e4m3x4_to_float(words[w], f + 4 * w);
+      }
+    }
+    uint4 out[2];
+    uint32_t* packed = reinterpret_cast<uint32_t*>(out);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const __nv_bfloat162 pair = __floats2bfloat162_rn(f[2 * j], f[2 * j + 1]);  // exact
+      packed[j] = *reinterpret_cast<const uint32_t*>(&pair);
+    }
+    __nv_bfloat16* dst = tile + (c / kPieces) * kStride + (c % kPieces) * 16;
+    reinterpret_cast<uint4*>(dst)[0] = out[0];
+    reinterpret_cast<uint4*>(dst)[1] = out[1];
+  }
+  __syncthreads();
 }
 
 // Rows padded by 16 bytes: ldmatrix's 8 rows of 16 bytes then fall in distinct banks.
@@ -101,15 +176,18 @@ template <int D>
 constexpr int row_stride() {
   return D + 8;
 }
-template <int D, int kBM>
+// The query, key and value tiles; for int8/fp8 the key and value tiles' scales after them.
+template <int D, int kBM, DType F>
 constexpr int smem_bytes() {
-  return (kBM + 2 * kBN) * row_stride<D>() * static_cast<int>(sizeof(__nv_bfloat16));
+  return (kBM + 2 * kBN) * row_stride<D>() * static_cast<int>(sizeof(__nv_bfloat16)) +
+         (F == DType::bf16 ? 0 : 2 * kBN * static_cast<int>(sizeof(float)));
 }
 
 // kMTiles 16-row m-tiles per warp (each K or V fragment read from shared memory feeds kMTiles
 // mma), kWarps warps: kBM = 16 kMTiles kWarps queries per CTA.
-template <int D, int kMTiles, int kWarps>
+template <int D, int kMTiles, int kWarps, DType F>
 __global__ void __launch_bounds__(32 * kWarps) prefill_kernel(const PagedAttentionParams p) {
+  constexpr bool kQuantized = F != DType::bf16;
   constexpr int kBM = 16 * kMTiles * kWarps;
   constexpr int kThreads = 32 * kWarps;
   constexpr int kStride = row_stride<D>();
@@ -117,9 +195,11 @@ __global__ void __launch_bounds__(32 * kWarps) prefill_kernel(const PagedAttenti
   constexpr int kDTiles = D / 8;    // n-tiles of the output
   constexpr int kNTiles = kBN / 8;  // n-tiles of the scores
   extern __shared__ __align__(128) unsigned char smem[];
-  __nv_bfloat16* s_q = reinterpret_cast<__nv_bfloat16*>(smem);  // [kBM][kStride]
-  __nv_bfloat16* s_k = s_q + kBM * kStride;                     // [kBN][kStride]
-  __nv_bfloat16* s_v = s_k + kBN * kStride;                     // [kBN][kStride]
+  __nv_bfloat16* s_q = reinterpret_cast<__nv_bfloat16*>(smem);      // [kBM][kStride]
+  __nv_bfloat16* s_k = s_q + kBM * kStride;                         // [kBN][kStride]
+  __nv_bfloat16* s_v = s_k + kBN * kStride;                         // [kBN][kStride]
+  float* s_kscale = reinterpret_cast<float*>(s_v + kBN * kStride);  // [kBN], int8/fp8 only
+  float* s_vscale = s_kscale + kBN;                                 // [kBN], int8/fp8 only
 
   // Heads vary fastest and query tiles run last to first, so the CTAs launched first are the
   // longest (the causal tail then holds only short ones).
@@ -187,11 +267,11 @@ __global__ void __launch_bounds__(32 * kWarps) prefill_kernel(const PagedAttenti
 
   const int32_t* table = p.block_tables + static_cast<int64_t>(seq) * p.block_table_stride;
   const int64_t slot_stride = static_cast<int64_t>(p.num_kv_heads) * D;
-  load_tile<D, kStride, kThreads>(s_k, static_cast<const __nv_bfloat16*>(p.cache.k), table, p.block_size, slot_stride, kv_head, tile0,
-                                  kv_end);
+  load_tile<D, kStride, kThreads, F>(s_k, s_kscale, p.cache.k, p.cache.k_scale, table, p.block_size,
+                                     slot_stride, kv_head, tile0, kv_end);
   cp_async_commit();
-  load_tile<D, kStride, kThreads>(s_v, static_cast<const __nv_bfloat16*>(p.cache.v), table, p.block_size, slot_stride, kv_head, tile0,
-                                  kv_end);
+  load_tile<D, kStride, kThreads, F>(s_v, s_vscale, p.cache.v, p.cache.v_scale, table, p.block_size,
+                                     slot_stride, kv_head, tile0, kv_end);
   cp_async_commit();
 
   // ldmatrix addresses. Q (A, 16×16 per m-tile and k-step): lanes 0-15 rows 0-15 at column 0,
@@ -210,6 +290,7 @@ __global__ void __launch_bounds__(32 * kWarps) prefill_kernel(const PagedAttenti
     const int ks = tile0 + t * kBN;
     cp_async_wait<1>();  // in flight: at most this tile's values; the queries and keys have landed
     __syncthreads();
+    if constexpr (kQuantized) convert_tile<D, kStride, kThreads, F>(s_k);
 
     float s[kMTiles][kNTiles][4];
 #pragma unroll
@@ -234,10 +315,24 @@ __global__ void __launch_bounds__(32 * kWarps) prefill_kernel(const PagedAttenti
         }
       }
     }
+    if constexpr (kQuantized) {
+      // Each key's scale on its column of S, before the next keys' scales land over them.
+#pragma unroll
+      for (int n = 0; n < kNTiles; ++n) {
+        const float2 key_scale = *reinterpret_cast<const float2*>(s_kscale + n * 8 + tig * 2);
+#pragma unroll
+        for (int mt = 0; mt < kMTiles; ++mt) {
+          s[mt][n][0] *= key_scale.x;
+          s[mt][n][1] *= key_scale.y;
+          s[mt][n][2] *= key_scale.x;
+          s[mt][n][3] *= key_scale.y;
+        }
+      }
+    }
     __syncthreads();  // every warp is done with s_k: the next keys may land there
     if (t + 1 < num_tiles) {
-      load_tile<D, kStride, kThreads>(s_k, static_cast<const __nv_bfloat16*>(p.cache.k), table, p.block_size, slot_stride, kv_head,
-                                      ks + kBN, kv_end);
+      load_tile<D, kStride, kThreads, F>(s_k, s_kscale, p.cache.k, p.cache.k_scale, table,
+                                         p.block_size, slot_stride, kv_head, ks + kBN, kv_end);
     }
     cp_async_commit();  // (an empty group on the last tile keeps the counting uniform)
 
@@ -290,16 +385,24 @@ __global__ void __launch_bounds__(32 * kWarps) prefill_kernel(const PagedAttenti
 
     cp_async_wait<1>();  // in flight: the next keys; this tile's values have landed
     __syncthreads();
+    if constexpr (kQuantized) convert_tile<D, kStride, kThreads, F>(s_v);
 #pragma unroll
     for (int kc = 0; kc < kBN / 16; ++kc) {
       // P as A fragments: the accumulator layout of score tiles 2kc and 2kc+1 is exactly it.
+      // int8/fp8: each value's scale on its column of P first (weights and scales are both
+      // positive, so only the rounding to bf16 changes, as in the bf16 path).
+      float2 vs0 = make_float2(1.0f, 1.0f), vs1 = vs0;
+      if constexpr (kQuantized) {
+        vs0 = *reinterpret_cast<const float2*>(s_vscale + 2 * kc * 8 + tig * 2);
+        vs1 = *reinterpret_cast<const float2*>(s_vscale + (2 * kc + 1) * 8 + tig * 2);
+      }
       uint32_t pa[kMTiles][4];
 #pragma unroll
       for (int mt = 0; mt < kMTiles; ++mt) {
-        pa[mt][0] = pack_bf16(s[mt][2 * kc][0], s[mt][2 * kc][1]);
-        pa[mt][1] = pack_bf16(s[mt][2 * kc][2], s[mt][2 * kc][3]);
-        pa[mt][2] = pack_bf16(s[mt][2 * kc + 1][0], s[mt][2 * kc + 1][1]);
-        pa[mt][3] = pack_bf16(s[mt][2 * kc + 1][2], s[mt][2 * kc + 1][3]);
+        pa[mt][0] = pack_bf16(s[mt][2 * kc][0] * vs0.x, s[mt][2 * kc][1] * vs0.y);
+        pa[mt][1] = pack_bf16(s[mt][2 * kc][2] * vs0.x, s[mt][2 * kc][3] * vs0.y);
+        pa[mt][2] = pack_bf16(s[mt][2 * kc + 1][0] * vs1.x, s[mt][2 * kc + 1][1] * vs1.y);
+        pa[mt][3] = pack_bf16(s[mt][2 * kc + 1][2] * vs1.x, s[mt][2 * kc + 1][3] * vs1.y);
       }
 #pragma unroll
       for (int j = 0; j < kDTiles; j += 2) {
@@ -314,8 +417,8 @@ __global__ void __launch_bounds__(32 * kWarps) prefill_kernel(const PagedAttenti
     }
     __syncthreads();  // every warp is done with s_v
     if (t + 1 < num_tiles) {
-      load_tile<D, kStride, kThreads>(s_v, static_cast<const __nv_bfloat16*>(p.cache.v), table, p.block_size, slot_stride, kv_head,
-                                      ks + kBN, kv_end);
+      load_tile<D, kStride, kThreads, F>(s_v, s_vscale, p.cache.v, p.cache.v_scale, table,
+                                         p.block_size, slot_stride, kv_head, ks + kBN, kv_end);
     }
     cp_async_commit();
   }
@@ -343,14 +446,14 @@ __global__ void __launch_bounds__(32 * kWarps) prefill_kernel(const PagedAttenti
   }
 }
 
-template <int D, int kMTiles, int kWarps>
+template <int D, int kMTiles, int kWarps, DType F>
 void launch(const PagedAttentionParams& p, cudaStream_t stream) {
   constexpr int kBM = 16 * kMTiles * kWarps;
-  constexpr int kSmem = smem_bytes<D, kBM>();
+  constexpr int kSmem = smem_bytes<D, kBM, F>();
   // Over 48 KB of shared memory needs the kernel's consent, given once (a host-side attribute,
   // fine during graph capture).
   static const bool opted_in = [] {
-    INFERLAB_CUDA_CHECK(cudaFuncSetAttribute(prefill_kernel<D, kMTiles, kWarps>,
+    INFERLAB_CUDA_CHECK(cudaFuncSetAttribute(prefill_kernel<D, kMTiles, kWarps, F>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
     return true;
   }();
@@ -358,21 +461,35 @@ void launch(const PagedAttentionParams& p, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(p.num_heads),
                   static_cast<unsigned>((p.max_query_len + kBM - 1) / kBM),
                   static_cast<unsigned>(p.num_seqs));
-  prefill_kernel<D, kMTiles, kWarps><<<grid, 32 * kWarps, kSmem, stream>>>(p);
+  prefill_kernel<D, kMTiles, kWarps, F><<<grid, 32 * kWarps, kSmem, stream>>>(p);
   INFERLAB_CUDA_CHECK_LAUNCH();
 }
 
 // 256-query CTAs (two m-tiles per warp, eight warps) when they alone give every SM one;
 // otherwise 128-query CTAs (one m-tile per warp) for more of them. Measured on an H100, Llama 3
 // 8B shapes: 178 against 137 TFLOP/s at 2048 tokens, 45 against 63 at 512.
-template <int D>
+template <int D, DType F>
 void launch_sized(const PagedAttentionParams& p, int sm_count, cudaStream_t stream) {
   const int64_t big_ctas =
       int64_t{(p.max_query_len + 255) / 256} * p.num_heads * int64_t{p.num_seqs};
   if (big_ctas >= sm_count) {
-    launch<D, 2, 8>(p, stream);
+    launch<D, 2, 8, F>(p, stream);
   } else {
-    launch<D, 1, 8>(p, stream);
+    launch<D, 1, 8, F>(p, stream);
+  }
+}
+
+template <int D>
+void launch_format(const PagedAttentionParams& p, int sm_count, cudaStream_t stream) {
+  switch (p.cache.format) {
+    case DType::bf16:
+      return launch_sized<D, DType::bf16>(p, sm_count, stream);
+    case DType::int8:
+      return launch_sized<D, DType::int8>(p, sm_count, stream);
+    case DType::fp8:
+      return launch_sized<D, DType::fp8>(p, sm_count, stream);
+    default:
+      throw std::invalid_argument("paged_attention: the cache must be bf16, int8 or fp8");
   }
 }
 
@@ -380,9 +497,9 @@ void launch_sized(const PagedAttentionParams& p, int sm_count, cudaStream_t stre
 
 void launch_prefill(const PagedAttentionParams& p, int sm_count, cudaStream_t stream) {
   if (p.head_dim == 64) {
-    launch_sized<64>(p, sm_count, stream);
+    launch_format<64>(p, sm_count, stream);
   } else if (p.head_dim == 128) {
-    launch_sized<128>(p, sm_count, stream);
+    launch_format<128>(p, sm_count, stream);
   } else {
     throw std::invalid_argument("paged_attention: head_dim must be 64 or 128");
   }

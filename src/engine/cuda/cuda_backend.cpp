@@ -74,7 +74,8 @@ CudaBackend::CudaBackend(const LlamaConfig& config, const WeightLoader& loader,
                  std::max({config.model.hidden_size, config.model.intermediate_size,
                            config.model.q_dim()}),
                  std::max({config.model.q_dim() + 2 * config.model.kv_dim(),
-                           2 * config.model.intermediate_size, config.model.vocab_size})) {
+                           2 * config.model.intermediate_size, config.model.vocab_size}),
+                 options.quant.weights, input_format(options.quant)) {
   const ModelConfig& m = config_.model;
   layout_ = {m.num_layers, m.num_kv_heads, m.head_dim, options.block_size, kv_blocks};
   INFERLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));

@@ -1,6 +1,11 @@
+#include <cuda_fp8.h>
+
+#include <stdexcept>
+#include <string>
+
 #include "engine/cuda/cuda_check.hpp"
 #include "engine/cuda/layer_kernels.hpp"
-#include <stdexcept>
+#include "engine/quant/quantize.hpp"
 
 namespace inferlab::engine::cuda {
 
@@ -124,6 +129,21 @@ __global__ void rms_norm_vec_kernel(bf16* x, const bf16* delta, const bf16* weig
 // this kernel. The value heads are copied to the cache by the same blocks, strided.
 constexpr int kRopeHeadsPerBlock = 4;
 
+// cos and sin of position · inv_freq[i], rounded to bf16 as transformers casts them.
+__device__ __forceinline__ void rope_angle(float position, float inv_freq, float& c, float& s) {
+  float sin_value, cos_value;
+  sincosf(position * inv_freq, &sin_value, &cos_value);
+  c = round_bf16(cos_value);
+  s = round_bf16(sin_value);
+}
+
+// The rotated pair (x1, x2) → (y1, y2), each product and sum rounded to bf16.
+__device__ __forceinline__ void rope_rotate(float x1, float x2, float c, float s, bf16& y1,
+                                            bf16& y2) {
+  y1 = __float2bfloat16(round_bf16(x1 * c) + round_bf16(-x2 * s));
+  y2 = __float2bfloat16(round_bf16(x2 * c) + round_bf16(x1 * s));
+}
+
 __global__ void rope_kv_kernel(bf16* qkv, int num_heads, int num_kv_heads, int head_dim,
                                const int32_t* positions, const int32_t* slot_mapping,
                                const float* inv_freq, bf16* k_cache, bf16* v_cache) {
@@ -139,13 +159,12 @@ __global__ void rope_kv_kernel(bf16* qkv, int num_heads, int num_kv_heads, int h
   const int pairs = min((num_heads + num_kv_heads) * half, first_pair + kRopeHeadsPerBlock * half);
   for (int p = first_pair + threadIdx.x; p < pairs; p += blockDim.x) {
     const int head = p / half, i = p % half;
-    float sin_value, cos_value;
-    sincosf(position * inv_freq[i], &sin_value, &cos_value);
-    const float c = round_bf16(cos_value), s = round_bf16(sin_value);
+    float c, s;
+    rope_angle(position, inv_freq[i], c, s);
     bf16* x = row + head * head_dim;  // q heads, then k heads (contiguous in the fused row)
     const float x1 = __bfloat162float(x[i]), x2 = __bfloat162float(x[i + half]);
-    const bf16 y1 = __float2bfloat16(round_bf16(x1 * c) + round_bf16(-x2 * s));
-    const bf16 y2 = __float2bfloat16(round_bf16(x2 * c) + round_bf16(x1 * s));
+    bf16 y1, y2;
+    rope_rotate(x1, x2, c, s, y1, y2);
     if (head < num_heads) {
       x[i] = y1;
       x[i + half] = y2;
@@ -159,6 +178,81 @@ __global__ void rope_kv_kernel(bf16* qkv, int num_heads, int num_kv_heads, int h
   for (int i = blockIdx.y * blockDim.x + threadIdx.x; i < kv_dim; i += gridDim.y * blockDim.x) {
     v_out[i] = v[i];
   }
+}
+
+// The int8 / fp8 cache: a warp per head vector of a token (query, key or value heads in the
+// fused row's order), so that the absolute maximum a quantized vector needs is five shuffles.
+// Lane l holds the pairs (i, i + head_dim/2) for i = l, l + 32, ... (kPairs of them). Queries
+// are rotated in place exactly as rope_kv_kernel does; keys are rotated and rounded to bf16 (what
+// a bf16 cache would hold), values taken as they are; each key or value vector is then quantized
+// as quantize_row_int8 / quantize_row_e4m3 do on the host: scale = absmax / 127 (or / 448) with
+// IEEE division, 1 for an all-zero vector, q = clamp(rne(x / scale), −127, 127) or the saturating
+// E4M3 conversion, and the scale stored at [slot · num_kv_heads + head].
+constexpr int kQuantWarpsPerBlock = 4;
+
+template <int kPairs, bool kInt8>
+__global__ void rope_kv_quant_kernel(bf16* qkv, int num_heads, int num_kv_heads, int head_dim,
+                                     const int32_t* positions, const int32_t* slot_mapping,
+                                     const float* inv_freq, KvLayerCache cache) {
+  const int t = blockIdx.x;
+  const int lane = threadIdx.x % 32;
+  const int head = blockIdx.y * kQuantWarpsPerBlock + static_cast<int>(threadIdx.x / 32);
+  if (head >= num_heads + 2 * num_kv_heads) return;  // whole warps
+  const int half = head_dim / 2;
+  const int q_dim = num_heads * head_dim, kv_dim = num_kv_heads * head_dim;
+  bf16* x = qkv + static_cast<int64_t>(t) * (q_dim + 2 * kv_dim) + head * head_dim;
+  const bool rotate = head < num_heads + num_kv_heads;
+  const float position = static_cast<float>(positions[t]);
+  float y[2 * kPairs];  // bf16 values: y[j] at i = lane + 32 j, y[kPairs + j] at i + half
+#pragma unroll
+  for (int j = 0; j < kPairs; ++j) {
+    const int i = lane + 32 * j;
+    y[j] = y[kPairs + j] = 0.0f;
+    if (i >= half) continue;
+    const float x1 = __bfloat162float(x[i]), x2 = __bfloat162float(x[i + half]);
+    if (!rotate) {
+      y[j] = x1;
+      y[kPairs + j] = x2;
+      continue;
+    }
+    float c, s;
+    rope_angle(position, inv_freq[i], c, s);
+    bf16 y1, y2;
+    rope_rotate(x1, x2, c, s, y1, y2);
+    if (head < num_heads) {
+      x[i] = y1;
+      x[i + half] = y2;
+    }
+    y[j] = __bfloat162float(y1);
+    y[kPairs + j] = __bfloat162float(y2);
+  }
+  if (head < num_heads) return;
+
+  float top = 0.0f;
+#pragma unroll
+  for (int j = 0; j < 2 * kPairs; ++j) top = fmaxf(top, fabsf(y[j]));
+#pragma unroll
+  for (int off = 16; off > 0; off /= 2) top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, off));
+  constexpr float kLimit = kInt8 ? kInt8Max : kE4m3Max;
+  const float scale = top > 0.0f ? __fdiv_rn(top, kLimit) : 1.0f;
+
+  const bool is_key = rotate;
+  const int kv_head = head - num_heads - (is_key ? 0 : num_kv_heads);
+  const int64_t vector = static_cast<int64_t>(slot_mapping[t]) * num_kv_heads + kv_head;
+  auto* out = static_cast<uint8_t*>(is_key ? cache.k : cache.v) + vector * head_dim;
+#pragma unroll
+  for (int j = 0; j < 2 * kPairs; ++j) {
+    const int i = lane + 32 * (j % kPairs) + (j < kPairs ? 0 : half);
+    if (lane + 32 * (j % kPairs) >= half) continue;
+    const float ratio = __fdiv_rn(y[j], scale);
+    if constexpr (kInt8) {
+      const int q = min(max(__float2int_rn(ratio), -127), 127);
+      out[i] = static_cast<uint8_t>(static_cast<int8_t>(q));
+    } else {
+      out[i] = __nv_cvt_float_to_fp8(ratio, __NV_SATFINITE, __NV_E4M3);
+    }
+  }
+  if (lane == 0) (is_key ? cache.k_scale : cache.v_scale)[vector] = scale;
 }
 
 // One thread per 16-byte vector (or per element when the width is not a multiple of 8) over all
@@ -185,6 +279,50 @@ __global__ void silu_mul_kernel(const bf16* gate_up, int inter, int64_t total, b
     const int64_t t = index / inter;
     const int64_t i = index % inter;
     out[t * inter + i] = one(gate_up[t * 2 * inter + i], gate_up[t * 2 * inter + inter + i]);
+  }
+}
+
+template <int kPairs>
+void launch_rope_kv_quant(bf16* qkv, int tokens, int num_heads, int num_kv_heads, int head_dim,
+                          const int32_t* positions, const int32_t* slot_mapping,
+                          const float* inv_freq, const KvLayerCache& cache, cudaStream_t stream) {
+  const int heads = num_heads + 2 * num_kv_heads;
+  const dim3 grid(static_cast<unsigned>(tokens),
+                  static_cast<unsigned>((heads + kQuantWarpsPerBlock - 1) / kQuantWarpsPerBlock));
+  if (cache.format == DType::int8) {
+    rope_kv_quant_kernel<kPairs, true><<<grid, 32 * kQuantWarpsPerBlock, 0, stream>>>(
+        qkv, num_heads, num_kv_heads, head_dim, positions, slot_mapping, inv_freq, cache);
+  } else {
+    rope_kv_quant_kernel<kPairs, false><<<grid, 32 * kQuantWarpsPerBlock, 0, stream>>>(
+        qkv, num_heads, num_kv_heads, head_dim, positions, slot_mapping, inv_freq, cache);
+  }
+  INFERLAB_CUDA_CHECK_LAUNCH();
+}
+
+void rope_kv_write_quantized(bf16* qkv, int tokens, int num_heads, int num_kv_heads, int head_dim,
+                             const int32_t* positions, const int32_t* slot_mapping,
+                             const float* inv_freq, const KvLayerCache& cache,
+                             cudaStream_t stream) {
+  if (cache.k == nullptr || cache.v == nullptr || cache.k_scale == nullptr ||
+      cache.v_scale == nullptr) {
+    throw std::invalid_argument("rope_kv_write: an int8 or fp8 cache needs k, v and both scales");
+  }
+  if (head_dim % 2 != 0 || head_dim > 256) {
+    throw std::invalid_argument(
+        "rope_kv_write: a quantized cache takes an even head_dim of at "
+        "most 256, not " +
+        std::to_string(head_dim));
+  }
+  const int half = head_dim / 2;
+  if (half <= 32) {
+    launch_rope_kv_quant<1>(qkv, tokens, num_heads, num_kv_heads, head_dim, positions, slot_mapping,
+                            inv_freq, cache, stream);
+  } else if (half <= 64) {
+    launch_rope_kv_quant<2>(qkv, tokens, num_heads, num_kv_heads, head_dim, positions, slot_mapping,
+                            inv_freq, cache, stream);
+  } else {
+    launch_rope_kv_quant<4>(qkv, tokens, num_heads, num_kv_heads, head_dim, positions, slot_mapping,
+                            inv_freq, cache, stream);
   }
 }
 
@@ -226,8 +364,14 @@ void rope_kv_write(bf16* qkv, int tokens, int num_heads, int num_kv_heads, int h
                    const int32_t* positions, const int32_t* slot_mapping, const float* inv_freq,
                    const KvLayerCache& cache, cudaStream_t stream) {
   if (tokens == 0) return;
+  if (cache.format == DType::int8 || cache.format == DType::fp8) {
+    rope_kv_write_quantized(qkv, tokens, num_heads, num_kv_heads, head_dim, positions, slot_mapping,
+                            inv_freq, cache, stream);
+    return;
+  }
   if (cache.format != DType::bf16) {
-    throw std::invalid_argument("rope_kv_write: only a bf16 cache is built yet");
+    throw std::invalid_argument("rope_kv_write: the cache must be bf16, int8 or fp8, not " +
+                                std::string(dtype_name(cache.format)));
   }
   auto* k_cache = static_cast<bf16*>(cache.k);
   auto* v_cache = static_cast<bf16*>(cache.v);

@@ -1,0 +1,152 @@
+#pragma once
+// Device helpers shared by the attention kernels (attention_decode.cu, attention_prefill.cu,
+// attention_naive.cu): the KV cache formats and their conversion to fp32, cp.async, and
+// programmatic dependent launch. Internal to the CUDA backend; C++17.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "util/dtype.hpp"
+
+namespace inferlab::engine::cuda::detail {
+
+// One cache format: its element size, and eight consecutive elements as the raw word that holds
+// them (16 bytes of bf16, 8 bytes of int8 or E4M3) converted to fp32 *without* the vector's scale
+// (the kernels apply the per-(slot, head) scale to a dot product or a softmax weight, once per
+// row instead of once per element). int8 and E4M3 values are exact in fp32 and in bf16.
+template <DType F>
+struct KvFormat;
+
+template <>
+struct KvFormat<DType::bf16> {
+  static constexpr bool kQuantized = false;
+  static constexpr int kBytes = 2;
+  using Raw8 = uint4;
+  // bf16 is the top half of an fp32 (element 2i in the low half of word i). Plain integer
+  // operations on the words, so that the compiler keeps the 16-byte load whole.
+  __device__ static __forceinline__ void to_float(const Raw8& raw, float (&out)[8]) {
+    const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      out[2 * i] = __uint_as_float(words[i] << 16);
+      out[2 * i + 1] = __uint_as_float(words[i] & 0xffff0000u);
+    }
+  }
+};
+
+// int8 → fp32 without the (quarter-rate) I2F: the byte biased by 128 becomes the low mantissa of
+// 2^23, and subtracting 2^23 + 128 leaves q exactly.
+__device__ __forceinline__ void int8x4_to_float(uint32_t word, float* out) {
+  const uint32_t biased = word ^ 0x80808080u;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    // Bytes of the result: biased byte j, 0x00, 0x00, 0x4B (2^23 = 0x4B000000).
+    const uint32_t bits = __byte_perm(biased, 0x4B000000u, 0x7540u + static_cast<uint32_t>(j));
+    out[j] = __uint_as_float(bits) - 8388736.0f;
+  }
+}
+
+template <>
+struct KvFormat<DType::int8> {
+  static constexpr bool kQuantized = true;
+  static constexpr int kBytes = 1;
+  using Raw8 = uint2;
+  __device__ static __forceinline__ void to_float(const Raw8& raw, float (&out)[8]) {
+    int8x4_to_float(raw.x, out);
+    int8x4_to_float(raw.y, out + 4);
+  }
+};
+
+// E4M3 → fp16 is exact (the hardware cvt on sm_89 and later), fp16 → fp32 too.
+__device__ __forceinline__ void e4m3x4_to_float(uint32_t word, float* out) {
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    const auto pair = static_cast<__nv_fp8x2_storage_t>(word >> (16 * j));
+    const __half2 h(__nv_cvt_fp8x2_to_halfraw2(pair, __NV_E4M3));
+    const float2 f = __half22float2(h);
+    out[2 * j] = f.x;
+    out[2 * j + 1] = f.y;
+  }
+}
+
+template <>
+struct KvFormat<DType::fp8> {
+  static constexpr bool kQuantized = true;
+  static constexpr int kBytes = 1;
+  using Raw8 = uint2;
+  __device__ static __forceinline__ void to_float(const Raw8& raw, float (&out)[8]) {
+    e4m3x4_to_float(raw.x, out);
+    e4m3x4_to_float(raw.y, out + 4);
+  }
+};
+
+// Eight elements of a row through the read-only path (global memory).
+template <DType F>
+__device__ __forceinline__ typename KvFormat<F>::Raw8 load_raw8(const void* p) {
+  return __ldg(static_cast<const typename KvFormat<F>::Raw8*>(p));
+}
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// Eight elements of a row from shared memory in one vector load (16 bytes of bf16, 8 of
+// int8/fp8). Written out because the compiler otherwise splits the load along the way the
+// elements are used (16-bit or 32-bit pieces). The memory clobber keeps it between the
+// barriers where it stands.
+__device__ __forceinline__ void load_shared(uint4& raw, const void* p) {
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(raw.x), "=r"(raw.y), "=r"(raw.z), "=r"(raw.w)
+               : "r"(smem_addr(p))
+               : "memory");
+}
+__device__ __forceinline__ void load_shared(uint2& raw, const void* p) {
+  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n"
+               : "=r"(raw.x), "=r"(raw.y)
+               : "r"(smem_addr(p))
+               : "memory");
+}
+
+// 16 bytes global → shared, bypassing L1; src_bytes 0 fills zeros without reading.
+__device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)),
+               "l"(__cvta_generic_to_global(src)), "r"(src_bytes)
+               : "memory");
+}
+// 4 bytes global → shared (a scale); src_bytes 0 fills zeros.
+__device__ __forceinline__ void cp_async4(void* dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst)),
+               "l"(__cvta_generic_to_global(src)), "r"(src_bytes)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+// Waits until at most `pending` of this thread's committed groups are still in flight.
+template <int pending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
+}
+
+// Programmatic dependent launch (Hopper). A kernel launched with the programmatic-serialization
+// attribute may start while the previous kernel in the stream finishes; it must call
+// wait_for_previous_grid() before touching anything that kernel wrote (it returns once that grid
+// has completed and its writes are visible; without the attribute it returns at once). Every
+// CTA calls it first thing, so the chain of dependencies stays transitive.
+// allow_next_grid() lets the next kernel (if launched with the attribute) be scheduled before
+// this one ends; it changes no ordering of memory.
+__device__ __forceinline__ void wait_for_previous_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void allow_next_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
+}  // namespace inferlab::engine::cuda::detail
