@@ -5,7 +5,11 @@
 # STAGES, a comma list of:
 #   tests      every Cuda* test (kernels, projections, attention, backend under every switch
 #              against the CPU reference), then compute-sanitizer memcheck on the new kernels
-#   kernels    the kernel benchmarks (projections by format and rows, attention by cache format)
+#   sass       the GEMV, attention and RoPE kernels' SASS: load widths, mma, local memory
+#   quick      bench of Llama 3 8B and 3.2 1B decode at batch 1, context 1024, every
+#              optimization on, in bf16, int4 and fp8
+#   kernels    the kernel benchmarks (projections by format and rows, attention by cache format
+#              with and without programmatic launch, RoPE + KV write)
 #   ablation   bench --ablation for Llama 3 8B and 3.2 1B (batch 1, context 1024)
 #   speed      validation/engine_speed.py (PyTorch + CUDA graphs beside the engine, graphs on)
 #   accuracy   validation/quant_accuracy.py (each format's logits against bf16, 1B and 8B)
@@ -28,24 +32,57 @@ has() { [[ ",$STAGES," == *",$1,"* ]]; }
 note() { echo "$1" | tee -a "$OUT/summary.txt"; }
 
 if has tests; then
-  timeout 420 "$BIN/inferlab_tests" --gtest_filter='Cuda*' > "$R/gpu_tests.txt" 2>&1
+  timeout 330 "$BIN/inferlab_tests" --gtest_filter='Cuda*:GemvPlan*:ProjectionWorkspace*' \
+    > "$R/gpu_tests.txt" 2>&1
   note "gpu tests rc=$?"
-  grep -E "^\[  (FAILED|PASSED|SKIPPED) |min cosine|beyond noise" "$R/gpu_tests.txt" | head -60 \
-    >> "$OUT/summary.txt"
-  timeout 150 compute-sanitizer --tool memcheck "$BIN/inferlab_tests" \
-    --gtest_filter='CudaProjection*Small*:CudaAttention*Quantized*:CudaQuantBackend.Fused*' \
+  grep -E "^\[  (FAILED|PASSED|SKIPPED) |min cosine|beyond noise|^\[  FAILED" "$R/gpu_tests.txt" |
+    head -60 >> "$OUT/summary.txt"
+  timeout 120 compute-sanitizer --tool memcheck "$BIN/inferlab_tests" \
+    --gtest_filter='CudaProjection.FusedForms*:CudaProjection.Int4SmallGroups:CudaQuantBackend.Fused*' \
     > "$R/memcheck.txt" 2>&1
-  note "memcheck rc=$? $(grep -c 'Invalid' "$R/memcheck.txt") invalid accesses"
+  note "memcheck rc=$? ($(grep -c 'Invalid' "$R/memcheck.txt") invalid accesses)"
+fi
+if has sass && command -v cuobjdump > /dev/null; then
+  # The GEMV kernels' weight loads (LDG ... 128, no L1 allocation), mma instructions and any
+  # local-memory traffic, per kernel.
+  cuobjdump -arch sm_90 -sass "$BIN/inferlab_tests" |
+    awk '/Function :/ { keep = /gemv_kernel|attention|rope_kv/ } keep' > "$R/sass.txt"
+  awk '/Function :/ { name = $3 }
+       /LDG/ { split($0, f, /LDG/); op = "LDG" f[2]; sub(/ .*/, "", op); n[name " " op]++ }
+       /HMMA|IMMA|HGMMA/ { n[name " mma"]++ }
+       /LDL|STL/ { n[name " LOCAL"]++ }
+       END { for (k in n) print k, n[k] }' "$R/sass.txt" | sort > "$R/sass_summary.txt"
+  note "sass: $(grep -c ' LOCAL ' "$R/sass_summary.txt") kernels with local memory"
+  rm -f "$R/sass.txt"
+fi
+if has quick; then  # the issue's batch-1 decode cases, all optimizations on
+  for w in bf16 int4 fp8; do
+    for m in llama-3-8b llama-3.2-1b; do
+      timeout 90 "$BIN/inferlab" bench --model $m --device cuda --batch 1 --input 1024 \
+        --output 33 --repeats 3 --cuda-graphs on --weights $w --format json \
+        > "$R/quick_${m}_$w.json" 2> "$R/quick_${m}_$w.err"
+      note "quick $m $w rc=$? tpot_ms=$(python3 -c "import json;print(round(json.load(open('$R/quick_${m}_$w.json'))['tpot_ms'],3))" 2>/dev/null)"
+    done
+  done
 fi
 if has kernels; then
-  for b in bench_engine_projection bench_engine_attention bench_engine_attention_hopper; do
-    [ -x "$BIN/$b" ] || continue
-    filter_var="FILTER_${b}"
-    timeout 150 "$BIN/$b" --benchmark_filter="${!filter_var:-.}" --benchmark_repetitions=3 \
-      --benchmark_report_aggregates_only=true --benchmark_format=json > "$R/$b.json" \
-      2> "$R/$b.err"
-    note "$b rc=$?"
-  done
+  timeout 150 "$BIN/bench_engine_projection" --benchmark_min_time=0.05 \
+    --benchmark_filter='projection/.*/8b_.*rows:(1|8|32|64)' --benchmark_format=json \
+    > "$R/bench_projection_8b.json" 2> "$R/bench_projection_8b.err"
+  note "bench projection rc=$?"
+  timeout 60 "$BIN/bench_engine_attention" --benchmark_format=json \
+    --benchmark_filter='BM_Decode/batch:(1|64)/context:(1024|4096)/kv:[0-2]/naive:0' \
+    > "$R/bench_attention.json" 2> "$R/bench_attention.err"
+  note "bench attention rc=$?"
+  INFERLAB_ENGINE_ATTENTION_PDL=0 timeout 30 "$BIN/bench_engine_attention" --benchmark_format=json \
+    --benchmark_filter='BM_Decode/batch:(1|64)/context:1024/kv:0/naive:0' \
+    > "$R/bench_attention_nopdl.json" 2> "$R/bench_attention_nopdl.err"
+  note "bench attention without PDL rc=$?"
+  timeout 30 "$BIN/bench_engine_layers" --benchmark_filter='BM_RopeKvWrite' \
+    --benchmark_min_time=0.02 --benchmark_format=json > "$R/bench_rope.json" 2> "$R/bench_rope.err"
+  note "bench rope rc=$?"
+  [ -x "$BIN/bench_engine_attention_hopper" ] && timeout 60 "$BIN/bench_engine_attention_hopper" \
+    --benchmark_format=json > "$R/bench_attention_hopper.json" 2> "$R/bench_attention_hopper.err"
 fi
 if has ablation; then
   for m in llama-3-8b llama-3.2-1b; do

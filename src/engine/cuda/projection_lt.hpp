@@ -1,8 +1,8 @@
 #pragma once
-// The Projector's cuBLASLt GEMMs (tensor-core path), one cached algorithm per shape as LtGemm
-// keeps: D = op(A) · B in cuBLASLt's column-major "TN" form, where A is the weight matrix
-// (row-major [m][k] = column-major k × m, transposed), B the input rows (row-major [n][k] =
-// column-major k × n) and D row-major [n][ldd] (column-major m × n, leading dimension ldd).
+// The Projector's cuBLASLt GEMMs (tensor-core path), one cached algorithm per shape: D = op(A) · B
+// in cuBLASLt's column-major "TN" form, where A is the weight matrix (row-major [m][k] =
+// column-major k × m, transposed), B the input rows (row-major [n][k] = column-major k × n) and D
+// row-major [n][ldd] (column-major m × n, leading dimension ldd).
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 

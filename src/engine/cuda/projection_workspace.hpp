@@ -10,7 +10,7 @@
 
 namespace inferlab::engine::cuda {
 
-constexpr int64_t kLtWorkspaceBytes = int64_t{32} << 20;  // cuBLASLt's (as LtGemm)
+constexpr int64_t kLtWorkspaceBytes = int64_t{32} << 20;  // cuBLASLt's
 // Split-K partial sums: 32 rows of the 128256-row LM head in 4 slices (its input rows need
 // 4 slices to fit in shared memory) take 66 MB.
 constexpr int64_t kGemvPartialCapBytes = int64_t{64} << 20;
