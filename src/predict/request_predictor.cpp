@@ -12,7 +12,7 @@ StepContext make_step_context(const ModelConfig& model, const HardwareSpec& hard
   c.model = &model;
   c.cost = &cost;
   c.precision = resolve_precision(options, hardware);
-  c.plan = kernel_plan(options.framework, options.flash_attention);
+  c.plan = kernel_plan_of(options);
   c.shard = shard_dims(model, options.tp);
   c.cuda_graphs = options.cuda_graphs;
   c.framework = options.framework;
