@@ -32,7 +32,7 @@ struct EngineKernelSample {
 struct EngineKernelPrior {
   double t0_s = 3e-6;
   double compute_efficiency = 0.6;
-  double memory_efficiency = 0.8;
+  double memory_efficiency = 0.9;
   double t0_scale_s = 20e-6;
   double weight = 1e-3;
 };

@@ -3,6 +3,7 @@
 // exit 1 for a bound exceeded).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -134,6 +135,43 @@ TEST(EngineCalibrationCli, WithoutEngineCostsTodaysPricingAndItsNote) {
         note.get<std::string>().find("no engine calibration for h100-sxm") != std::string::npos;
   }
   EXPECT_TRUE(noted) << p["unvalidated"].dump();
+}
+
+}  // namespace
+}  // namespace inferlab
+
+namespace inferlab {
+namespace {
+
+// The committed H100 engine costs are the fit of the committed H100 engine profiles (so a change
+// of the kernel list or of the fit that moves them shows here, and they are refitted with it).
+TEST(EngineCalibrationCli, CommittedH100EngineCostsAreTheFitOfTheCommittedProfiles) {
+  const auto validation =
+      std::filesystem::path(testing::test_data_dir()).parent_path() / "validation" / "data";
+  std::string files;
+  for (const char* name : {"llama-3-8b_ablation_cublaslt_eager", "llama-3-8b_ablation_gemv_eager",
+                           "llama-3-8b_ablation_gemv_graphs", "llama-3-8b_graphs",
+                           "llama-3.2-1b_graphs", "llama-3.2-3b_graphs"}) {
+    files +=
+        " " +
+        (validation / ("engine_profile_h100_" + std::string(name) + "_2026-11-23.json")).string();
+  }
+  auto fit = run_inferlab("fit --engine --format json --data" + files);
+  ASSERT_EQ(fit.exit_code, 0) << fit.err;
+  const auto got = nlohmann::json::parse(fit.out);
+  const auto committed =
+      nlohmann::json::parse(std::ifstream(validation / "engine_costs_h100-sxm_2026-11-23.json"));
+  auto near = [](double a, double b) { return std::fabs(a - b) <= 1e-9 * std::fabs(b) + 1e-15; };
+  for (const auto& [name, value] : committed["steps"].items()) {
+    EXPECT_TRUE(near(got["steps"][name].get<double>(), value.get<double>())) << name;
+  }
+  ASSERT_EQ(got["kernels"].size(), committed["kernels"].size());
+  for (const auto& [key, params] : committed["kernels"].items()) {
+    for (const char* p : {"t0_s", "compute_efficiency", "memory_efficiency"}) {
+      EXPECT_TRUE(near(got["kernels"][key][p].get<double>(), params[p].get<double>()))
+          << key << " " << p;
+    }
+  }
 }
 
 }  // namespace

@@ -152,6 +152,11 @@ TEST(EngineFit, RecoversTheParametersOfSyntheticProfiles) {
     const EngineKernelParams& p = got.kernels.at(key);
     const std::string path = key.substr(key.find('/') + 1, key.rfind('/') - key.find('/') - 1);
     const EngineBound bound = engine_bound_of_path(path);
+    EXPECT_LT(p.mape, 0.01) << key;
+    ++checked;
+    // The LM head on cuBLASLt streams one weight matrix per model (its rows barely change its
+    // bytes): two models leave its three parameters nearly on a line; it fits, not uniquely.
+    if (key.rfind("lm_head/gemm/", 0) == 0) continue;
     EXPECT_NEAR(p.t0_s, want.t0_s, 0.3e-6) << key;
     if (bound != EngineBound::compute) {
       EXPECT_NEAR(p.memory_efficiency / want.memory_efficiency, 1.0, 0.02) << key;
@@ -162,8 +167,6 @@ TEST(EngineFit, RecoversTheParametersOfSyntheticProfiles) {
         (bound == EngineBound::either && key.rfind("lm_head", 0) != 0)) {
       EXPECT_NEAR(p.compute_efficiency / want.compute_efficiency, 1.0, 0.02) << key;
     }
-    EXPECT_LT(p.mape, 0.01) << key;
-    ++checked;
   }
   EXPECT_GT(checked, 25);
 }

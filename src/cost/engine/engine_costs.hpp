@@ -18,7 +18,7 @@ namespace inferlab {
 struct EngineKernelParams {
   double t0_s = 3e-6;
   double compute_efficiency = 0.6;
-  double memory_efficiency = 0.8;
+  double memory_efficiency = 0.9;
   int points = 0;     // (profile point, class) samples it was fitted on
   double mape = 0.0;  // on those samples, of the class times less their profile marks
 };
