@@ -77,6 +77,11 @@ ref = load("validation/data/torch_reference_h100_2026-11-22b.json")
 put("reference_data", "torch_reference_h100.json",
     json.dumps({"device": ref["device"], "ops": few_of_each(ref["ops"], "op", 2)}))
 
+copy("engine_profile", "tests/fit/data/engine_profile_synthetic.json")
+copy("engine_profile", "validation/data/engine_profile_h100_llama-3-8b_ablation_gemv_eager_2026-11-23.json",
+     "engine_profile_h100_ablation.json")
+copy("engine_profile", "validation/data/engine_costs_h100-sxm_2026-11-23.json", "engine_costs_h100.json")
+
 put("trace", "trace.jsonl",
     '{"arrival_s": 0.0, "prompt_tokens": 512, "output_tokens": 128}\n'
     '{"arrival_s": 0.25, "prompt_tokens": 2048, "output_tokens": 64, "prefix_id": 1, '

@@ -1,7 +1,9 @@
 #include "cli/commands.hpp"
 #include "cli/common_args.hpp"
+#include "fit/fit_engine.hpp"
 #include "fit/fit_run.hpp"
 #include "report/emit.hpp"
+#include "report/engine_validation_report.hpp"
 #include "report/fit_report.hpp"
 #include "util/error.hpp"
 
@@ -10,16 +12,43 @@ namespace inferlab::cli {
 namespace {
 struct FitArgs {
   CommonArgs common;
-  std::string data, out, sustained;
+  std::vector<std::string> data;
+  std::string out, sustained;
+  bool engine = false;
 };
+
+// --engine: the engine's calibration from its own profiles (fit split only). The hardware and
+// its ceilings are the profiles' (all must agree), with --profile choosing the ceilings.
+void run_engine_fit(const FitArgs& a, OutputFormat format) {
+  if (!a.sustained.empty()) throw InputError("--sustained is for --cost calibrated, not --engine");
+  const auto profiles = load_engine_profiles(a.data);
+  const std::string hardware = common_hardware(profiles);
+  CommonArgs base = a.common;
+  base.hardware = hardware;
+  base.framework = "vllm";  // the fallback: today's model, not engine costs
+  base.engine_costs = "auto";
+  const LoadedHardware fallback = load_cost_model(base);
+  EngineFit fit = fit_engine_costs(profiles, fallback.spec, *fallback.cost);
+  fit.costs.source = "inferlab fit --engine --profile " + a.common.profile + " --data " +
+                     join_names(a.data, " ") + ": " + fit.costs.source +
+                     "; classes never profiled fall back to the " + fallback.cost->name() +
+                     " model";
+  if (!a.out.empty()) write_engine_costs_file(a.out, fit.costs);
+  emit(engine_costs_to_json(fit.costs), engine_fit_text(fit), engine_fit_csv(fit), format);
+}
 
 void run_fit(const FitArgs& a) {
   OutputFormat format = parse_output_format(a.common.format);
+  if (a.engine) return run_engine_fit(a, format);
+  if (a.data.size() > 1) {
+    throw InputError("fit takes one --data reference file (several only with --engine)");
+  }
+  const std::string data = a.data.empty() ? std::string() : a.data.front();
   // Ceilings: the measured profile when one is used (its sweeps are fitted too), else the
   // spec sheet. The fit is relative to whichever ceilings the model will use.
   HardwareSpec hw = load_hardware(a.common.hardware, a.common.profile);
-  const FitInputs inputs = gather_fit_inputs(hw, a.data);
-  const FitRequest request{a.common.profile, a.data, a.sustained};
+  const FitInputs inputs = gather_fit_inputs(hw, data);
+  const FitRequest request{a.common.profile, data, a.sustained};
   if (a.common.cost == cost_method_name(CostMethod::calibrated)) {
     CalibratedFit fit = run_calibrated_fit(hw, inputs, request);
     if (!a.out.empty()) write_calibrated_params_file(a.out, fit.params);
@@ -44,16 +73,21 @@ void register_fit(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "fit",
       "Fit the cost model to measured operators (validation/torch_reference.py): --cost "
-      "roofline fits delay factors, --cost calibrated the calibrated model");
+      "roofline fits delay factors, --cost calibrated the calibrated model; --engine fits the "
+      "inferlab engine's own costs to its profiles (inferlab bench --profile)");
   add_hardware_options(cmd, args->common);
   add_format_option(cmd, args->common);
   cmd->add_option("--data", args->data,
-                  "Operators measured with PyTorch (validation/torch_reference.py output)");
+                  "Operators measured with PyTorch (validation/torch_reference.py output); with "
+                  "--engine, one or more engine profiles (fit split only)");
   cmd->add_option("--out", args->out,
-                  "Write the fitted file (data/delay_factors/ or data/calibrated/ form)");
+                  "Write the fitted file (data/delay_factors/, data/calibrated/ or, with --engine, "
+                  "data/engine_costs/ form)");
   cmd->add_option("--sustained", args->sustained,
                   "With --cost calibrated: GEMM clock under sustained load "
                   "(validation/sustained_clock.py output)");
+  cmd->add_flag("--engine", args->engine,
+                "Fit the inferlab engine's costs (--framework inferlab) to engine profiles");
   cmd->callback([args] { run_fit(*args); });
 }
 

@@ -1,6 +1,7 @@
 #include "cli/commands.hpp"
 #include "cli/common_args.hpp"
 #include "cli/predict_run.hpp"
+#include "cost/engine/engine_cost.hpp"
 #include "predict/validity.hpp"
 #include "report/emit.hpp"
 #include "report/prediction_report.hpp"
@@ -12,6 +13,24 @@ struct PredictArgs {
   CommonArgs common;
   int64_t batch = 1, input = 512, output = 128;
 };
+
+// What the prediction rests on that nothing measured; with the engine's calibration, also the
+// engine kernels it has not fitted as such.
+std::vector<std::string> prediction_notes(const PredictRun& run) {
+  auto notes =
+      unvalidated_paths(run.model, run.options, run.precision, run.hw.spec, run.hw.cost->name());
+  if (const auto* engine = dynamic_cast<const EngineCostModel*>(run.hw.cost.get())) {
+    std::vector<Op> ops;
+    for (const auto* step : {&run.prediction.prefill, &run.prediction.first_decode}) {
+      for (const auto& p : step->ops) ops.push_back(p.op);
+    }
+    const auto keys = engine->unfitted_keys(ops);
+    if (!keys.empty()) {
+      notes.push_back("the engine's calibration has not fitted " + join_names(keys, "; "));
+    }
+  }
+  return notes;
+}
 }  // namespace
 
 void register_predict(CLI::App& app) {
@@ -35,10 +54,12 @@ void register_predict(CLI::App& app) {
         run.model.name,
         run.hw.spec,
         cost_name,
-        run.hw.source,
+        run.hw.engine_costs_source.empty()
+            ? run.hw.source
+            : "engine costs " + run.hw.engine_costs_source + "; other ops: " + run.hw.source,
         run.options,
         run.precision,
-        unvalidated_paths(run.model, run.options, run.precision, run.hw.spec, cost_name)};
+        prediction_notes(run)};
     nlohmann::json out = request_setup_json(setup);
     out.update(request_to_json(run.prediction));
     emit(out, request_text(setup, run.prediction), request_csv(run.prediction), format);

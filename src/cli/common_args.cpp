@@ -32,6 +32,11 @@ void add_hardware_options(CLI::App* app, CommonArgs& args) {
                   "Kernel list of pytorch (eager, unfused), vllm (fused) or inferlab (this "
                   "project's engine)")
       ->capture_default_str();
+  app->add_option("--engine-costs", args.engine_costs,
+                  "With --framework inferlab: the engine's own calibration (inferlab fit "
+                  "--engine): auto (data/engine_costs/<hardware>.json when shipped, else the "
+                  "cost model above), none, or a file")
+      ->capture_default_str();
 }
 
 void add_model_options(CLI::App* app, CommonArgs& args, bool swept_elsewhere) {
@@ -51,6 +56,12 @@ void add_model_options(CLI::App* app, CommonArgs& args, bool swept_elsewhere) {
   app->add_option("--flash-attention", args.flash_attention,
                   "off materializes the attention score matrix")
       ->capture_default_str();
+  app->add_option("--gemv", args.gemv,
+                  "With --framework inferlab: on (default) runs 1-2-row projections on the "
+                  "engine's GEMV kernels, off on cuBLASLt");
+  app->add_option("--fusion", args.fusion,
+                  "With --framework inferlab: on fuses RMSNorm, SiLU x mul and the residual adds "
+                  "into the engine's GEMVs (decode); off (default) runs them as kernels");
   app->add_option("--gpu-memory-utilization", args.gpu_memory_utilization,
                   "Fraction of GPU memory usable for weights, KV cache and activations")
       ->capture_default_str();
@@ -95,6 +106,15 @@ PredictOptions to_predict_options(const CommonArgs& a) {
   if (!a.kv.empty()) o.kv = parse_dtype(a.kv);
   if (!a.activations.empty()) o.activations = parse_dtype(a.activations);
   o.framework = parse_framework(a.framework);
+  for (const auto& [flag, value] :
+       {std::pair{"--gemv", &a.gemv}, std::pair{"--fusion", &a.fusion}}) {
+    if (!value->empty() && o.framework != Framework::inferlab) {
+      throw InputError(std::string(flag) +
+                       " is a switch of the inferlab engine; use it with --framework inferlab");
+    }
+  }
+  if (!a.gemv.empty()) o.gemv = parse_on_off("--gemv", a.gemv);
+  if (!a.fusion.empty()) o.fusion = parse_on_off("--fusion", a.fusion);
   o.cuda_graphs = parse_on_off("--cuda-graphs", a.cuda_graphs);
   o.flash_attention = parse_on_off("--flash-attention", a.flash_attention);
   o.tp = a.tp;
@@ -109,6 +129,13 @@ CostRequest to_cost_request(const CommonArgs& args) {
   request.profile = args.profile;
   request.delay_overrides = args.delay_factor;
   request.calibration = args.calibration;
+  if (args.framework == framework_name(Framework::inferlab)) {
+    request.engine_costs = args.engine_costs;
+  } else if (args.engine_costs != "auto") {
+    throw InputError(
+        "--engine-costs prices the inferlab engine's kernels; use it with "
+        "--framework inferlab");
+  }
   return request;
 }
 

@@ -24,12 +24,16 @@ struct CommonArgs {
   std::string profile = "auto";
   std::string cost = "auto";
   std::string calibration;
+  // The inferlab engine's switches (--framework inferlab only; empty: the engine's defaults)
+  // and its calibration (auto: data/engine_costs/<hardware>.json when shipped; none; a path).
+  std::string gemv, fusion;
+  std::string engine_costs = "auto";
   int tp = 1;
   double gpu_memory_utilization = 0.9;
 };
 
 void add_format_option(CLI::App* app, CommonArgs& args);
-// --hardware, --profile, --cost, --calibration, --delay-factor, --framework
+// --hardware, --profile, --cost, --calibration, --delay-factor, --framework, --engine-costs
 void add_hardware_options(CLI::App* app, CommonArgs& args);
 // --model and the run options; `swept_elsewhere` leaves out --weights and --tp, which
 // `sweep` takes as lists.
@@ -43,7 +47,8 @@ PredictOptions to_predict_options(const CommonArgs& args);
 // The options of one step of that shape (its batch, its context, one output token).
 PredictOptions to_step_options(const CommonArgs& args, const StepShape& shape);
 
-// --cost, --hardware, --profile, --delay-factor and --calibration as a load request.
+// --cost, --hardware, --profile, --delay-factor, --calibration and (with --framework inferlab)
+// --engine-costs as a load request. InputError for --engine-costs with another framework.
 CostRequest to_cost_request(const CommonArgs& args);
 using LoadedHardware = LoadedCost;
 LoadedHardware load_cost_model(const CommonArgs& args);

@@ -2,6 +2,7 @@
 
 #include "cost/calibrated/calibrated_cost.hpp"
 #include "cost/calibrated/calibration_transfer.hpp"
+#include "cost/engine/engine_cost.hpp"
 #include "cost/roofline.hpp"
 #include "util/error.hpp"
 
@@ -16,7 +17,26 @@ LoadedTileSim load_tilesim(const std::string& template_name) {
   return loaded;
 }
 
-LoadedCost load_cost(const CostRequest& request) {
+namespace {
+
+// Wraps the loaded model in the engine's calibration when one applies (`--framework inferlab`).
+LoadedCost with_engine_costs(LoadedCost loaded, const CostRequest& request) {
+  if (request.engine_costs.empty()) return loaded;
+  const auto path = engine_costs_path(request.engine_costs, loaded.spec.name);
+  if (!path) return loaded;
+  EngineCosts costs = load_engine_costs_file(*path);
+  if (costs.hardware != loaded.spec.name) {
+    throw InputError("engine costs '" + *path + "' were fitted on " + costs.hardware + ", not on " +
+                     loaded.spec.name +
+                     "; fit them for this GPU (inferlab fit "
+                     "--engine) or pass --engine-costs none");
+  }
+  loaded.engine_costs_source = *path + ": " + costs.source;
+  loaded.cost = std::make_unique<EngineCostModel>(std::move(costs), std::move(loaded.cost));
+  return loaded;
+}
+
+LoadedCost load_base_cost(const CostRequest& request) {
   LoadedCost loaded;
   if (request.method == CostMethod::tilesim) {
     LoadedTileSim tilesim = load_tilesim(request.hardware);
@@ -55,6 +75,12 @@ LoadedCost load_cost(const CostRequest& request) {
   loaded.source = params->source;
   loaded.cost = std::make_unique<CalibratedCostModel>(loaded.spec, *params, loaded.factors);
   return loaded;
+}
+
+}  // namespace
+
+LoadedCost load_cost(const CostRequest& request) {
+  return with_engine_costs(load_base_cost(request), request);
 }
 
 }  // namespace inferlab

@@ -45,6 +45,10 @@ struct CostRequest {
   // where it was measured.
   double sustained_compute_slowdown = 0.0;
   std::string sustained_note;
+  // The inferlab engine's calibration over the model above (cost/engine/engine_cost.hpp), for
+  // `--framework inferlab`: "auto" (data/engine_costs/<hardware>.json when shipped), "none" or
+  // a path; empty for other frameworks.
+  std::string engine_costs;
 };
 
 struct LoadedCost {
@@ -53,6 +57,9 @@ struct LoadedCost {
   std::unique_ptr<CostModel> cost;
   DelayFactors factors;  // the roofline's (and the calibrated model's collectives')
   std::string source;    // where the model's constants come from, for reports
+  // Set when the engine's calibration prices the engine's kernels (`cost` is then an
+  // EngineCostModel over the model above): the file and how it was fitted.
+  std::string engine_costs_source;
 };
 
 // InputError for unknown names, or for calibrated when no calibration applies.

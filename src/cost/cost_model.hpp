@@ -1,5 +1,6 @@
 #pragma once
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -39,6 +40,16 @@ struct OpCost {
   void combine_parts();
 };
 
+// Constants of whole steps that a model fitted on steps brings along (the inferlab engine's
+// calibration): the host's time per eager kernel launch and a constant per eager step; under a
+// CUDA graph, what each kernel saves or costs against an eager stream, and a constant per step.
+struct FittedStepCosts {
+  double host_per_kernel_s = 0.0;
+  double eager_step_s = 0.0;
+  double graph_per_kernel_s = 0.0;
+  double graph_step_s = 0.0;
+};
+
 // Prices operators on one device. Implementations: roofline (spec sheet + delay factors),
 // calibrated (cost/calibrated/) and tilesim (cost/tilesim/); callers see only this interface.
 class CostModel {
@@ -63,6 +74,9 @@ class CostModel {
   // each runs alone (a power-capped GPU lowers its clock under sustained tensor-core load).
   // Steps apply it in proportion to the share of their time that is compute bound.
   virtual double sustained_compute_slowdown() const { return 1.0; }
+  // Empty unless the model was fitted on whole steps of one framework (the engine's costs):
+  // predict_step then uses these in place of the host-overhead file's constants.
+  virtual std::optional<FittedStepCosts> fitted_step_costs() const { return std::nullopt; }
 };
 
 }  // namespace inferlab

@@ -1,3 +1,4 @@
+#include "model/engine_blocks.hpp"
 #include "model/op_builders.hpp"
 #include "model/step_blocks.hpp"
 
@@ -140,6 +141,10 @@ void close_attention(StepBuilder& b, bool output_bias) {
 
 void build_context_ops(const ModelConfig& model, const StepShape& shape, const Precision& p,
                        const KernelPlan& plan, const ShardDims& s, std::vector<Op>& ops) {
+  if (plan.engine && engine_runs_model(model, s.tp)) {
+    build_engine_context_ops(model, shape, p, plan, s, ops);
+    return;
+  }
   if (plan.flash_attention) {
     add_layer(ops, make_attention_op("attention", attention_shape(shape, s), p.float_dtype, p.kv),
               model.num_layers);

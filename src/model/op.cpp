@@ -5,7 +5,7 @@
 namespace inferlab {
 
 namespace {
-constexpr EnumNameTable<OpKind, 23> kOpKindNames = {{
+constexpr EnumNameTable<OpKind, 25> kOpKindNames = {{
     {OpKind::embedding, "embedding"},
     {OpKind::rmsnorm, "rmsnorm"},
     {OpKind::add_rmsnorm, "add_rmsnorm"},
@@ -29,6 +29,8 @@ constexpr EnumNameTable<OpKind, 23> kOpKindNames = {{
     {OpKind::sampling, "sampling"},
     {OpKind::all_reduce, "all_reduce"},
     {OpKind::all_gather, "all_gather"},
+    {OpKind::dequantize, "dequantize"},
+    {OpKind::quantize, "quantize"},
 }};
 }  // namespace
 

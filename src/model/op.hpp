@@ -33,6 +33,8 @@ enum class OpKind {
   sampling,
   all_reduce,
   all_gather,
+  dequantize,  // quantized weights (or int32 GEMM accumulators) expanded to 16-bit floats
+  quantize,    // GEMM input rows quantized to 8 bits (fp8 weights, W8A8), a scale per row
 };
 std::string_view op_kind_name(OpKind kind);
 
@@ -50,6 +52,19 @@ struct AttentionShape {
   int64_t q_len = 0;   // new tokens per sequence
   int64_t kv_len = 0;  // tokens attended per sequence, new ones included
   bool causal = false;
+};
+
+// Which of a framework's reported kernel classes an op belongs to, how it runs there and in which
+// format: the inferlab engine reports GPU time per logical op ("gemm_qkv", "norm", ...; every
+// kernel launched for it, e.g. a weight dequantization before its GEMM), and its calibration
+// prices each (class, path, format). Empty strings: no such class (other frameworks).
+struct KernelTag {
+  const char* kernel_class = "";  // embedding, norm, gemm_qkv, rope_kv_write, attention, ...
+  const char* path = "";          // gemv, gemv_fused, gemm, flash_prefill, flash_decode, naive, ...
+  const char* format = "";        // the format that picks the kernel: bf16, int8, int4, fp8, w8a8
+  // Profile marks per instance: the engine times each call of a class (one event after it), so
+  // the op whose kernel ends a call has 1 and kernels launched earlier in the call have 0.
+  int marks = 1;
 };
 
 // One operator of one step on one device, with its work. FLOPs and bytes are per instance;
@@ -77,6 +92,7 @@ struct Op {
   // output, rows 2 x intermediate apart): PyTorch cannot vectorize it and runs its generic
   // elementwise kernel, 1.6-1.7x slower than on contiguous tensors (H100, 2026-11-23).
   bool strided_input = false;
+  KernelTag tag{};
 
   double bytes() const { return weight_bytes + activation_bytes + kv_bytes; }
 };

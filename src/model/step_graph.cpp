@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "model/engine_blocks.hpp"
 #include "model/model_family.hpp"
 #include "util/error.hpp"
 
@@ -44,6 +45,10 @@ double expected_active_experts(int64_t experts, int64_t per_token, int64_t token
 // build_context_ops (the attention over the cache) lives with the attention blocks.
 void build_step_graph(const ModelConfig& model, const StepShape& shape, const Precision& p,
                       const KernelPlan& plan, const ShardDims& s, std::vector<Op>& ops) {
+  if (plan.engine && engine_runs_model(model, s.tp)) {
+    build_engine_step_graph(model, shape, p, plan, s, ops);
+    return;
+  }
   ops.clear();
   const ModelFamily& family = model_family(model);
   StepBuilder builder(model, shape, p, plan, s, family.norm, ops);

@@ -40,6 +40,11 @@ struct KernelPlan {
   int rope_kernels_per_tensor = 1;  // eager rotate-half RoPE: mul, slice-neg, cat, mul, add
   int kv_write_kernels = 1;         // eager static caches write K and V separately
   int rope_table_gathers = 0;       // eager RoPE gathers cos and sin rows for the positions
+  // The inferlab engine's own kernel list (model/engine_blocks.cpp) for the dense Llama family:
+  // its switches decide which kernels run. Other families keep the fused list above.
+  bool engine = false;
+  bool engine_gemv = true;     // few-row projections on the engine's GEMV kernels, not cuBLASLt
+  bool engine_fusion = false;  // on the GEMV path: RMSNorm, SiLU x mul and residual adds fused in
 };
 
 // Dimensions of one tensor-parallel shard. Throws InputError when tp does not divide the heads,

@@ -23,9 +23,14 @@ std::string_view framework_name(Framework framework) {
   return enum_name(kFrameworkNames, framework);
 }
 
-KernelPlan kernel_plan(Framework framework, bool flash_attention) {
+KernelPlan kernel_plan(Framework framework, bool flash_attention, bool gemv, bool fusion) {
   KernelPlan plan;
   plan.flash_attention = flash_attention;
+  if (framework == Framework::inferlab) {
+    plan.engine = true;
+    plan.engine_gemv = gemv;
+    plan.engine_fusion = fusion;
+  }
   if (framework == Framework::pytorch) {
     plan.fuse_qkv = false;
     plan.fuse_gate_up = false;

@@ -15,9 +15,13 @@ std::string_view framework_name(Framework framework);
 // five kernels per tensor, K and V cache writes, SiLU and mul, residual adds and RMSNorm as
 // separate kernels. vLLM: fused QKV and gate/up GEMMs, fused residual+RMSNorm, fused SiLU x
 // mul, RoPE fused with the KV write, paged FlashAttention. inferlab: this project's engine
-// (src/engine/cuda), which launches the vLLM list (SiLU×mul reading the fused gate/up halves in
-// place), launched from C++ without Python.
-KernelPlan kernel_plan(Framework framework, bool flash_attention);
+// (src/engine/cuda), launched from C++ without Python: for the dense Llama family its own
+// kernel list (model/engine_blocks.hpp) as its switches set it (`gemv`: few-row projections on
+// its GEMV kernels; `fusion`: norm, SiLU x mul and residual adds fused into those GEMVs; naive
+// attention when flash_attention is off); other families get the vLLM list. gemv and fusion
+// mean nothing to the other frameworks.
+KernelPlan kernel_plan(Framework framework, bool flash_attention, bool gemv = true,
+                       bool fusion = false);
 
 // A plan with the projections laid out as a measured step row names them ("layout"): "" or
 // "separate" keeps `plan`; "fused_qkv_gate_up" (gpt-fast) runs one QKV and one gate/up GEMM,

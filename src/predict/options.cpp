@@ -58,11 +58,28 @@ Precision resolve_precision(const PredictOptions& o, const HardwareSpec& hw) {
     throw FieldError(hw.name + " has no " + name(p.weights) + " matrix units; use `weights` " +
                      name(p.float_dtype));
   }
+  if (o.framework == Framework::inferlab) {
+    if (p.activations != p.float_dtype && p.activations != DType::int8) {
+      throw FieldError("`activations` " + name(p.activations) +
+                       " is not an inferlab engine format; use " + name(p.float_dtype) +
+                       " or int8 (with int8 weights); fp8 weights quantize the GEMM inputs to "
+                       "fp8 themselves");
+    }
+    // The engine's fp8 weights run FP8 GEMMs: the inputs are quantized per row to fp8.
+    if (p.weights == DType::fp8) p.activations = DType::fp8;
+  }
   bool w8a8 = is_8bit_or_less(p.activations);
   if (w8a8) {
     if (p.weights != p.activations) {
       throw FieldError("`activations` " + name(p.activations) + " needs `weights` " +
                        name(p.activations) + " (W8A8 runs both in the same 8-bit format)");
+    }
+    if (!hw.supports(p.activations) && o.framework == Framework::inferlab &&
+        p.weights == DType::fp8) {
+      throw InputError(hw.name +
+                       " has no fp8 matrix units, which the inferlab engine's fp8 "
+                       "weights need; it supports: " +
+                       join_names(hw.supported_dtype_names()));
     }
     if (!hw.supports(p.activations)) {
       throw InputError(
@@ -76,6 +93,10 @@ Precision resolve_precision(const PredictOptions& o, const HardwareSpec& hw) {
     p.gemm_compute = p.float_dtype;
   }
   return p;
+}
+
+KernelPlan kernel_plan_of(const PredictOptions& o) {
+  return kernel_plan(o.framework, o.flash_attention, o.gemv, o.fusion);
 }
 
 }  // namespace inferlab

@@ -18,13 +18,23 @@ struct PredictOptions {
   Framework framework = Framework::vllm;
   bool cuda_graphs = true;
   bool flash_attention = true;
+  // The inferlab engine's switches (framework inferlab only; kernel_plan): its GEMV kernels for
+  // few-row projections, and fusion into them. The defaults are the engine as measured on the
+  // H100 (2026-11-23): GEMV on, fusion off.
+  bool gemv = true;
+  bool fusion = false;
   int tp = 1;
   double gpu_memory_utilization = 0.9;
 };
 
 // Validates the dtype choices against the GPU and each other. Throws InputError for formats
-// the GPU cannot compute in (e.g. fp8 W8A8 on an A100) or that make no sense (int4 KV).
+// the GPU cannot compute in (e.g. fp8 W8A8 on an A100) or that make no sense (int4 KV). With
+// framework inferlab the engine's formats: activations bf16 or int8 (W8A8), and fp8 weights
+// quantize every GEMM input to fp8 (FP8 tensor cores need both operands in fp8).
 Precision resolve_precision(const PredictOptions& options, const HardwareSpec& hardware);
+
+// The kernel plan of the options' framework and switches.
+KernelPlan kernel_plan_of(const PredictOptions& options);
 
 // Throws InputError for non-positive or absurd sizes.
 void validate_sizes(const PredictOptions& options);

@@ -12,7 +12,7 @@ StepContext make_step_context(const ModelConfig& model, const HardwareSpec& hard
   c.model = &model;
   c.cost = &cost;
   c.precision = resolve_precision(options, hardware);
-  c.plan = kernel_plan(options.framework, options.flash_attention);
+  c.plan = kernel_plan_of(options);
   c.shard = shard_dims(model, options.tp);
   c.cuda_graphs = options.cuda_graphs;
   c.framework = options.framework;
@@ -61,7 +61,12 @@ RequestPrediction predict_request(const ModelConfig& model, const HardwareSpec& 
   StepContext c = make_step_context(model, hardware, cost, o, host);
   RequestPrediction r;
   c.price_isolated = true;  // the two reported steps' operators carry their isolated times
-  r.prefill = predict_step(c, {Phase::prefill, o.batch, o.input_tokens, o.input_tokens});
+  {
+    // The inferlab engine replays decode steps from graphs; its prefill always runs eagerly.
+    StepContext prefill = c;
+    if (o.framework == Framework::inferlab) prefill.cuda_graphs = false;
+    r.prefill = predict_step(prefill, {Phase::prefill, o.batch, o.input_tokens, o.input_tokens});
+  }
   r.prefill_s = r.prefill.time_s;
   r.ttft_s = r.prefill_s;
   r.decode_steps = o.output_tokens - 1;

@@ -10,8 +10,9 @@
 namespace inferlab {
 
 // One batch of identical requests from prompt to last token. The prefill makes the first
-// token; each of the output_tokens - 1 decode steps is priced at its own context length
-// (input + 1 ... input + output - 1), and their sum is the decode time.
+// token (with framework inferlab always launched eagerly, as the engine runs it); each of the
+// output_tokens - 1 decode steps is priced at its own context length (input + 1 ... input + output
+// - 1), and their sum is the decode time.
 struct RequestPrediction {
   StepPrediction prefill;
   StepPrediction first_decode;  // the breakdown shown for decode (context input + 1)

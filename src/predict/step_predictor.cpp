@@ -74,7 +74,17 @@ StepPrediction predict_step(const StepContext& c, const StepShape& shape) {
     step.ops.push_back(priced);
   }
   apply_sustained_slowdown(c.cost->sustained_compute_slowdown(), step);
-  if (c.cuda_graphs) {
+  // The engine's calibration was fitted on its whole steps: its own host constants.
+  const auto fitted = c.framework == Framework::inferlab ? c.cost->fitted_step_costs()
+                                                         : std::optional<FittedStepCosts>();
+  if (fitted) {
+    step.time_s =
+        c.cuda_graphs
+            ? step.gpu_s + static_cast<double>(step.kernels) * fitted->graph_per_kernel_s +
+                  fitted->graph_step_s
+            : replay_launch_queue(step.ops, c.model->num_layers, fitted->host_per_kernel_s) +
+                  fitted->eager_step_s;
+  } else if (c.cuda_graphs) {
     step.time_s = step.gpu_s + c.host.graph_launch_s;
   } else {
     double layer_kernels = 0.0, other_kernels = 0.0;

@@ -45,7 +45,9 @@ struct StepContext {
 // eager_per_kernel_s apart and the GPU runs each as soon as it is issued and the previous one
 // is done (so small steps are host bound and large ones GPU bound). For PyTorch with a
 // measured per-layer host cost, a layer's kernels share pytorch_layer_s and the others
-// pytorch_step_base_s.
+// pytorch_step_base_s. For inferlab priced by the engine's calibration
+// (CostModel::fitted_step_costs), that calibration's host time per launch and per-step
+// constants replace the host-overhead file's.
 StepPrediction predict_step(const StepContext& context, const StepShape& shape);
 
 // Scales the compute time of compute-bound ops by 1 + (slowdown - 1) x the step's

@@ -22,17 +22,20 @@ std::vector<std::string> unvalidated_paths(const ModelConfig& model, const Predi
         "the vllm kernel list (fused QKV and gate/up, add+RMSNorm, RoPE+KV write, paged "
         "attention) has not been checked against a vLLM run; --framework pytorch has");
   }
-  if (options.framework == Framework::inferlab) {
-    notes.push_back(
-        "the inferlab kernel list is priced with the PyTorch-fitted kernel costs; `inferlab "
-        "bench --compare` sets it beside the engine's measured steps");
+  const bool engine_costs = cost_name == "engine";
+  if (options.framework == Framework::inferlab && !engine_costs) {
+    notes.push_back(fmt::format(
+        "the inferlab kernel list is priced with the PyTorch-fitted kernel costs (no engine "
+        "calibration for {}: inferlab fit --engine); `inferlab bench --compare` sets it beside "
+        "the engine's measured steps",
+        hardware.name));
   }
   if (!measured_gpu(hardware.name)) {
     notes.push_back(fmt::format(
         "no step was measured on {}: its ceilings come from its {}, its efficiencies from "
         "another GPU",
         hardware.name, hardware.profile ? "measured profile" : "spec sheet"));
-  } else if (cost_name != "calibrated" && hardware.name != "h100-sxm") {
+  } else if (cost_name != "calibrated" && !engine_costs && hardware.name != "h100-sxm") {
     notes.push_back(fmt::format("the {} model was checked on the H100 only", cost_name));
   }
   if (model.is_moe() || model.gpt_style || model.qkv_bias) {
@@ -40,8 +43,10 @@ std::vector<std::string> unvalidated_paths(const ModelConfig& model, const Predi
         "no step of this model family ({}) was measured; Llama 3.2 1B/3B and Llama 3 8B were",
         model.is_moe() ? "mixture of experts" : (model.gpt_style ? "GPT style" : "QKV bias")));
   }
-  if (!is_16_bit_float(precision.weights) || !is_16_bit_float(precision.activations) ||
-      !is_16_bit_float(precision.kv)) {
+  // The engine's calibration lists the kernels it has not fitted itself (`predict` adds them).
+  if (!engine_costs &&
+      (!is_16_bit_float(precision.weights) || !is_16_bit_float(precision.activations) ||
+       !is_16_bit_float(precision.kv))) {
     notes.push_back(
         fmt::format("quantized kernels (weights {}, activations {}, KV {}) have not been measured",
                     dtype_name(precision.weights), dtype_name(precision.activations),
@@ -51,7 +56,9 @@ std::vector<std::string> unvalidated_paths(const ModelConfig& model, const Predi
     notes.push_back(
         "tensor parallelism: collectives priced from the spec sheet's interconnect, not measured");
   }
-  if (!options.flash_attention) notes.push_back("unfused attention has not been measured");
+  if (!options.flash_attention && !engine_costs) {
+    notes.push_back("unfused attention has not been measured");
+  }
   return notes;
 }
 

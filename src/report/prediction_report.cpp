@@ -105,22 +105,27 @@ namespace inferlab {
 
 nlohmann::json request_setup_json(const RequestSetupView& v) {
   const PredictOptions& o = v.options;
-  return {{"model", v.model},
-          {"hardware", v.hardware.name},
-          {"hardware_source", v.hardware.ceiling_source()},
-          {"cost_model", v.cost_model},
-          {"cost_source", v.cost_source},
-          {"batch", o.batch},
-          {"input_tokens", o.input_tokens},
-          {"output_tokens", o.output_tokens},
-          {"weights", std::string(dtype_name(v.precision.weights))},
-          {"activations", std::string(dtype_name(v.precision.activations))},
-          {"kv", std::string(dtype_name(v.precision.kv))},
-          {"framework", std::string(framework_name(o.framework))},
-          {"cuda_graphs", o.cuda_graphs},
-          {"flash_attention", o.flash_attention},
-          {"tp", o.tp},
-          {"unvalidated", v.unvalidated}};
+  nlohmann::json out = {{"model", v.model},
+                        {"hardware", v.hardware.name},
+                        {"hardware_source", v.hardware.ceiling_source()},
+                        {"cost_model", v.cost_model},
+                        {"cost_source", v.cost_source},
+                        {"batch", o.batch},
+                        {"input_tokens", o.input_tokens},
+                        {"output_tokens", o.output_tokens},
+                        {"weights", std::string(dtype_name(v.precision.weights))},
+                        {"activations", std::string(dtype_name(v.precision.activations))},
+                        {"kv", std::string(dtype_name(v.precision.kv))},
+                        {"framework", std::string(framework_name(o.framework))},
+                        {"cuda_graphs", o.cuda_graphs},
+                        {"flash_attention", o.flash_attention},
+                        {"tp", o.tp},
+                        {"unvalidated", v.unvalidated}};
+  if (o.framework == Framework::inferlab) {  // the engine's own switches
+    out["gemv"] = o.gemv;
+    out["fusion"] = o.fusion;
+  }
+  return out;
 }
 
 namespace {
@@ -146,11 +151,14 @@ std::string request_text(const RequestSetupView& v, const RequestPrediction& r) 
   const PredictOptions& o = v.options;
   std::string out = fmt::format(
       "inferlab predict: {} on {} ({} cost model; ceilings from the {})\n"
-      "batch {}, input {}, output {}; weights {}, activations {}, KV {}; {} kernels, CUDA "
+      "batch {}, input {}, output {}; weights {}, activations {}, KV {}; {} kernels{}, CUDA "
       "graphs {}, FlashAttention {}, TP {}\n\n",
       v.model, v.hardware.display_name, v.cost_model, v.hardware.ceiling_source(), o.batch,
       o.input_tokens, o.output_tokens, dtype_name(v.precision.weights),
       dtype_name(v.precision.activations), dtype_name(v.precision.kv), framework_name(o.framework),
+      o.framework == Framework::inferlab
+          ? fmt::format(" (GEMV {}, fusion {})", o.gemv ? "on" : "off", o.fusion ? "on" : "off")
+          : std::string(),
       o.cuda_graphs ? "on" : "off", o.flash_attention ? "on" : "off", o.tp);
   out += request_summary_table(r).to_text() + '\n';
   out += fmt::format("Prefill step: {} ms, {} kernels\n", format_ms(r.prefill.time_s),

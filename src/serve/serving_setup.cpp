@@ -11,7 +11,7 @@ namespace inferlab {
 KvBudget size_kv_cache(EngineConfig& engine, const ModelConfig& model, const HardwareSpec& hardware,
                        const PredictOptions& options) {
   const Precision precision = resolve_precision(options, hardware);
-  const KernelPlan plan = kernel_plan(options.framework, options.flash_attention);
+  const KernelPlan plan = kernel_plan_of(options);
   const ShardDims shard = shard_dims(model, options.tp);
   const MemoryEstimate m =
       estimate_memory(model, precision, plan, shard, 1, engine.max_num_batched_tokens, 1,

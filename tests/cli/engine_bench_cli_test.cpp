@@ -111,13 +111,13 @@ TEST(EngineBenchCli, TeacherForcedDecodeLogitsEqualOnePrefillsLogits) {
   for (size_t i = 0; i < all.size(); ++i) ASSERT_NEAR(all[i], split[i], 1e-5) << i;
 }
 
-// `--framework inferlab` prices the engine's kernel list: vLLM's fused list, the same kernels and
-// GPU time; without CUDA graphs its host time per launch is the engine's (C++), and it says that
-// its kernel costs were fitted on PyTorch's.
+// `--framework inferlab` prices the engine's kernel list: vLLM's fused list plus the gather of the
+// LM head's rows (a second "embedding" call), with fp32 logits; without engine costs for the GPU
+// it is priced by today's model and says that its kernel costs were fitted on PyTorch's.
 TEST(EngineBenchCli, PredictFrameworkInferlabPricesTheEnginesKernels) {
   const std::string base =
       "predict --model llama-3.2-1b --batch 1 --input 512 --output 8 --format json";
-  auto engine = run_inferlab(base + " --framework inferlab");
+  auto engine = run_inferlab(base + " --framework inferlab --engine-costs none");
   auto vllm = run_inferlab(base + " --framework vllm");
   ASSERT_EQ(engine.exit_code, 0) << engine.err;
   ASSERT_EQ(vllm.exit_code, 0) << vllm.err;
@@ -125,9 +125,9 @@ TEST(EngineBenchCli, PredictFrameworkInferlabPricesTheEnginesKernels) {
   for (int phase = 0; phase < 2; ++phase) {
     const auto& ep = e["phases"][phase];
     const auto& vp = v["phases"][phase];
-    EXPECT_EQ(ep["kernels"], vp["kernels"]);
-    EXPECT_EQ(ep["ops"].size(), vp["ops"].size());
-    EXPECT_DOUBLE_EQ(ep["gpu_ms"].get<double>(), vp["gpu_ms"].get<double>());
+    EXPECT_EQ(ep["kernels"].get<int>(), vp["kernels"].get<int>() + 1);
+    EXPECT_EQ(ep["ops"].size(), vp["ops"].size() + 1);
+    EXPECT_NEAR(ep["gpu_ms"].get<double>() / vp["gpu_ms"].get<double>(), 1.0, 0.02);
   }
   bool noted = false;
   for (const auto& note : e["unvalidated"]) {

@@ -36,6 +36,11 @@ TEST(AccuracyGuard, EngineStepsH100) {
     common.model = row["model"].get<std::string>();
     common.hardware = "h100-sxm";
     common.framework = "inferlab";
+    // Today's pricing (PyTorch-fitted kernel costs), whatever engine costs are shipped: the
+    // engine's own calibration is guarded by AccuracyGuard.EngineProfile* (tests/CMakeLists.txt).
+    common.engine_costs = "none";
+    common.gemv = "on";
+    common.fusion = "off";
     common.cuda_graphs = "on";
     const auto batch = row["batch"].get<int64_t>();
     const auto& spread = row["engine"]["spread"];
@@ -55,7 +60,7 @@ TEST(AccuracyGuard, EngineStepsH100) {
   ASSERT_EQ(prefill_errors.size(), 6u);
   ASSERT_EQ(decode_errors.size(), 6u);
   // Bounds: the MAPE of the model at this commit × 1.10, rounded up to half a point.
-  EXPECT_LE(mean(prefill_errors), 0.145) << "prefill MAPE";
+  EXPECT_LE(mean(prefill_errors), 0.14) << "prefill MAPE";
   EXPECT_LE(mean(decode_errors), 0.065) << "decode MAPE";
   std::cout << "engine prefill MAPE " << 100 * mean(prefill_errors) << "%, decode MAPE "
             << 100 * mean(decode_errors) << "%\n";

@@ -1,0 +1,118 @@
+#include "cost/engine/engine_cost.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "util/error.hpp"
+
+namespace inferlab {
+
+namespace {
+bool runs_on_matrix_units(OpKind kind) {
+  switch (kind) {
+    case OpKind::gemm:
+    case OpKind::moe_gemm:
+    case OpKind::attention:
+    case OpKind::attention_scores:
+    case OpKind::attention_context:
+      return true;
+    default:
+      return false;
+  }
+}
+}  // namespace
+
+double engine_op_peak(const Op& op, const EngineCeilings& ceilings) {
+  if (!runs_on_matrix_units(op.kind)) return ceilings.fp32_flops_per_s;
+  const auto& peaks = ceilings.matrix_flops_per_s;
+  auto it = peaks.find(std::string(dtype_name(op.compute_dtype)));
+  if (it != peaks.end()) return it->second;
+  // 16-bit formats stand in for each other, as on every shipped GPU.
+  for (const char* name : {"bf16", "fp16"}) {
+    if (peaks.count(name)) return peaks.at(name);
+  }
+  throw InputError("the engine costs' ceilings have no " +
+                   std::string(dtype_name(op.compute_dtype)) + " matrix peak");
+}
+
+OpCost engine_op_cost(const Op& op, const EngineKernelParams& p, const EngineCeilings& ceilings) {
+  OpCost cost;
+  cost.op_class = classify_op(op);
+  const double peak = engine_op_peak(op, ceilings);
+  cost.ideal_s = std::max(op.flops / peak, op.bytes() / ceilings.memory_bandwidth_bps);
+  cost.compute_s = op.flops / (peak * p.compute_efficiency);
+  cost.memory_s = op.bytes() / (ceilings.memory_bandwidth_bps * p.memory_efficiency);
+  cost.latency_s = std::max(1, op.kernels) * p.t0_s;
+  cost.combine_parts();
+  return cost;
+}
+
+std::vector<std::string> engine_key_candidates(const KernelTag& tag) {
+  const std::string cls = tag.kernel_class, path = tag.path, format = tag.format;
+  std::vector<std::string> keys = {engine_kernel_key(cls, path, format)};
+  if (path == "gemv_fused") keys.push_back(engine_kernel_key(cls, "gemv", format));
+  if (format != "bf16") {
+    keys.push_back(engine_kernel_key(cls, path, "bf16"));
+    if (path == "gemv_fused") keys.push_back(engine_kernel_key(cls, "gemv", "bf16"));
+  }
+  return keys;
+}
+
+EngineCostModel::EngineCostModel(EngineCosts costs, std::unique_ptr<CostModel> fallback)
+    : costs_(std::move(costs)), fallback_(std::move(fallback)) {}
+
+const EngineKernelParams* EngineCostModel::params_for(const KernelTag& tag,
+                                                      std::string* used_key) const {
+  if (tag.kernel_class[0] == '\0') return nullptr;
+  for (const std::string& key : engine_key_candidates(tag)) {
+    auto it = costs_.kernels.find(key);
+    if (it != costs_.kernels.end()) {
+      if (used_key) *used_key = key;
+      return &it->second;
+    }
+  }
+  return nullptr;
+}
+
+OpCost EngineCostModel::price(const Op& op) const {
+  const EngineKernelParams* p = params_for(op.tag, nullptr);
+  if (!p) return fallback_->price(op);
+  return engine_op_cost(op, *p, costs_.ceilings);
+}
+
+double EngineCostModel::isolated_time_s(const Op& op) const {
+  if (!params_for(op.tag, nullptr)) return fallback_->isolated_time_s(op);
+  return price(op).time_s + op.tag.marks * costs_.profile_mark_s;
+}
+
+std::optional<FittedStepCosts> EngineCostModel::fitted_step_costs() const {
+  return FittedStepCosts{costs_.host_per_kernel_s, costs_.eager_step_s, costs_.graph_per_kernel_s,
+                         costs_.graph_step_s};
+}
+
+nlohmann::json EngineCostModel::describe(const Op& op) const {
+  std::string key;
+  if (!params_for(op.tag, &key)) return fallback_->describe(op);
+  return {{"engine_key", key}};
+}
+
+std::vector<std::string> EngineCostModel::unfitted_keys(const std::vector<Op>& ops) const {
+  std::vector<std::string> out;
+  for (const Op& op : ops) {
+    if (op.tag.kernel_class[0] == '\0') continue;
+    const std::string wanted = engine_kernel_key(op.tag);
+    std::string used;
+    std::string line;
+    if (!params_for(op.tag, &used)) {
+      line = wanted + " (priced by the " + fallback_->name() + " model)";
+    } else if (used != wanted) {
+      line = wanted + " (priced as " + used + ")";
+    } else {
+      continue;
+    }
+    if (std::find(out.begin(), out.end(), line) == out.end()) out.push_back(line);
+  }
+  return out;
+}
+
+}  // namespace inferlab

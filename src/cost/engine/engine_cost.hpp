@@ -1,0 +1,53 @@
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cost/cost_model.hpp"
+#include "cost/engine/engine_costs.hpp"
+
+namespace inferlab {
+
+// Prices the inferlab engine's kernels from its own calibration (EngineCosts): an op tagged with
+// an engine class (model/engine_blocks.hpp) takes, per kernel launch,
+//   t0 + max(FLOPs / (peak[dtype] x e_compute), bytes / (bandwidth x e_memory))
+// with (t0, e_compute, e_memory) those of its (class, path, format). A key the calibration has
+// not fitted falls back, in order, to the same class and path in bf16, and for a fused GEMV to
+// the plain GEMV of its format, then bf16 (engine_params_for says which); ops with no engine
+// class, or whose class has no fitted key at all, are priced by `fallback` (today's model).
+// Prices are in-stream; an op timed alone (isolated_time_s) is what the engine's profile
+// reports for it: the in-stream time plus what its profile mark adds.
+class EngineCostModel : public CostModel {
+ public:
+  EngineCostModel(EngineCosts costs, std::unique_ptr<CostModel> fallback);
+  OpCost price(const Op& op) const override;
+  double isolated_time_s(const Op& op) const override;
+  std::string name() const override { return "engine"; }
+  std::optional<FittedStepCosts> fitted_step_costs() const override;
+  nlohmann::json describe(const Op& op) const override;
+
+  const EngineCosts& costs() const { return costs_; }
+  const CostModel& fallback() const { return *fallback_; }
+  // The keys of `ops` not fitted as such, each with what prices it ("... by bf16's", "... by
+  // the fallback model"), without repeats, in order of first appearance.
+  std::vector<std::string> unfitted_keys(const std::vector<Op>& ops) const;
+
+ private:
+  const EngineKernelParams* params_for(const KernelTag& tag, std::string* used_key) const;
+
+  EngineCosts costs_;
+  std::unique_ptr<CostModel> fallback_;
+};
+
+// The peak FLOP/s an op's FLOPs are priced against: the matrix peak of its compute dtype for
+// GEMMs and attention, the fp32 SIMT rate for everything else.
+double engine_op_peak(const Op& op, const EngineCeilings& ceilings);
+
+// The time of one op under (t0, efficiencies) against `ceilings`; the fit uses it too.
+OpCost engine_op_cost(const Op& op, const EngineKernelParams& params,
+                      const EngineCeilings& ceilings);
+
+// The keys tried for a tag, most specific first.
+std::vector<std::string> engine_key_candidates(const KernelTag& tag);
+
+}  // namespace inferlab

@@ -1,0 +1,70 @@
+#pragma once
+// The inferlab engine's calibration (data/engine_costs/<hardware>.json), fitted by `inferlab fit
+// --engine` on the engine's own profiles (fit/fit_engine.hpp) and read by EngineCostModel.
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hw/hardware_spec.hpp"
+#include "model/op.hpp"
+
+namespace inferlab {
+
+// One (kernel class, path, format) of the engine: each of its kernels takes
+//   t0_s + max(FLOPs / (peak x compute_efficiency), bytes / (bandwidth x memory_efficiency))
+// in a stream (a CUDA graph), the ceilings being the ones recorded in the file.
+struct EngineKernelParams {
+  double t0_s = 3e-6;
+  double compute_efficiency = 0.6;
+  double memory_efficiency = 0.9;
+  int points = 0;     // (profile point, class) samples it was fitted on
+  double mape = 0.0;  // on those samples, of the class times less their profile marks
+};
+
+// The ceilings efficiencies are fractions of: the hardware's at fit time (measured profile or
+// spec sheet), kept in the file so that a later profile does not move the fitted times.
+struct EngineCeilings {
+  double memory_bandwidth_bps = 0.0;
+  double fp32_flops_per_s = 0.0;                     // non-matrix kernels (norms, elementwise)
+  std::map<std::string, double> matrix_flops_per_s;  // by dtype name: bf16, fp16, fp8, int8
+  std::string source;
+};
+EngineCeilings engine_ceilings_of(const HardwareSpec& hardware);
+
+struct EngineCosts {
+  std::string hardware;
+  EngineCeilings ceilings;
+  std::map<std::string, EngineKernelParams> kernels;  // by engine_kernel_key
+  // Whole steps: what a profile mark (an event after each call) adds to a profiled call; the
+  // host's time per eager launch and a constant per eager step; what a kernel saves (< 0) in a
+  // CUDA graph against the eager stream the kernels were fitted in, and a constant per graph
+  // step.
+  double profile_mark_s = 0.0;
+  double host_per_kernel_s = 0.0;
+  double eager_step_s = 0.0;
+  double graph_per_kernel_s = 0.0;
+  double graph_step_s = 0.0;
+  std::string source;
+  nlohmann::json fit_summary = nlohmann::json::object();
+};
+
+// "class/path/format", e.g. "gemm_qkv/gemv/int4".
+std::string engine_kernel_key(const KernelTag& tag);
+std::string engine_kernel_key(const std::string& kernel_class, const std::string& path,
+                              const std::string& format);
+
+nlohmann::json engine_costs_to_json(const EngineCosts& costs);
+// Missing fields, out-of-range values (efficiencies outside (0, 4], times outside [0, 10 ms])
+// and unknown kernel classes are InputErrors naming `context` and the field.
+EngineCosts engine_costs_from_json(const nlohmann::json& json, const std::string& context);
+EngineCosts load_engine_costs_file(const std::string& path);
+void write_engine_costs_file(const std::string& path, const EngineCosts& costs);
+
+// What `--engine-costs` names: "auto" (data/engine_costs/<hardware>.json when shipped, else
+// none), "none", or a path. Empty when no engine costs apply.
+std::optional<std::string> engine_costs_path(const std::string& choice,
+                                             const std::string& hardware_name);
+
+}  // namespace inferlab

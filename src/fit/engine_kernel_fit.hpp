@@ -1,0 +1,57 @@
+#pragma once
+// The fit of one engine (class, path, format): (t0, e_compute, e_memory) of
+//   class time = sum over its kernels of  t0 + max(FLOPs / (peak e_compute), bytes / (BW e_memory))
+// from measured class times. Pure arithmetic, deterministic (a grid, then a compass search).
+#include <string>
+#include <vector>
+
+#include "cost/engine/engine_costs.hpp"
+
+namespace inferlab {
+
+// One op of a class at one profile point, its work already over the ceilings: `launches`
+// kernels in all, `compute_s` = FLOPs / peak and `memory_s` = bytes / bandwidth in all (each
+// op instance takes the max of the two over the efficiencies; all instances are alike).
+struct EngineWorkTerm {
+  double launches = 0.0;
+  double compute_s = 0.0;
+  double memory_s = 0.0;
+};
+
+// One (point, class): the class's in-stream time and the work terms of its ops.
+struct EngineKernelSample {
+  double target_s = 0.0;
+  std::vector<EngineWorkTerm> terms;
+};
+
+// Where parameters the data do not pin down go (a weak pull, `weight` x squared log-distance,
+// t0 in units of `t0_scale_s`): with few or one-regime points (all compute bound, or one shape)
+// the unidentified directions land on these.
+// The t0 scale is wide: time the data cannot place is more likely a kernel's fixed latency (few
+// CTAs, a short stream) than a bandwidth far below the others'.
+struct EngineKernelPrior {
+  double t0_s = 3e-6;
+  double compute_efficiency = 0.6;
+  double memory_efficiency = 0.9;
+  double t0_scale_s = 20e-6;
+  double weight = 1e-3;
+};
+
+// Which ceilings a key's kernels can be bound by, and so which efficiencies are fitted (the
+// other stays at the prior): GEMV kernels, decode attention and every kernel off the matrix
+// units stream memory; prefill attention computes (its bytes grow with the context, its FLOPs
+// with its square, and only the FLOPs describe it); cuBLASLt GEMMs and naive attention do
+// either, by shape.
+enum class EngineBound { memory, compute, either };
+EngineBound engine_bound_of_path(const std::string& path);
+
+double engine_sample_time_s(const EngineKernelSample& sample, const EngineKernelParams& params);
+
+// Minimises sum over samples of (predicted / target - 1)^2 plus the prior's pull; t0 in
+// [0, 1 ms], efficiencies in [0.01, 4]. points and mape (of the in-stream targets) are set.
+// Samples with a non-positive target are ignored; none left: the prior, points 0.
+EngineKernelParams fit_engine_kernel(const std::vector<EngineKernelSample>& samples,
+                                     const EngineKernelPrior& prior = {},
+                                     EngineBound bound = EngineBound::either);
+
+}  // namespace inferlab

@@ -1,0 +1,54 @@
+#include "fit/engine_steps.hpp"
+
+#include <string>
+
+#include "util/error.hpp"
+
+namespace inferlab {
+
+EngineStepSetup engine_step_setup(const EngineProfile& profile, const HardwareSpec& hardware) {
+  EngineStepSetup s;
+  s.model = load_model(profile.model);
+  s.options = predict_options_for(profile.switches);
+  try {
+    s.precision = resolve_precision(s.options, hardware);
+  } catch (const InputError& e) {
+    throw InputError("engine profile '" + profile.path + "': its switches do not run on " +
+                     hardware.name + ": " + e.what());
+  }
+  s.plan = kernel_plan_of(s.options);
+  s.shard = shard_dims(s.model, 1);
+  return s;
+}
+
+StepShape engine_point_shape(const EngineProfilePoint& p) {
+  return {p.phase, p.batch, p.phase == Phase::decode ? 1 : p.tokens, p.context};
+}
+
+std::vector<Op> engine_point_ops(const EngineStepSetup& s, const EngineProfilePoint& p) {
+  std::vector<Op> ops;
+  build_step_graph(s.model, engine_point_shape(p), s.precision, s.plan, s.shard, ops);
+  return ops;
+}
+
+std::vector<const Op*> ops_of_class(const std::vector<Op>& ops, const std::string& kernel_class) {
+  std::vector<const Op*> out;
+  for (const Op& op : ops) {
+    if (kernel_class == op.tag.kernel_class) out.push_back(&op);
+  }
+  return out;
+}
+
+int64_t predicted_marks(const std::vector<const Op*>& ops) {
+  int64_t marks = 0;
+  for (const Op* op : ops) marks += op->count * op->tag.marks;
+  return marks;
+}
+
+const EngineStepSetup& EngineSetupCache::of(const EngineProfile& profile) {
+  auto& slot = setups_[profile.path];
+  if (!slot) slot = std::make_unique<EngineStepSetup>(engine_step_setup(profile, hardware_));
+  return *slot;
+}
+
+}  // namespace inferlab

@@ -1,0 +1,404 @@
+#include "fit/fit_engine.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <map>
+#include <memory>
+
+#include "cost/engine/engine_cost.hpp"
+#include "fit/engine_steps.hpp"
+#include "model/engine_blocks.hpp"
+#include "predict/step_predictor.hpp"
+#include "util/error.hpp"
+
+namespace inferlab {
+
+namespace {
+
+// The step constants' pull towards 0 and the host time's towards a C++ launch (~4 us): weak,
+// for data that cannot tell (one step kind, or steps that never wait on the host: the host's
+// time shows only where it exceeds a kernel's, so a host faster than every kernel is not
+// identified and stays near the prior).
+constexpr double kStepConstantScale_s = 1e-4;
+constexpr double kHostPrior_s = 4e-6, kHostScale_s = 4e-6, kHostPriorWeight = 1e-4;
+constexpr double kStepPriorWeight = 1e-3;
+constexpr double kHostGridMax_s = 20e-6, kHostGridStep_s = 0.05e-6;
+
+// A cost model that forwards to one it does not own (the fit's fallback).
+class BorrowedCost : public CostModel {
+ public:
+  explicit BorrowedCost(const CostModel& model) : model_(model) {}
+  OpCost price(const Op& op) const override { return model_.price(op); }
+  double isolated_time_s(const Op& op) const override { return model_.isolated_time_s(op); }
+  std::string name() const override { return model_.name(); }
+
+ private:
+  const CostModel& model_;
+};
+
+struct FitPoint {
+  const EngineProfile* profile;
+  const EngineProfilePoint* point;
+  const EngineStepSetup* setup;
+  std::vector<Op> ops;
+  bool graph() const { return point->phase == Phase::decode && profile->switches.cuda_graphs; }
+  std::string where() const { return profile->path + " " + point->label(); }
+};
+
+// Solves the small symmetric system a x = b in place (Gaussian elimination, partial pivoting).
+std::vector<double> solve(std::vector<std::vector<double>> a, std::vector<double> b) {
+  const size_t n = b.size();
+  for (size_t i = 0; i < n; ++i) {
+    size_t pivot = i;
+    for (size_t r = i + 1; r < n; ++r) {
+      if (std::fabs(a[r][i]) > std::fabs(a[pivot][i])) pivot = r;
+    }
+    std::swap(a[i], a[pivot]);
+    std::swap(b[i], b[pivot]);
+    for (size_t r = 0; r < n; ++r) {
+      if (r == i || a[i][i] == 0.0) continue;
+      const double f = a[r][i] / a[i][i];
+      for (size_t c = 0; c < n; ++c) a[r][c] -= f * a[i][c];
+      b[r] -= f * b[i];
+    }
+  }
+  std::vector<double> x(n, 0.0);
+  for (size_t i = 0; i < n; ++i) x[i] = a[i][i] != 0.0 ? b[i] / a[i][i] : 0.0;
+  return x;
+}
+
+// Stage 1: step = (sum of the profiled classes) - marks x delta + a constant per step kind,
+// in relative least squares over the points that have a profiled pass: the prefills whose calls
+// average kernel_bound_call_s or more, when some were profiled (their kernels are long, so the
+// host, issuing a call every few microseconds, never holds the GPU back and the profiled pass
+// differs from the step by its marks alone); else every prefill, every eager point, every point.
+constexpr double kGpuBoundCall_s = 3.0 * kHostPrior_s;
+
+double fit_profile_mark(const std::vector<FitPoint>& all) {
+  auto profiled = [](const FitPoint& p) { return !p.point->kernels.empty(); };
+  std::vector<FitPoint> points;
+  for (auto keep :
+       {+[](const FitPoint& p) {
+          return p.point->phase == Phase::prefill &&
+                 p.point->kernel_seconds() >=
+                     kGpuBoundCall_s * static_cast<double>(p.point->kernel_launches());
+        },
+        +[](const FitPoint& p) { return p.point->phase == Phase::prefill; },
+        +[](const FitPoint& p) { return !p.graph(); }, +[](const FitPoint&) { return true; }}) {
+    for (const FitPoint& p : all) {
+      if (profiled(p) && keep(p)) points.push_back(p);
+    }
+    if (!points.empty()) break;
+  }
+  // Unknowns: delta, c_graph, c_eager.
+  std::vector<std::vector<double>> a(3, std::vector<double>(3, 0.0));
+  std::vector<double> b(3, 0.0);
+  bool any = false;
+  for (const FitPoint& p : points) {
+    if (p.point->kernels.empty()) continue;
+    any = true;
+    const double s = p.point->step_s;
+    // residual = (S - L delta + c - s) / s: coefficients of the unknowns and the constant.
+    std::array<double, 3> row = {-static_cast<double>(p.point->kernel_launches()) / s,
+                                 p.graph() ? 1.0 / s : 0.0, p.graph() ? 0.0 : 1.0 / s};
+    const double constant = p.point->kernel_seconds() / s - 1.0;
+    for (int i = 0; i < 3; ++i) {
+      for (int j = 0; j < 3; ++j) a[i][j] += row[i] * row[j];
+      b[i] -= row[i] * constant;
+    }
+  }
+  if (!any) return 0.0;
+  const double ridge = kStepPriorWeight / (kStepConstantScale_s * kStepConstantScale_s);
+  a[1][1] += ridge;
+  a[2][2] += ridge;
+  a[0][0] += kStepPriorWeight / (kStepConstantScale_s * kStepConstantScale_s) * 1e-4;
+  return solve(a, b)[0];
+}
+
+// Stage 2: the samples of each (class, path, format) key.
+std::map<std::string, std::vector<EngineKernelSample>> class_samples(
+    const std::vector<FitPoint>& points, const EngineCeilings& ceilings, double mark_s,
+    std::vector<std::string>& notes) {
+  std::map<std::string, std::vector<EngineKernelSample>> by_key;
+  for (const FitPoint& p : points) {
+    if (p.point->kernels.empty()) continue;
+    for (const auto& measured : p.point->kernels) {
+      const auto ops = ops_of_class(p.ops, measured.kernel);
+      if (ops.empty()) {
+        notes.push_back(
+            fmt::format("{}: class {} measured ({:.3f} ms) but the kernel list has "
+                        "no op in it; not fitted",
+                        p.where(), measured.kernel, measured.seconds * 1e3));
+        continue;
+      }
+      const int64_t marks = predicted_marks(ops);
+      if (marks != measured.launches) {
+        notes.push_back(fmt::format("{}: class {}: the profile counts {} calls, the kernel list {}",
+                                    p.where(), measured.kernel, measured.launches, marks));
+      }
+      EngineKernelSample sample;
+      sample.target_s = measured.seconds - mark_s * static_cast<double>(measured.launches);
+      if (!(sample.target_s > 0.0)) {
+        notes.push_back(
+            fmt::format("{}: class {}: {:.4f} ms is no more than its profile marks; "
+                        "not fitted",
+                        p.where(), measured.kernel, measured.seconds * 1e3));
+        continue;
+      }
+      std::string key;
+      for (const Op* op : ops) {
+        if (key.empty() || op->tag.marks > 0) key = engine_kernel_key(op->tag);
+        const double n = static_cast<double>(op->count);
+        sample.terms.push_back({n * std::max(1, op->kernels),
+                                n * op->flops / engine_op_peak(*op, ceilings),
+                                n * op->bytes() / ceilings.memory_bandwidth_bps});
+      }
+      by_key[key].push_back(std::move(sample));
+    }
+    for (const char* cls : kEngineKernelClasses) {
+      bool measured = false;
+      for (const auto& k : p.point->kernels) measured |= k.kernel == cls;
+      if (!measured && !ops_of_class(p.ops, cls).empty()) {
+        notes.push_back(fmt::format("{}: the kernel list launches class {}, the profile has none",
+                                    p.where(), cls));
+      }
+    }
+  }
+  return by_key;
+}
+
+struct StepFit {
+  double graph_per_kernel_s = 0.0, graph_step_s = 0.0, eager_step_s = 0.0, host_per_kernel_s = 0.0;
+};
+
+struct GraphStep {
+  double gpu_s, kernels, step_s;
+};
+
+// Graph steps: step = gpu + kernels x g + c, (g, c) by relative least squares with a weak pull
+// of both towards 0 (g in units of a microsecond).
+void fit_graph_constants(const std::vector<GraphStep>& steps, StepFit& fit) {
+  std::vector<std::vector<double>> a(2, std::vector<double>(2, 0.0));
+  std::vector<double> b(2, 0.0);
+  for (const GraphStep& s : steps) {
+    const double row[2] = {s.kernels / s.step_s, 1.0 / s.step_s};
+    const double constant = s.gpu_s / s.step_s - 1.0;
+    for (int i = 0; i < 2; ++i) {
+      for (int j = 0; j < 2; ++j) a[i][j] += row[i] * row[j];
+      b[i] -= row[i] * constant;
+    }
+  }
+  a[0][0] += kStepPriorWeight / (1e-6 * 1e-6);
+  a[1][1] += kStepPriorWeight / (kStepConstantScale_s * kStepConstantScale_s);
+  const auto x = solve(a, b);
+  fit.graph_per_kernel_s = x[0];
+  fit.graph_step_s = x[1];
+}
+
+// Closed-form constant c minimising sum ((pred + c) / s - 1)^2 + ridge.
+double best_constant(const std::vector<std::pair<double, double>>& pred_and_step) {
+  double num = 0.0, den = kStepPriorWeight / (kStepConstantScale_s * kStepConstantScale_s);
+  for (auto [pred, s] : pred_and_step) {
+    num += (1.0 / s) * (1.0 - pred / s);
+    den += 1.0 / (s * s);
+  }
+  return num / den;
+}
+
+// Stage 3: the step constants and the host time per eager launch, with the kernels priced.
+StepFit fit_step_constants(const std::vector<FitPoint>& points, const CostModel& cost) {
+  StepFit fit;
+  std::vector<GraphStep> graph;
+  std::vector<std::pair<StepPrediction, double>> eager;
+  std::vector<int64_t> eager_layers;
+  for (const FitPoint& p : points) {
+    StepContext c;
+    c.model = &p.setup->model;
+    c.cost = &cost;
+    c.precision = p.setup->precision;
+    c.plan = p.setup->plan;
+    c.shard = p.setup->shard;
+    c.framework = Framework::inferlab;
+    c.cuda_graphs = true;  // gpu_s; the eager replay is done here for each host time
+    StepPrediction step = predict_step(c, engine_point_shape(*p.point));
+    if (p.graph()) {
+      graph.push_back({step.gpu_s, static_cast<double>(step.kernels), p.point->step_s});
+    } else {
+      eager.emplace_back(std::move(step), p.point->step_s);
+      eager_layers.push_back(p.setup->model.num_layers);
+    }
+  }
+  if (!graph.empty()) fit_graph_constants(graph, fit);
+  if (eager.empty()) return fit;
+  double best_loss = 0.0;
+  bool first = true;
+  for (double h = 0.0; h <= kHostGridMax_s + 1e-12; h += kHostGridStep_s) {
+    std::vector<std::pair<double, double>> replayed;
+    for (size_t i = 0; i < eager.size(); ++i) {
+      replayed.emplace_back(replay_launch_queue(eager[i].first.ops, eager_layers[i], h),
+                            eager[i].second);
+    }
+    const double c = best_constant(replayed);
+    double loss = 0.0;
+    for (auto [pred, s] : replayed) loss += std::pow((pred + c) / s - 1.0, 2);
+    loss += kHostPriorWeight * std::pow((h - kHostPrior_s) / kHostScale_s, 2);
+    if (first || loss < best_loss) {
+      first = false;
+      best_loss = loss;
+      fit.host_per_kernel_s = h;
+      fit.eager_step_s = c;
+    }
+  }
+  return fit;
+}
+
+// The step's ops, each class's ops scaled to the class's measured time less its profile marks:
+// the step as measured, in the model's launch order.
+std::vector<PricedOp> measured_ops(const StepPrediction& step, const EngineProfilePoint& point,
+                                   double mark_s) {
+  std::vector<PricedOp> ops = step.ops;
+  for (const auto& measured : point.kernels) {
+    double model_s = 0.0;
+    for (const auto& p : ops) {
+      if (measured.kernel == p.op.tag.kernel_class) model_s += p.total_s();
+    }
+    const double target_s = measured.seconds - mark_s * static_cast<double>(measured.launches);
+    if (!(model_s > 0.0) || !(target_s > 0.0)) continue;
+    for (auto& p : ops) {
+      if (measured.kernel == p.op.tag.kernel_class) p.cost.time_s *= target_s / model_s;
+    }
+  }
+  return ops;
+}
+
+// Stage 1 again, once the host's time per launch is known: the profile mark that makes the
+// profiled eager points' classes, replayed through the launch queue, give their measured steps
+// (a grid around the first estimate; the eager step constant in closed form for each).
+double refine_profile_mark(const std::vector<FitPoint>& points, const CostModel& cost,
+                           const EngineCosts& costs) {
+  std::vector<std::pair<const FitPoint*, StepPrediction>> eager;
+  for (const FitPoint& p : points) {
+    if (p.graph() || p.point->kernels.empty()) continue;
+    StepContext c;
+    c.model = &p.setup->model;
+    c.cost = &cost;
+    c.precision = p.setup->precision;
+    c.plan = p.setup->plan;
+    c.shard = p.setup->shard;
+    c.framework = Framework::inferlab;
+    c.cuda_graphs = true;  // the in-stream ops
+    eager.emplace_back(&p, predict_step(c, engine_point_shape(*p.point)));
+  }
+  if (eager.empty()) return costs.profile_mark_s;
+  double best_mark = costs.profile_mark_s, best_loss = 0.0;
+  bool first = true;
+  for (int i = -300; i <= 300; ++i) {
+    const double mark_s = costs.profile_mark_s + i * 0.01e-6;
+    std::vector<std::pair<double, double>> replayed;
+    for (const auto& [p, step] : eager) {
+      replayed.emplace_back(
+          replay_launch_queue(measured_ops(step, *p->point, mark_s), p->setup->model.num_layers,
+                              costs.host_per_kernel_s),
+          p->point->step_s);
+    }
+    const double c = best_constant(replayed);
+    double loss = 0.0;
+    for (auto [pred, s] : replayed) loss += std::pow((pred + c) / s - 1.0, 2);
+    if (first || loss < best_loss) first = false, best_loss = loss, best_mark = mark_s;
+  }
+  return best_mark;
+}
+
+nlohmann::json step_summary(const std::vector<FitPoint>& points, const CostModel& cost) {
+  std::map<std::string, std::pair<int, double>> by_phase;
+  for (const FitPoint& p : points) {
+    StepContext c;
+    c.model = &p.setup->model;
+    c.cost = &cost;
+    c.precision = p.setup->precision;
+    c.plan = p.setup->plan;
+    c.shard = p.setup->shard;
+    c.framework = Framework::inferlab;
+    c.cuda_graphs = p.graph();
+    const double predicted = predict_step(c, engine_point_shape(*p.point)).time_s;
+    auto& [n, ape] = by_phase[p.point->phase == Phase::prefill ? "prefill" : "decode"];
+    ++n;
+    ape += std::fabs(predicted / p.point->step_s - 1.0);
+  }
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [phase, v] : by_phase) {
+    out[phase] = {{"points", v.first}, {"mape", v.second / v.first}};
+  }
+  return out;
+}
+
+}  // namespace
+
+EngineFit fit_engine_costs(const std::vector<EngineProfile>& profiles, const HardwareSpec& hw,
+                           const CostModel& fallback, const EngineKernelPrior& prior) {
+  EngineFit fit;
+  fit.costs.hardware = hw.name;
+  fit.costs.ceilings = engine_ceilings_of(hw);
+  // The fit split only, from here on: nothing of a held-out point (its times included) is read.
+  EngineSetupCache setups(hw);
+  std::vector<FitPoint> points;
+  for (const EngineProfile& profile : profiles) {
+    for (const EngineProfilePoint& point : profile.points) {
+      if (point.held_out) {
+        ++fit.held_out_points;
+        continue;
+      }
+      const EngineStepSetup& setup = setups.of(profile);
+      points.push_back({&profile, &point, &setup, engine_point_ops(setup, point)});
+    }
+  }
+  fit.fit_points = static_cast<int>(points.size());
+  if (points.empty()) {
+    throw InputError("the engine profiles have no point in the fit split to fit");
+  }
+  fit.costs.profile_mark_s = fit_profile_mark(points);
+  // Two rounds: the second refines the profile mark with the host time the first found (small
+  // prefills and eager decodes wait on the host between kernels, which the mark alone does not
+  // explain), then refits the kernels and the step constants.
+  for (int round = 0; round < 2; ++round) {
+    if (round == 1) {
+      const EngineCostModel priced(fit.costs, std::make_unique<BorrowedCost>(fallback));
+      fit.costs.profile_mark_s = refine_profile_mark(points, priced, fit.costs);
+    }
+    fit.notes.clear();
+    fit.class_samples = 0;
+    fit.costs.kernels.clear();
+    const auto samples =
+        class_samples(points, fit.costs.ceilings, fit.costs.profile_mark_s, fit.notes);
+    for (const auto& [key, list] : samples) {
+      const std::string path = key.substr(key.find('/') + 1, key.rfind('/') - key.find('/') - 1);
+      fit.costs.kernels[key] = fit_engine_kernel(list, prior, engine_bound_of_path(path));
+      fit.class_samples += static_cast<int>(list.size());
+    }
+    const EngineCostModel priced(fit.costs, std::make_unique<BorrowedCost>(fallback));
+    const StepFit steps = fit_step_constants(points, priced);
+    fit.costs.graph_per_kernel_s = steps.graph_per_kernel_s;
+    fit.costs.graph_step_s = steps.graph_step_s;
+    fit.costs.eager_step_s = steps.eager_step_s;
+    fit.costs.host_per_kernel_s = steps.host_per_kernel_s;
+  }
+  const EngineCostModel fitted(fit.costs, std::make_unique<BorrowedCost>(fallback));
+  std::vector<std::string> files;
+  for (const auto& p : profiles) files.push_back(p.path);
+  fit.costs.fit_summary = {{"files", files},
+                           {"fit_points", fit.fit_points},
+                           {"held_out_points_not_used", fit.held_out_points},
+                           {"class_samples", fit.class_samples},
+                           {"fit_steps", step_summary(points, fitted)},
+                           {"notes", fit.notes}};
+  fit.costs.source = fmt::format(
+      "{} fit points of {} engine profiles ({} held-out points not used), against "
+      "{}",
+      fit.fit_points, profiles.size(), fit.held_out_points, fit.costs.ceilings.source);
+  return fit;
+}
+
+}  // namespace inferlab

@@ -1,0 +1,420 @@
+#include "model/engine_blocks.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "model/model_family.hpp"
+#include "model/op_builders.hpp"
+
+namespace inferlab {
+
+bool is_engine_kernel_class(const std::string& name) {
+  return std::find(kEngineKernelClasses.begin(), kEngineKernelClasses.end(), name) !=
+         kEngineKernelClasses.end();
+}
+
+bool engine_runs_model(const ModelConfig& model, int tp) {
+  return tp == 1 && std::string(model_family(model).name) == "llama";
+}
+
+int64_t engine_gemv_max_rows(DType /*weights*/) {
+  return 2;
+}
+
+int64_t engine_dequant_chunk_rows(int64_t in_features) {
+  const double rows = kEngineDequantChunkBytes / (2.0 * static_cast<double>(in_features));
+  return std::max<int64_t>(1, static_cast<int64_t>(rows));
+}
+
+double engine_weight_bytes(int64_t out_features, int64_t in_features, DType format,
+                           int64_t group_size) {
+  const double out = static_cast<double>(out_features), in = static_cast<double>(in_features);
+  switch (format) {
+    case DType::int8:
+    case DType::fp8:
+      return out * in + out * 4.0;
+    case DType::int4: {
+      const double groups = std::ceil(in / static_cast<double>(std::max<int64_t>(1, group_size)));
+      return out * in / 2.0 + out * groups * (2.0 + 1.0);
+    }
+    default:
+      return out * in * dtype_bytes(format);
+  }
+}
+
+double engine_kv_vector_bytes(int64_t head_dim, DType kv) {
+  const double values = static_cast<double>(head_dim) * dtype_bytes(kv);
+  return is_8bit_or_less(kv) ? values + 4.0 : values;
+}
+
+const char* engine_weight_format_label(const Precision& p) {
+  if (p.weights == DType::int8 && p.activations == DType::int8) return "w8a8";
+  switch (p.weights) {
+    case DType::int8:
+      return "int8";
+    case DType::int4:
+      return "int4";
+    case DType::fp8:
+      return "fp8";
+    case DType::fp16:
+      return "fp16";
+    default:
+      return "bf16";
+  }
+}
+
+const char* engine_kv_format_label(DType kv) {
+  switch (kv) {
+    case DType::int8:
+      return "int8";
+    case DType::fp8:
+      return "fp8";
+    case DType::fp16:
+      return "fp16";
+    default:
+      return "bf16";
+  }
+}
+
+namespace {
+
+// What the engine does around a GEMV's product when fusion is on (GemvFused in
+// engine/cuda/projection.hpp).
+enum class Fused { none, norm_prologue, residual_epilogue, norm_swiglu };
+
+struct Projection {
+  const char* name;
+  const char* kernel_class;
+  int64_t rows, out, in;
+  bool bias = false;
+  bool fp32_out = false;  // the LM head's logits
+  Fused fused = Fused::none;
+};
+
+class EngineBuilder {
+ public:
+  EngineBuilder(const ModelConfig& model, const StepShape& shape, const Precision& p,
+                const KernelPlan& plan, const ShardDims& s, std::vector<Op>& ops)
+      : model_(model),
+        shape_(shape),
+        p_(p),
+        plan_(plan),
+        s_(s),
+        ops_(ops),
+        tokens_(shape.batch * shape.new_tokens),
+        q_dim_(s.q_heads * s.head_dim),
+        kv_dim_(s.kv_heads * s.head_dim),
+        fb_(dtype_bytes(p.float_dtype)),
+        weight_label_(engine_weight_format_label(p)),
+        kv_label_(engine_kv_format_label(p.kv)) {}
+
+  bool on_gemv(int64_t rows) const {
+    return plan_.engine_gemv && rows <= engine_gemv_max_rows(p_.weights);
+  }
+  // Fusion acts on the layers' projections when they run on the GEMV path.
+  bool fused_layers() const { return plan_.engine_fusion && on_gemv(tokens_); }
+
+  void build_step() {
+    const bool fused = fused_layers();
+    add_embedding();
+    if (!fused) add(norm_op("input_norm", tokens_, false), Scope::pre_layers, 1);
+    const int64_t h = s_.hidden, inter = s_.intermediate;
+    const int64_t layers = model_.num_layers;
+    const auto per_layer = Scope::per_layer;
+    add_projection({"qkv_proj", "gemm_qkv", tokens_, q_dim_ + 2 * kv_dim_, h, model_.qkv_bias,
+                    false, fused ? Fused::norm_prologue : Fused::none},
+                   per_layer, layers);
+    add_rope_kv_write();
+    build_context_ops();
+    add_projection({"o_proj", "gemm_o", tokens_, h, q_dim_, false, false,
+                    fused ? Fused::residual_epilogue : Fused::none},
+                   per_layer, layers);
+    if (!fused) add(norm_op("post_attn_add_norm", tokens_, true), per_layer, layers);
+    add_projection({"gate_up_proj", "gemm_gate_up", tokens_, 2 * inter, h, false, false,
+                    fused ? Fused::norm_swiglu : Fused::none},
+                   per_layer, layers);
+    if (!fused) add_silu_mul();
+    add_projection({"down_proj", "gemm_down", tokens_, h, inter, false, false,
+                    fused ? Fused::residual_epilogue : Fused::none},
+                   per_layer, layers);
+    // Unfused, each layer ends with the next one's add + RMSNorm (the last: the final norm);
+    // fused, the residual is already summed and the final norm is a plain RMSNorm.
+    if (fused) {
+      add(norm_op("final_norm", tokens_, false), Scope::post_layers, 1);
+    } else {
+      add(norm_op("mlp_add_next_norm", tokens_, true), per_layer, layers);
+    }
+    add_head();
+  }
+
+  void build_context_ops() {
+    if (plan_.flash_attention) {
+      add_flash_attention();
+    } else {
+      add_naive_attention();
+    }
+  }
+
+ private:
+  void add(Op op, Scope scope, int64_t count) {
+    op.scope = scope;
+    op.count = count;
+    ops_.push_back(op);
+  }
+
+  static KernelTag tag(const char* kernel_class, const char* path, const char* format) {
+    return {kernel_class, path, format, 1};
+  }
+
+  Op norm_op(const char* name, int64_t rows, bool with_add) const {
+    Op op = with_add ? make_add_rmsnorm_op(name, rows, s_.hidden, p_.float_dtype)
+                     : make_rmsnorm_op(name, rows, s_.hidden, p_.float_dtype);
+    op.tag = tag("norm", "rms", "bf16");
+    return op;
+  }
+
+  void add_embedding() {
+    Op op = make_embedding_op("embedding", tokens_, s_.hidden, p_.float_dtype);
+    op.activation_bytes = static_cast<double>(tokens_ * s_.hidden) * fb_ + 4.0 * tokens_;
+    op.tag = tag("embedding", "gather", "bf16");
+    add(op, Scope::pre_layers, 1);
+  }
+
+  void add_rope_kv_write() {
+    const double t = static_cast<double>(tokens_);
+    Op op;
+    op.name = "rope_kv_write";
+    op.kind = OpKind::rope_kv_write;
+    op.compute_dtype = p_.float_dtype;
+    op.flops = 6.0 * t * static_cast<double>(q_dim_ + kv_dim_);
+    // The fused QKV rows in, the rotated queries back in place; keys and values to the cache.
+    op.activation_bytes = t * static_cast<double>(q_dim_ + 2 * kv_dim_) * fb_ +
+                          t * static_cast<double>(q_dim_) * fb_ + t * 8.0;  // positions, slots
+    op.kv_bytes =
+        2.0 * t * static_cast<double>(s_.kv_heads) * engine_kv_vector_bytes(s_.head_dim, p_.kv);
+    op.tag = tag("rope_kv_write", "rope", kv_label_);
+    add(op, Scope::per_layer, model_.num_layers);
+  }
+
+  AttentionShape attention_shape() const {
+    return {shape_.batch,      s_.q_heads,     s_.kv_heads,          s_.head_dim,
+            shape_.new_tokens, shape_.context, shape_.new_tokens > 1};
+  }
+
+  // Keys and values the step's sequences read from the cache (each once per sequence: the query
+  // heads of a group share them, and so do the query tiles of a prefill, through L2).
+  double kv_read_bytes() const {
+    return 2.0 * static_cast<double>(shape_.batch * shape_.context * s_.kv_heads) *
+           engine_kv_vector_bytes(s_.head_dim, p_.kv);
+  }
+
+  void add_flash_attention() {
+    const AttentionShape a = attention_shape();
+    Op op = make_attention_op("attention", a, p_.float_dtype, p_.kv);
+    op.kv_bytes = kv_read_bytes();
+    op.tag = tag("attention", a.q_len > 1 ? "flash_prefill" : "flash_decode", kv_label_);
+    add(op, Scope::per_layer, model_.num_layers);
+  }
+
+  // Scores of every (query head, query row, key) in fp32: written by Q K^T, read and written
+  // by the softmax, read by P V.
+  void add_naive_attention() {
+    const AttentionShape a = attention_shape();
+    const double b = static_cast<double>(a.batch), hq = static_cast<double>(a.q_heads);
+    const double d = static_cast<double>(a.head_dim), q = static_cast<double>(a.q_len);
+    const double kv = static_cast<double>(a.kv_len);
+    const double scores = b * hq * q * kv;
+    const double q_bytes = b * q * hq * d * fb_;
+    const KernelTag naive = tag("attention", "naive", kv_label_);
+    Op qk;
+    qk.name = "attn_scores";
+    qk.kind = OpKind::attention_scores;
+    qk.compute_dtype = p_.float_dtype;
+    qk.gemm = {a.q_len, a.kv_len, a.head_dim, a.batch * a.q_heads};
+    qk.flops = 2.0 * scores * d;
+    qk.activation_bytes = q_bytes + 4.0 * scores;
+    qk.kv_bytes = kv_read_bytes() / 2.0;  // the keys
+    qk.context_dependent = true;
+    qk.tag = naive;
+    qk.tag.marks = 0;
+    add(qk, Scope::per_layer, model_.num_layers);
+    Op sm = make_softmax_op("attn_softmax", a.batch * a.q_heads * a.q_len, a.kv_len, DType::fp32);
+    sm.context_dependent = true;
+    sm.tag = naive;
+    sm.tag.marks = 0;
+    add(sm, Scope::per_layer, model_.num_layers);
+    Op pv;
+    pv.name = "attn_context";
+    pv.kind = OpKind::attention_context;
+    pv.compute_dtype = p_.float_dtype;
+    pv.gemm = {a.q_len, a.head_dim, a.kv_len, a.batch * a.q_heads};
+    pv.flops = 2.0 * scores * d;
+    pv.activation_bytes = 4.0 * scores + q_bytes;
+    pv.kv_bytes = kv_read_bytes() / 2.0;  // the values
+    pv.context_dependent = true;
+    pv.tag = naive;
+    add(pv, Scope::per_layer, model_.num_layers);
+  }
+
+  void add_silu_mul() {
+    Op op = make_silu_mul_op("silu_mul", tokens_, s_.intermediate, p_.float_dtype);
+    op.tag = tag("silu_mul", "halves", "bf16");
+    add(op, Scope::per_layer, model_.num_layers);
+  }
+
+  void add_head() {
+    const int64_t b = shape_.batch;
+    Op gather = make_embedding_op("lm_rows_gather", b, s_.hidden, p_.float_dtype);
+    gather.scope = Scope::post_layers;
+    gather.activation_bytes = static_cast<double>(b * s_.hidden) * fb_ + 4.0 * b;
+    gather.tag = tag("embedding", "gather", "bf16");
+    add(gather, Scope::post_layers, 1);
+    add_projection({"lm_head", "lm_head", b, s_.vocab, s_.hidden, false, true, Fused::none},
+                   Scope::post_layers, 1);
+    Op sample;
+    sample.name = "sampling";
+    sample.kind = OpKind::sampling;
+    sample.compute_dtype = p_.float_dtype;
+    sample.rows = b;
+    sample.cols = model_.vocab_size;
+    sample.flops = static_cast<double>(b * model_.vocab_size);
+    sample.activation_bytes = static_cast<double>(b * model_.vocab_size) * 4.0 + 4.0 * b;
+    sample.tag = tag("sampling", "sample", "bf16");
+    add(sample, Scope::post_layers, 1);
+  }
+
+  // One projection as the engine runs it: the ops of one call of its class, the last of them
+  // closing the call (one profile mark).
+  void add_projection(const Projection& pr, Scope scope, int64_t count) {
+    const double rows = static_cast<double>(pr.rows), out = static_cast<double>(pr.out);
+    const double in = static_cast<double>(pr.in);
+    const double out_bytes = pr.fp32_out ? 4.0 : fb_;
+    const double bias_bytes = pr.bias ? out * fb_ : 0.0;
+    const double stored = engine_weight_bytes(pr.out, pr.in, p_.weights, p_.quant_group_size);
+    Op gemm;
+    gemm.name = pr.name;
+    gemm.kind = OpKind::gemm;
+    gemm.gemm = {pr.rows, pr.out, pr.in, 1};
+    gemm.flops = 2.0 * rows * out * in + (pr.bias ? rows * out : 0.0);
+    if (on_gemv(pr.rows)) {
+      // The GEMV kernels read the stored weights and quantize their input rows themselves.
+      gemm.compute_dtype = p_.activations == DType::int8 ? DType::int8 : p_.float_dtype;
+      gemm.weight_bytes = stored + bias_bytes;
+      gemm.activation_bytes = rows * in * fb_ + rows * out * out_bytes;
+      const double residual = rows * out * fb_;
+      switch (pr.fused) {
+        case Fused::none:
+          break;
+        case Fused::norm_prologue:  // reads the residual stream and the norm weight
+          gemm.weight_bytes += in * fb_;
+          gemm.flops += 4.0 * rows * in;
+          break;
+        case Fused::residual_epilogue:  // adds into the residual: read and written
+          gemm.activation_bytes += residual;
+          break;
+        case Fused::norm_swiglu:  // norm prologue; writes SiLU(gate) x up, half the rows' width
+          gemm.weight_bytes += in * fb_;
+          gemm.flops += 4.0 * rows * in + 6.0 * rows * out / 2.0;
+          gemm.activation_bytes -= rows * out / 2.0 * out_bytes;
+          break;
+      }
+      gemm.tag =
+          tag(pr.kernel_class, pr.fused == Fused::none ? "gemv" : "gemv_fused", weight_label_);
+      add(gemm, scope, count);
+      return;
+    }
+    const KernelTag call = tag(pr.kernel_class, "gemm", weight_label_);
+    const bool w8a8 = p_.weights == DType::int8 && p_.activations == DType::int8;
+    const bool quantized_input = w8a8 || p_.weights == DType::fp8;
+    if (quantized_input) {
+      // Each input row quantized by its absolute maximum, its fp32 scale written beside it.
+      Op quant;
+      quant.name = "input_quantize";
+      quant.kind = OpKind::quantize;
+      quant.compute_dtype = p_.float_dtype;
+      quant.rows = pr.rows;
+      quant.cols = pr.in;
+      quant.flops = 3.0 * rows * in;
+      quant.activation_bytes = rows * in * (fb_ + 1.0) + rows * 4.0;
+      quant.tag = call;
+      quant.tag.marks = 0;
+      add(quant, scope, count);
+      gemm.compute_dtype = w8a8 ? DType::int8 : DType::fp8;
+      gemm.weight_bytes = stored;
+      const double accumulator_bytes = w8a8 ? 4.0 : out_bytes;
+      gemm.activation_bytes = rows * in + rows * 4.0 + rows * out * accumulator_bytes;
+      if (!w8a8) gemm.weight_bytes += bias_bytes;
+      gemm.tag = call;
+      if (!w8a8) {
+        add(gemm, scope, count);
+        return;
+      }
+      gemm.tag.marks = 0;
+      add(gemm, scope, count);
+      // The int32 products scaled by row and channel scales (and the bias) into bf16.
+      Op dequant;
+      dequant.name = "int32_dequantize";
+      dequant.kind = OpKind::dequantize;
+      dequant.compute_dtype = p_.float_dtype;
+      dequant.flops = 3.0 * rows * out;
+      dequant.weight_bytes = out * 4.0 + bias_bytes;
+      dequant.activation_bytes = rows * out * 4.0 + rows * 4.0 + rows * out * out_bytes;
+      dequant.tag = call;
+      add(dequant, scope, count);
+      return;
+    }
+    gemm.compute_dtype = p_.float_dtype;
+    gemm.weight_bytes = out * in * fb_ + bias_bytes;
+    gemm.activation_bytes = rows * in * fb_ + rows * out * out_bytes;
+    gemm.tag = call;
+    if (p_.weights == DType::int8 || p_.weights == DType::int4) {
+      // Weight-only: a chunk of output rows dequantized into the bf16 scratch, then its GEMM,
+      // which reads the chunk back and the whole input again.
+      const int64_t chunk = engine_dequant_chunk_rows(pr.in);
+      const int chunks = static_cast<int>((pr.out + chunk - 1) / chunk);
+      Op dequant;
+      dequant.name = "weight_dequantize";
+      dequant.kind = OpKind::dequantize;
+      dequant.compute_dtype = p_.float_dtype;
+      dequant.kernels = chunks;
+      dequant.flops = (p_.weights == DType::int4 ? 2.0 : 1.0) * out * in;
+      dequant.weight_bytes = stored;
+      dequant.activation_bytes = out * in * fb_;
+      dequant.tag = call;
+      dequant.tag.marks = 0;
+      add(dequant, scope, count);
+      gemm.kernels = chunks;
+      gemm.activation_bytes += (chunks - 1) * rows * in * fb_;
+    }
+    add(gemm, scope, count);
+  }
+
+  const ModelConfig& model_;
+  const StepShape& shape_;
+  const Precision& p_;
+  const KernelPlan& plan_;
+  const ShardDims& s_;
+  std::vector<Op>& ops_;
+  const int64_t tokens_, q_dim_, kv_dim_;
+  const double fb_;
+  const char* weight_label_;
+  const char* kv_label_;
+};
+
+}  // namespace
+
+void build_engine_step_graph(const ModelConfig& model, const StepShape& shape,
+                             const Precision& precision, const KernelPlan& plan,
+                             const ShardDims& shard, std::vector<Op>& ops) {
+  ops.clear();
+  EngineBuilder(model, shape, precision, plan, shard, ops).build_step();
+}
+
+void build_engine_context_ops(const ModelConfig& model, const StepShape& shape,
+                              const Precision& precision, const KernelPlan& plan,
+                              const ShardDims& shard, std::vector<Op>& ops) {
+  EngineBuilder(model, shape, precision, plan, shard, ops).build_context_ops();
+}
+
+}  // namespace inferlab

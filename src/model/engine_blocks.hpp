@@ -1,0 +1,79 @@
+#pragma once
+// The inferlab engine's kernel list (src/engine/cuda) for one step of a dense Llama-family model
+// on one GPU, as its switches decide it: `--framework inferlab` prices these operators. Each op
+// carries the engine's profile class (KernelTag), so that the engine's own measurements can be
+// set beside it class by class (fit/engine_profile.hpp) and its calibration can price each
+// (class, path, format) (cost/engine/engine_cost.hpp).
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/model_config.hpp"
+#include "model/op.hpp"
+#include "model/step_graph.hpp"
+
+namespace inferlab {
+
+// The classes `inferlab bench --profile` reports GPU time under, in the engine's launch order.
+inline constexpr std::array<const char*, 11> kEngineKernelClasses = {
+    "embedding",    "norm",     "gemm_qkv",  "rope_kv_write", "attention", "gemm_o",
+    "gemm_gate_up", "silu_mul", "gemm_down", "lm_head",       "sampling"};
+// True when `name` is one of kEngineKernelClasses.
+bool is_engine_kernel_class(const std::string& name);
+
+// Whether the engine runs this model (dense decoders with rotary attention and a gated MLP on
+// one GPU); others keep the fused kernel list of KernelPlan.
+bool engine_runs_model(const ModelConfig& model, int tp);
+
+// Rows up to which a projection takes the engine's GEMV kernels (Projector::takes_gemv;
+// LtGemm::kDefaultGemvRows): two for every weight format as measured on the H100 (2026-11-23,
+// docs/MEASUREMENTS.md §19). Change it here when the engine's dispatch changes.
+int64_t engine_gemv_max_rows(DType weights);
+
+// int8/int4 weight-only projections on the tensor-core path are dequantized into a bf16 scratch
+// of at most this many bytes, a chunk of output rows at a time, each chunk followed by its GEMM.
+inline constexpr double kEngineDequantChunkBytes = 32.0 * 1024 * 1024;
+// Output rows per chunk for an input width of `in_features` (at least one row).
+int64_t engine_dequant_chunk_rows(int64_t in_features);
+
+// Bytes the GPU reads for one projection's weights in the engine's layout
+// (QuantizedMatrix::device_bytes): bf16/fp16 2 per weight; int8 and fp8 one per weight and a
+// 4-byte scale per output row; int4 half a byte per weight and, per group of `group_size`
+// inputs, a 2-byte (fp16) scale and a 1-byte zero point.
+double engine_weight_bytes(int64_t out_features, int64_t in_features, DType format,
+                           int64_t group_size);
+
+// Bytes of one token's keys (or values) of one KV head in the cache: head_dim values in the
+// cache format, plus one fp32 scale for the 8-bit formats.
+double engine_kv_vector_bytes(int64_t head_dim, DType kv);
+
+// The label of the format that picks a projection's kernels: "w8a8" for int8 weights with int8
+// activations, else the weight format's name ("bf16", "int8", "int4", "fp8").
+const char* engine_weight_format_label(const Precision& precision);
+const char* engine_kv_format_label(DType kv);
+
+// The operator list of one step (ops cleared first), per switch:
+//  * projections of at most engine_gemv_max_rows rows on the GEMV kernels when plan.engine_gemv
+//    (path "gemv"), reading the weights in their stored format; otherwise cuBLASLt ("gemm"):
+//    bf16 one GEMM; int8/int4 weight-only a dequantization into bf16 and a bf16 GEMM per chunk;
+//    fp8 the input quantized per row to E4M3, then an FP8 GEMM; W8A8 the input quantized per
+//    row, an int8 GEMM with int32 out, and a kernel applying the scales into bf16;
+//  * with plan.engine_fusion on the GEMV path ("gemv_fused"): the RMSNorm computed inside the
+//    QKV and gate/up GEMVs, SiLU x mul as the gate/up GEMV's epilogue, the residual add as the
+//    O and down GEMVs' epilogue, so no norm or silu_mul kernel runs in the layers (the final
+//    norm stays);
+//  * attention: the flash kernels (prefill, decode) or, with plan.flash_attention off, naive
+//    attention: QK^T into fp32 scores, a softmax over them in place, then P V ("naive");
+//  * the LM head on each sequence's last row (gathered first: a second "embedding" launch) with
+//    fp32 logits, quantized like the other projections; sampling over the fp32 logits.
+void build_engine_step_graph(const ModelConfig& model, const StepShape& shape,
+                             const Precision& precision, const KernelPlan& plan,
+                             const ShardDims& shard, std::vector<Op>& ops);
+
+// Only the attention ops (what changes with the context), appended to `ops`.
+void build_engine_context_ops(const ModelConfig& model, const StepShape& shape,
+                              const Precision& precision, const KernelPlan& plan,
+                              const ShardDims& shard, std::vector<Op>& ops);
+
+}  // namespace inferlab

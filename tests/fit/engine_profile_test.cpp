@@ -1,0 +1,171 @@
+// The engine-profile loader: the committed synthetic example loads, and every kind of bad input
+// is an InputError that names the file and the field.
+#include "fit/engine_profile.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+
+#include "test_support.hpp"
+#include "util/error.hpp"
+#include "util/json_file.hpp"
+
+namespace inferlab {
+namespace {
+
+std::string example_path() {
+  return (std::filesystem::path(testing::test_data_dir()).parent_path() / "tests" / "fit" / "data" /
+          "engine_profile_synthetic.json")
+      .string();
+}
+
+nlohmann::json example() {
+  return read_json_file(example_path(), "test");
+}
+
+TEST(EngineProfile, LoadsTheSyntheticExample) {
+  const EngineProfile p = load_engine_profile(example_path());
+  EXPECT_EQ(p.model, "llama-3.2-1b");
+  EXPECT_EQ(p.hardware, "h200");
+  EXPECT_TRUE(p.switches.fusion);
+  EXPECT_EQ(p.switches.weights, DType::int4);
+  ASSERT_EQ(p.points.size(), 6u);
+  // The bench's rule: every third point of the grid held out.
+  for (size_t i = 0; i < p.points.size(); ++i) EXPECT_EQ(p.points[i].held_out, i % 3 == 2) << i;
+  const EngineProfilePoint& decode = p.points[3];
+  EXPECT_EQ(decode.phase, Phase::decode);
+  EXPECT_EQ(decode.tokens, 1);
+  EXPECT_EQ(decode.context, 512);
+  EXPECT_EQ(decode.label(), "decode b1 ctx512");
+  EXPECT_GT(decode.step_s, 0.0);
+  EXPECT_EQ(decode.kernels.size(), 10u);  // fused: no silu_mul
+  EXPECT_EQ(decode.kernels[1].kernel, "norm");
+  EXPECT_EQ(decode.kernels[1].launches, 1);
+  EXPECT_NEAR(decode.kernel_seconds(), 0.0, 1.0);
+}
+
+TEST(EngineProfile, SwitchesRoundTrip) {
+  const EngineProfile p = load_engine_profile(example_path());
+  EXPECT_EQ(parse_engine_switches(engine_switches_json(p.switches), "x"), p.switches);
+  EXPECT_EQ(engine_switches_label(p.switches),
+            "gemv=on fusion=on graphs=on attention=flash weights=int4 kv=bf16 activations=bf16");
+  const PredictOptions o = predict_options_for(p.switches);
+  EXPECT_EQ(o.framework, Framework::inferlab);
+  EXPECT_TRUE(o.fusion);
+  EXPECT_EQ(o.weights, DType::int4);
+}
+
+struct BadCase {
+  const char* what;  // what the message must say: parts separated by '|', each required
+  std::function<void(nlohmann::json&)> spoil;
+};
+
+std::vector<std::string> parts(const std::string& what) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t bar; (bar = what.find('|', start)) != std::string::npos; start = bar + 1) {
+    out.push_back(what.substr(start, bar - start));
+  }
+  out.push_back(what.substr(start));
+  return out;
+}
+
+TEST(EngineProfile, EachBadFieldIsAnInputErrorNamingTheFileAndField) {
+  auto point = [](nlohmann::json& j) -> nlohmann::json& { return j["points"][1]; };
+  auto kernel = [&](nlohmann::json& j) -> nlohmann::json& { return point(j)["kernels"][2]; };
+  const std::vector<BadCase> cases = {
+      {"expected a JSON object", [](auto& j) { j = nlohmann::json::array(); }},
+      {"'kind'", [](auto& j) { j["kind"] = "engine_bench"; }},
+      {"'model'", [](auto& j) { j.erase("model"); }},
+      {"'model'", [](auto& j) { j["model"] = ""; }},
+      {"'hardware'", [](auto& j) { j["hardware"] = 3; }},
+      {"'device_name'", [](auto& j) { j["device_name"] = 3; }},
+      {"'switches'", [](auto& j) { j.erase("switches"); }},
+      {"switches: missing 'fusion'", [](auto& j) { j["switches"].erase("fusion"); }},
+      {"unknown switch 'speculative'", [](auto& j) { j["switches"]["speculative"] = "on"; }},
+      {"switches.weights is 'int3'", [](auto& j) { j["switches"]["weights"] = "int3"; }},
+      {"switches.gemv is 'yes'", [](auto& j) { j["switches"]["gemv"] = "yes"; }},
+      {"switches.attention", [](auto& j) { j["switches"]["attention"] = true; }},
+      {"switches.activations int8 needs weights int8",
+       [](auto& j) { j["switches"]["activations"] = "int8"; }},
+      {"'points'", [](auto& j) { j["points"] = nlohmann::json::array(); }},
+      {"'points'", [](auto& j) { j.erase("points"); }},
+      {"points[1]: field 'phase'", [&](auto& j) { point(j)["phase"] = "verify"; }},
+      {"points[1]: field 'batch'", [&](auto& j) { point(j)["batch"] = 0; }},
+      {"points[1]: field 'batch'", [&](auto& j) { point(j)["batch"] = 1.5; }},
+      {"points[1]|'tokens'", [&](auto& j) { point(j).erase("tokens"); }},
+      {"points[3]: field 'tokens' of a decode point must be 1",
+       [](auto& j) { j["points"][3]["tokens"] = 4; }},
+      {"points[1]: field 'context'", [&](auto& j) { point(j)["context"] = 100; }},
+      {"points[1]: field 'split'", [&](auto& j) { point(j)["split"] = "test"; }},
+      {"points[1]|'split'", [&](auto& j) { point(j).erase("split"); }},
+      {"points[1]: field 'step_ms'", [&](auto& j) { point(j)["step_ms"] = -1.0; }},
+      {"points[1]: field 'step_ms'", [&](auto& j) { point(j)["step_ms"] = "fast"; }},
+      {"points[1]: field 'step_ms'", [&](auto& j) { point(j)["step_ms"] = 0.0; }},
+      {"points[1]: fields 'step_min_ms'", [&](auto& j) { point(j)["step_min_ms"] = 1e6; }},
+      {"points[1]: field 'repeats'", [&](auto& j) { point(j)["repeats"] = 0; }},
+      {"points[1]: missing array 'kernels'", [&](auto& j) { point(j).erase("kernels"); }},
+      {"points[1]: missing array 'kernels'", [&](auto& j) { point(j)["kernels"] = 1; }},
+      {"points[1].kernels[2]: field 'kernel' is 'matmul'",
+       [&](auto& j) { kernel(j)["kernel"] = "matmul"; }},
+      {"points[1].kernels[2]: field 'ms'", [&](auto& j) { kernel(j)["ms"] = -0.1; }},
+      {"points[1].kernels[2]|'ms'", [&](auto& j) { kernel(j).erase("ms"); }},
+      {"points[1].kernels[2]: field 'bytes'", [&](auto& j) { kernel(j)["bytes"] = -1; }},
+      {"points[1].kernels[2]|'flops'", [&](auto& j) { kernel(j)["flops"] = nullptr; }},
+      {"points[1].kernels[2]: field 'launches'", [&](auto& j) { kernel(j)["launches"] = 2.5; }},
+      {"points[1].kernels[2]: field 'launches'", [&](auto& j) { kernel(j)["launches"] = -1; }},
+      {"points[1].kernels[2]: kernel class 'norm' appears twice",
+       [&](auto& j) { kernel(j)["kernel"] = "norm"; }},
+      {"points[1].kernels[2]: expected an object", [&](auto& j) { kernel(j) = "gemm_qkv"; }},
+  };
+  for (const auto& c : cases) {
+    nlohmann::json doc = example();
+    c.spoil(doc);
+    try {
+      parse_engine_profile(doc, "bad.json");
+      ADD_FAILURE() << "accepted: " << c.what;
+    } catch (const InputError& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find("'bad.json'"), std::string::npos) << message;
+      for (const auto& part : parts(c.what)) {
+        EXPECT_NE(message.find(part), std::string::npos)
+            << "wanted '" << part << "' in: " << message;
+      }
+    }
+  }
+}
+
+TEST(EngineProfile, UnreadableFilesAreInputErrors) {
+  const auto dir = std::filesystem::temp_directory_path() / "inferlab_engine_profile_test";
+  std::filesystem::create_directories(dir);
+  const auto broken = (dir / "broken.json").string();
+  std::ofstream(broken) << "{\"kind\": \"engine_profile\",";
+  for (const std::string& path : {broken, (dir / "missing.json").string()}) {
+    try {
+      load_engine_profile(path);
+      ADD_FAILURE() << path;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(load_engine_profiles({}), InputError);
+}
+
+TEST(EngineProfile, ProfilesOfTwoHardwareAreRefusedForOneFit) {
+  EngineProfile a, b;
+  a.path = "a.json", a.hardware = "h200";
+  b.path = "b.json", b.hardware = "h100-sxm";
+  EXPECT_EQ(common_hardware({a, a}), "h200");
+  try {
+    common_hardware({a, b});
+    ADD_FAILURE();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("b.json"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace inferlab

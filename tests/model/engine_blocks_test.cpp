@@ -1,0 +1,258 @@
+// The inferlab engine's kernel list under each switch, with byte counts worked by hand for a
+// tiny config: hidden 128, two query heads and one KV head of 64, MLP 256, vocabulary 512, two
+// layers.
+#include "model/engine_blocks.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "model/step_graph.hpp"
+
+namespace inferlab {
+namespace {
+
+ModelConfig tiny() {
+  const nlohmann::json config = {{"model_type", "llama"},    {"hidden_size", 128},
+                                 {"intermediate_size", 256}, {"num_hidden_layers", 2},
+                                 {"num_attention_heads", 2}, {"num_key_value_heads", 1},
+                                 {"vocab_size", 512},        {"max_position_embeddings", 4096}};
+  return parse_model_config(config, "tiny", "test");
+}
+
+KernelPlan engine_plan(bool gemv, bool fusion, bool flash = true) {
+  KernelPlan plan;
+  plan.engine = true;
+  plan.engine_gemv = gemv;
+  plan.engine_fusion = fusion;
+  plan.flash_attention = flash;
+  return plan;
+}
+
+Precision precision(DType weights, DType kv = DType::bf16, DType activations = DType::bf16) {
+  Precision p;
+  p.weights = weights;
+  p.kv = kv;
+  p.activations = activations;
+  if (activations == DType::int8 || weights == DType::fp8) {
+    p.activations = weights == DType::fp8 ? DType::fp8 : DType::int8;
+    p.gemm_compute = p.activations;
+  }
+  return p;
+}
+
+std::vector<Op> step(const StepShape& shape, const Precision& p, const KernelPlan& plan) {
+  const ModelConfig m = tiny();
+  std::vector<Op> ops;
+  build_step_graph(m, shape, p, plan, shard_dims(m, 1), ops);
+  return ops;
+}
+
+const StepShape kDecode1{Phase::decode, 1, 1, 100};
+const StepShape kPrefill{Phase::prefill, 1, 64, 64};
+
+// "name class/path" of every op, in launch order.
+std::vector<std::string> listing(const std::vector<Op>& ops) {
+  std::vector<std::string> out;
+  for (const Op& op : ops) {
+    out.push_back(std::string(op.name) + " " + op.tag.kernel_class + "/" + op.tag.path);
+  }
+  return out;
+}
+
+const Op& find(const std::vector<Op>& ops, const char* name) {
+  for (const Op& op : ops) {
+    if (std::strcmp(op.name, name) == 0) return op;
+  }
+  ADD_FAILURE() << "no op " << name;
+  static const Op none;
+  return none;
+}
+
+int64_t calls(const std::vector<Op>& ops, const std::string& kernel_class) {
+  int64_t n = 0;
+  for (const Op& op : ops) {
+    if (kernel_class == op.tag.kernel_class) n += op.count * op.tag.marks;
+  }
+  return n;
+}
+
+TEST(EngineBlocks, WeightBytesPerFormat) {
+  // A 64 x 128 projection. int4: half a byte per weight; per group of 128 inputs a 2-byte fp16
+  // scale and the 1-byte zero point the engine stores beside it (QuantizedMatrix).
+  EXPECT_DOUBLE_EQ(engine_weight_bytes(64, 128, DType::int4, 128), 64 * 128 / 2 + 64 * 1 * (2 + 1));
+  EXPECT_DOUBLE_EQ(engine_weight_bytes(64, 256, DType::int4, 128), 64 * 256 / 2 + 64 * 2 * (2 + 1));
+  // int8 and fp8: a byte per weight and a 4-byte (fp32) scale per output row.
+  EXPECT_DOUBLE_EQ(engine_weight_bytes(64, 128, DType::int8, 128), 64 * 128 + 64 * 4);
+  EXPECT_DOUBLE_EQ(engine_weight_bytes(64, 128, DType::fp8, 128), 64 * 128 + 64 * 4);
+  EXPECT_DOUBLE_EQ(engine_weight_bytes(64, 128, DType::bf16, 128), 64 * 128 * 2);
+  // KV: head_dim values, and one fp32 scale per (token, KV head) in the 8-bit formats.
+  EXPECT_DOUBLE_EQ(engine_kv_vector_bytes(64, DType::bf16), 128);
+  EXPECT_DOUBLE_EQ(engine_kv_vector_bytes(64, DType::int8), 64 + 4);
+  EXPECT_DOUBLE_EQ(engine_kv_vector_bytes(64, DType::fp8), 64 + 4);
+}
+
+TEST(EngineBlocks, DecodeOnGemvUnfused) {
+  const auto ops = step(kDecode1, precision(DType::bf16), engine_plan(true, false));
+  const std::vector<std::string> want = {"embedding embedding/gather",
+                                         "input_norm norm/rms",
+                                         "qkv_proj gemm_qkv/gemv",
+                                         "rope_kv_write rope_kv_write/rope",
+                                         "attention attention/flash_decode",
+                                         "o_proj gemm_o/gemv",
+                                         "post_attn_add_norm norm/rms",
+                                         "gate_up_proj gemm_gate_up/gemv",
+                                         "silu_mul silu_mul/halves",
+                                         "down_proj gemm_down/gemv",
+                                         "mlp_add_next_norm norm/rms",
+                                         "lm_rows_gather embedding/gather",
+                                         "lm_head lm_head/gemv",
+                                         "sampling sampling/sample"};
+  EXPECT_EQ(listing(ops), want);
+  // The calls the engine's profile counts: 2 layers x 2 norms + the first one; two gathers.
+  EXPECT_EQ(calls(ops, "norm"), 5);
+  EXPECT_EQ(calls(ops, "embedding"), 2);
+  EXPECT_EQ(calls(ops, "gemm_qkv"), 2);
+  // QKV GEMV: bf16 weights (2 + 2 x 1 heads of 64 = 256 rows of 128), x in, qkv out.
+  const Op& qkv = find(ops, "qkv_proj");
+  EXPECT_DOUBLE_EQ(qkv.weight_bytes, 256.0 * 128 * 2);
+  EXPECT_DOUBLE_EQ(qkv.activation_bytes, 128.0 * 2 + 256.0 * 2);
+  // The LM head writes fp32 logits; sampling reads them.
+  EXPECT_DOUBLE_EQ(find(ops, "lm_head").activation_bytes, 128.0 * 2 + 512.0 * 4);
+  EXPECT_DOUBLE_EQ(find(ops, "sampling").activation_bytes, 512.0 * 4 + 4);
+}
+
+TEST(EngineBlocks, FusionRemovesTheLayersNormsAndSiluMulOnTheGemvPath) {
+  const auto ops = step(kDecode1, precision(DType::bf16), engine_plan(true, true));
+  const std::vector<std::string> want = {
+      "embedding embedding/gather",       "qkv_proj gemm_qkv/gemv_fused",
+      "rope_kv_write rope_kv_write/rope", "attention attention/flash_decode",
+      "o_proj gemm_o/gemv_fused",         "gate_up_proj gemm_gate_up/gemv_fused",
+      "down_proj gemm_down/gemv_fused",   "final_norm norm/rms",
+      "lm_rows_gather embedding/gather",  "lm_head lm_head/gemv",
+      "sampling sampling/sample"};
+  EXPECT_EQ(listing(ops), want);
+  EXPECT_EQ(calls(ops, "norm"), 1);
+  EXPECT_EQ(calls(ops, "silu_mul"), 0);
+  // gate/up: norm prologue (the residual row in, the norm weight), SwiGLU epilogue (256 of
+  // the 512 outputs written).
+  const Op& gate_up = find(ops, "gate_up_proj");
+  EXPECT_DOUBLE_EQ(gate_up.weight_bytes, 512.0 * 128 * 2 + 128 * 2);
+  EXPECT_DOUBLE_EQ(gate_up.activation_bytes, 128.0 * 2 + 256.0 * 2);
+  // down: the residual read and written in its epilogue.
+  const Op& down = find(ops, "down_proj");
+  EXPECT_DOUBLE_EQ(down.activation_bytes, 256.0 * 2 + 128.0 * 2 + 128.0 * 2);
+}
+
+TEST(EngineBlocks, FusionLeavesPrefillAndCublasPathsAlone) {
+  EXPECT_EQ(listing(step(kPrefill, precision(DType::bf16), engine_plan(true, true))),
+            listing(step(kPrefill, precision(DType::bf16), engine_plan(true, false))));
+  // Eight sequences at decode are past the GEMV rows: cuBLASLt, nothing fused.
+  const StepShape decode8{Phase::decode, 8, 1, 100};
+  const auto ops = step(decode8, precision(DType::bf16), engine_plan(true, true));
+  EXPECT_EQ(std::string(find(ops, "qkv_proj").tag.path), "gemm");
+  EXPECT_EQ(calls(ops, "norm"), 5);
+}
+
+TEST(EngineBlocks, GemvOffRunsDecodeOnCublas) {
+  const auto ops = step(kDecode1, precision(DType::bf16), engine_plan(false, false));
+  for (const char* name : {"qkv_proj", "o_proj", "gate_up_proj", "down_proj", "lm_head"}) {
+    EXPECT_EQ(std::string(find(ops, name).tag.path), "gemm") << name;
+  }
+}
+
+TEST(EngineBlocks, Int4DecodeGemvReadsPackedWeights) {
+  const auto ops = step(kDecode1, precision(DType::int4), engine_plan(true, false));
+  const Op& o = find(ops, "o_proj");  // 128 x 128
+  EXPECT_STREQ(o.tag.format, "int4");
+  EXPECT_DOUBLE_EQ(o.weight_bytes, 128.0 * 128 / 2 + 128 * 1 * 3);
+  EXPECT_EQ(o.kernels, 1);
+}
+
+TEST(EngineBlocks, Int4PrefillDequantizesThenRunsABf16Gemm) {
+  const auto ops = step(kPrefill, precision(DType::int4), engine_plan(true, false));
+  const Op& dequant = find(ops, "weight_dequantize");
+  EXPECT_STREQ(dequant.tag.kernel_class, "gemm_qkv");
+  EXPECT_EQ(dequant.tag.marks, 0);  // inside the QKV call
+  // QKV 256 x 128: the packed weights read, the bf16 copy written (one chunk: 32 MiB holds it).
+  EXPECT_DOUBLE_EQ(dequant.weight_bytes, 256.0 * 128 / 2 + 256 * 3);
+  EXPECT_DOUBLE_EQ(dequant.activation_bytes, 256.0 * 128 * 2);
+  EXPECT_EQ(dequant.kernels, 1);
+  const Op& qkv = find(ops, "qkv_proj");
+  EXPECT_EQ(qkv.compute_dtype, DType::bf16);
+  EXPECT_DOUBLE_EQ(qkv.weight_bytes, 256.0 * 128 * 2);
+  EXPECT_DOUBLE_EQ(qkv.activation_bytes, 64.0 * 128 * 2 + 64.0 * 256 * 2);
+  EXPECT_EQ(qkv.tag.marks, 1);
+  EXPECT_EQ(calls(ops, "gemm_qkv"), 2);
+  // Chunks: 32 MiB of bf16 scratch is 4096 rows of 4096 inputs.
+  EXPECT_EQ(engine_dequant_chunk_rows(4096), 4096);
+}
+
+TEST(EngineBlocks, Fp8PrefillQuantizesTheInputForAnFp8Gemm) {
+  const auto ops = step(kPrefill, precision(DType::fp8), engine_plan(true, false));
+  const Op& quant = find(ops, "input_quantize");
+  // 64 rows of 128: bf16 in, fp8 out, an fp32 scale per row.
+  EXPECT_DOUBLE_EQ(quant.activation_bytes, 64.0 * 128 * 3 + 64 * 4);
+  const Op& qkv = find(ops, "qkv_proj");
+  EXPECT_EQ(qkv.compute_dtype, DType::fp8);
+  EXPECT_DOUBLE_EQ(qkv.weight_bytes, 256.0 * 128 + 256 * 4);
+  EXPECT_DOUBLE_EQ(qkv.activation_bytes, 64.0 * 128 + 64 * 4 + 64.0 * 256 * 2);
+}
+
+TEST(EngineBlocks, W8a8PrefillIsQuantizeInt8GemmAndDequantize) {
+  const auto ops =
+      step(kPrefill, precision(DType::int8, DType::bf16, DType::int8), engine_plan(true, false));
+  std::vector<std::string> qkv_call;
+  for (const Op& op : ops) {
+    if (std::string(op.tag.kernel_class) == "gemm_qkv") {
+      qkv_call.push_back(std::string(op.name) + " " + std::to_string(op.tag.marks));
+    }
+  }
+  EXPECT_EQ(qkv_call,
+            (std::vector<std::string>{"input_quantize 0", "qkv_proj 0", "int32_dequantize 1"}));
+  EXPECT_STREQ(find(ops, "qkv_proj").tag.format, "w8a8");
+  EXPECT_EQ(find(ops, "qkv_proj").compute_dtype, DType::int8);
+  // int32 products out, read back by the dequantization with the channel scales.
+  EXPECT_DOUBLE_EQ(find(ops, "int32_dequantize").activation_bytes,
+                   64.0 * 256 * 4 + 64 * 4 + 64.0 * 256 * 2);
+}
+
+TEST(EngineBlocks, QuantizedKvCarriesAScalePerTokenAndHead) {
+  const auto ops = step(kDecode1, precision(DType::bf16, DType::int8), engine_plan(true, false));
+  // One token: K and V of the one KV head, 64 int8 values and a 4-byte scale each.
+  EXPECT_DOUBLE_EQ(find(ops, "rope_kv_write").kv_bytes, 2.0 * (64 + 4));
+  EXPECT_STREQ(find(ops, "rope_kv_write").tag.format, "int8");
+  // Attention reads the 100 cached tokens' K and V.
+  EXPECT_DOUBLE_EQ(find(ops, "attention").kv_bytes, 2.0 * 100 * (64 + 4));
+}
+
+TEST(EngineBlocks, NaiveAttentionWritesAndReadsFp32ScoresTwice) {
+  const auto ops = step(kPrefill, precision(DType::bf16), engine_plan(true, false, false));
+  // 2 query heads x 64 rows x 64 keys of fp32 scores.
+  const double scores = 2.0 * 64 * 64, q = 64.0 * 2 * 64 * 2;
+  const Op& qk = find(ops, "attn_scores");
+  const Op& sm = find(ops, "attn_softmax");
+  const Op& pv = find(ops, "attn_context");
+  EXPECT_DOUBLE_EQ(qk.activation_bytes, q + 4 * scores);  // Q in, scores out
+  EXPECT_DOUBLE_EQ(sm.activation_bytes, 2 * 4 * scores);  // read and written
+  EXPECT_DOUBLE_EQ(pv.activation_bytes, 4 * scores + q);  // scores in, O out
+  EXPECT_DOUBLE_EQ(qk.kv_bytes + pv.kv_bytes, 2.0 * 64 * 128);
+  EXPECT_EQ(calls(ops, "attention"), 2);  // one call per layer, three kernels
+  for (const Op* op : {&qk, &sm, &pv}) EXPECT_STREQ(op->tag.path, "naive");
+}
+
+TEST(EngineBlocks, OtherFamiliesAndTensorParallelKeepTheFusedList) {
+  const ModelConfig mixtral = load_model("mixtral-8x7b");
+  std::vector<Op> ops;
+  build_step_graph(mixtral, kDecode1, Precision{}, engine_plan(true, false), shard_dims(mixtral, 1),
+                   ops);
+  for (const Op& op : ops) EXPECT_STREQ(op.tag.kernel_class, "") << op.name;
+  EXPECT_FALSE(engine_runs_model(tiny(), 2));
+  EXPECT_TRUE(engine_runs_model(tiny(), 1));
+}
+
+}  // namespace
+}  // namespace inferlab
