@@ -67,15 +67,27 @@ CommonArgs predict_args_for(const BenchArgs& a, const EngineOptions& options,
   common.model = predict_model_name(a.model);
   common.hardware = hardware;
   common.framework = "inferlab";
-  common.cuda_graphs = options.cuda_graphs ? "on" : "off";
-  common.flash_attention = options.naive_attention ? "off" : "on";
-  const engine::QuantConfig& q = options.quant;
-  common.weights = std::string(dtype_name(q.weights));
-  common.kv = std::string(dtype_name(q.kv));
-  // The engine's fp8 weights quantize every GEMM input to fp8 too (predict's W8A8 in fp8).
-  common.activations =
-      std::string(dtype_name(q.weights == DType::fp8 ? DType::fp8 : q.activations));
+  const EngineSwitches s = engine_switches_of(options);
+  common.gemv = s.gemv ? "on" : "off";
+  common.fusion = s.fusion ? "on" : "off";
+  common.cuda_graphs = s.cuda_graphs ? "on" : "off";
+  common.flash_attention = s.flash_attention ? "on" : "off";
+  common.weights = std::string(dtype_name(s.weights));
+  common.kv = std::string(dtype_name(s.kv));
+  common.activations = std::string(dtype_name(s.activations));
   return common;
+}
+
+EngineSwitches engine_switches_of(const EngineOptions& options) {
+  EngineSwitches s;
+  s.gemv = options.gemv;
+  s.fusion = options.fusion;
+  s.cuda_graphs = options.cuda_graphs;
+  s.flash_attention = !options.naive_attention;
+  s.weights = options.quant.weights;
+  s.kv = options.quant.kv;
+  s.activations = options.quant.activations;  // fp8 weights' fp8 inputs are implied
+  return s;
 }
 
 }  // namespace inferlab::cli

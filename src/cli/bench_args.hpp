@@ -8,6 +8,7 @@
 #include "cli/common_args.hpp"
 #include "cli/engine_args.hpp"
 #include "engine/engine_bench.hpp"
+#include "predict/engine_switches.hpp"
 #include "report/emit.hpp"
 
 namespace inferlab::cli {
@@ -36,6 +37,8 @@ engine::BenchOptions bench_options(const BenchArgs& a, bool profile_kernels);
 // graphs, attention and number formats.
 CommonArgs predict_args_for(const BenchArgs& a, const EngineOptions& options,
                             const std::string& hardware);
+// The switches a run with `options` has, as engine profiles record them.
+EngineSwitches engine_switches_of(const EngineOptions& options);
 
 // The modes: bench_ablation.cpp and bench_profile.cpp.
 void run_ablation(const BenchArgs& a, OutputFormat format);

@@ -20,17 +20,6 @@ std::string utc_now() {
   return text;
 }
 
-nlohmann::json switches_json(const EngineOptions& o) {
-  const DType activations = o.quant.weights == DType::fp8 ? DType::fp8 : o.quant.activations;
-  return {{"gemv", o.gemv ? "on" : "off"},
-          {"fusion", o.fusion ? "on" : "off"},
-          {"cuda_graphs", o.cuda_graphs ? "on" : "off"},
-          {"attention", o.naive_attention ? "naive" : "flash"},
-          {"weights", dtype_name(o.quant.weights)},
-          {"kv", dtype_name(o.quant.kv)},
-          {"activations", dtype_name(activations)}};
-}
-
 }  // namespace
 
 void run_profile(const BenchArgs& a, OutputFormat format) {
@@ -56,7 +45,7 @@ void run_profile(const BenchArgs& a, OutputFormat format) {
   setup.hardware = options.device == "cuda" ? hardware_for_compare(a, device_name) : "cpu";
   setup.device_name = device_name;
   setup.measured_at = utc_now();
-  setup.switches = switches_json(options);
+  setup.switches = engine_switches_json(engine_switches_of(options));
   const nlohmann::json json = engine_profile_json(setup, measured);
   emit(json, engine_profile_text(json), "", format);
 }

@@ -19,12 +19,13 @@ bool engine_runs_model(const ModelConfig& model, int tp) {
 }
 
 int64_t engine_gemv_max_rows(DType /*weights*/) {
-  return 2;
+  return 32;
 }
 
 int64_t engine_dequant_chunk_rows(int64_t in_features) {
-  const double rows = kEngineDequantChunkBytes / (2.0 * static_cast<double>(in_features));
-  return std::max<int64_t>(1, static_cast<int64_t>(rows));
+  const auto rows =
+      static_cast<int64_t>(kEngineDequantChunkBytes / (2.0 * static_cast<double>(in_features)));
+  return std::max<int64_t>(64, rows / 64 * 64);
 }
 
 double engine_weight_bytes(int64_t out_features, int64_t in_features, DType format,

@@ -26,14 +26,15 @@ bool is_engine_kernel_class(const std::string& name);
 // one GPU); others keep the fused kernel list of KernelPlan.
 bool engine_runs_model(const ModelConfig& model, int tp);
 
-// Rows up to which a projection takes the engine's GEMV kernels (Projector::takes_gemv;
-// LtGemm::kDefaultGemvRows): two for every weight format as measured on the H100 (2026-11-23,
-// docs/MEASUREMENTS.md §19). Change it here when the engine's dispatch changes.
+// Rows up to which a projection takes the engine's GEMV kernels (Projector::takes_gemv, its
+// kGemvRows* constants in engine/cuda/projection.hpp). Change it here when the engine's
+// dispatch changes.
 int64_t engine_gemv_max_rows(DType weights);
 
 // int8/int4 weight-only projections on the tensor-core path are dequantized into a bf16 scratch
-// of at most this many bytes, a chunk of output rows at a time, each chunk followed by its GEMM.
-inline constexpr double kEngineDequantChunkBytes = 32.0 * 1024 * 1024;
+// of at most this many bytes, a chunk of output rows at a time (a multiple of 64 rows, at least
+// 64: projection_workspace.hpp's kChunkCapBytes), each chunk followed by its GEMM.
+inline constexpr double kEngineDequantChunkBytes = 64.0 * 1024 * 1024;
 // Output rows per chunk for an input width of `in_features` (at least one row).
 int64_t engine_dequant_chunk_rows(int64_t in_features);
 

@@ -187,8 +187,10 @@ TEST(EngineBlocks, Int4PrefillDequantizesThenRunsABf16Gemm) {
   EXPECT_DOUBLE_EQ(qkv.activation_bytes, 64.0 * 128 * 2 + 64.0 * 256 * 2);
   EXPECT_EQ(qkv.tag.marks, 1);
   EXPECT_EQ(calls(ops, "gemm_qkv"), 2);
-  // Chunks: 32 MiB of bf16 scratch is 4096 rows of 4096 inputs.
-  EXPECT_EQ(engine_dequant_chunk_rows(4096), 4096);
+  // Chunks: 64 MiB of bf16 scratch is 8192 rows of 4096 inputs; 64 rows at least, in 64s.
+  EXPECT_EQ(engine_dequant_chunk_rows(4096), 8192);
+  EXPECT_EQ(engine_dequant_chunk_rows(14336), 2304);
+  EXPECT_EQ(engine_dequant_chunk_rows(1 << 20), 64);
 }
 
 TEST(EngineBlocks, Fp8PrefillQuantizesTheInputForAnFp8Gemm) {
