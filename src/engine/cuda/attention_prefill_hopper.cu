@@ -92,44 +92,16 @@ struct CtaWork {
   int tile0, num_tiles;   // first key tile (multiple of kBN) and how many
 };
 
-// Set by the first barrier wait that times out (a broken pipeline), with where it happened; read
-// and cleared by hopper_prefill_watchdog(). A hang would take the GPU with it, and a trap (or a
-// printf: a call) in the kernel makes ptxas serialize and spill the wgmma pipeline, so a timed-out
-// wait records itself and returns, and every other wait gives up once it sees the record: the
-// kernel then finishes with wrong output and the host can say why.
+// Where the first barrier wait that timed out was (mbar_wait_watched); read and cleared by
+// hopper_prefill_watchdog().
 __device__ HopperWatchdogReport g_watchdog;
 
 #ifdef INFERLAB_HOPPER_DEVICE_CODE
 using namespace hopper;
 
-__device__ __forceinline__ void mbar_wait_spin(uint32_t bar, uint32_t parity) {
-  if (mbar_try_wait(bar, parity)) return;
-  const long long start = clock64();
-  long long next_poll = start + kWatchdogPollCycles;
-  while (!mbar_try_wait(bar, parity)) {
-    const long long now = clock64();
-    if (now < next_poll) continue;
-    next_poll = now + kWatchdogPollCycles;
-    if (*static_cast<volatile int*>(&g_watchdog.tripped) != 0) return;
-    if (now - start > kWatchdogCycles) {
-      if (atomicCAS(&g_watchdog.tripped, 0, 1) == 0) {
-        g_watchdog.block[0] = static_cast<int>(blockIdx.x);
-        g_watchdog.block[1] = static_cast<int>(blockIdx.y);
-        g_watchdog.block[2] = static_cast<int>(blockIdx.z);
-        g_watchdog.thread = static_cast<int>(threadIdx.x);
-        g_watchdog.barrier = static_cast<int>(bar % kSwizzleAtomBytes / 8);
-        g_watchdog.parity = static_cast<int>(parity);
-        __threadfence();
-      }
-      return;
-    }
-  }
-}
-// Until the phase of parity `parity` of barrier `bar` has completed (or the watchdog fires). The
-// warp leaves converged: wgmma and shuffles follow.
+// Until the phase of parity `parity` of barrier `bar` has completed, or the watchdog fires.
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-  mbar_wait_spin(bar, parity);
-  __syncwarp();
+  mbar_wait_watched(bar, parity, kWatchdogCycles, kWatchdogPollCycles, g_watchdog);
 }
 
 // The producer: warp 0 of warpgroup 0 (lane 0 issues, the warp looks pages up and zeroes).

@@ -53,6 +53,42 @@ __device__ __forceinline__ bool mbar_try_wait(uint32_t bar, uint32_t parity) {
       : "memory");
   return done != 0;
 }
+// Until the phase of parity `parity` has completed; the warp leaves converged (wgmma and
+// shuffles follow). A wait longer than `timeout_cycles` records where it happened in `report`
+// (the first one only: tripped, block[3], thread, barrier index within its 1 KB-aligned block of
+// 8-byte barriers, parity) and returns; every other wait returns as soon as it sees the record
+// (checked every `poll_cycles`). The kernel then finishes with wrong output instead of hanging the
+// GPU, and the host can read why. (A trap, or a printf, which is a call, would make ptxas
+// serialize the wgmma pipeline and spill.)
+template <typename Report>
+__device__ __forceinline__ void mbar_wait_watched(uint32_t bar, uint32_t parity,
+                                                  long long timeout_cycles, long long poll_cycles,
+                                                  Report& report) {
+  if (!mbar_try_wait(bar, parity)) {
+    const long long start = clock64();
+    long long next_poll = start + poll_cycles;
+    while (!mbar_try_wait(bar, parity)) {
+      const long long now = clock64();
+      if (now < next_poll) continue;
+      next_poll = now + poll_cycles;
+      if (*static_cast<volatile int*>(&report.tripped) != 0) break;
+      if (now - start > timeout_cycles) {
+        if (atomicCAS(&report.tripped, 0, 1) == 0) {
+          report.block[0] = static_cast<int>(blockIdx.x);
+          report.block[1] = static_cast<int>(blockIdx.y);
+          report.block[2] = static_cast<int>(blockIdx.z);
+          report.thread = static_cast<int>(threadIdx.x);
+          report.barrier = static_cast<int>(bar % kSwizzleAtomBytes / 8);
+          report.parity = static_cast<int>(parity);
+          __threadfence();
+        }
+        break;
+      }
+    }
+  }
+  __syncwarp();
+}
+
 __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, int c0, int c1,
                                             uint32_t bar) {
   asm volatile(
