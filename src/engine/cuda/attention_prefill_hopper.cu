@@ -276,10 +276,11 @@ __device__ __forceinline__ void issue_pv(float (&o)[D / 2], const uint32_t (&pa)
   });
 }
 
-// One arrival per consumer warp once the warp is past its wgmma wait.
+// One arrival per consumer warp once the warp is past its wgmma wait; the warp leaves converged.
 __device__ __forceinline__ void release(uint32_t bar) {
   __syncwarp();
   if (threadIdx.x % 32 == 0) mbar_arrive(bar);
+  __syncwarp();
 }
 
 // A consumer warpgroup: 64 query rows, every key tile of the CTA.
