@@ -10,6 +10,7 @@
 #include <string>
 
 #include "engine/cuda/attention.hpp"
+#include "engine/cuda/attention_hopper.hpp"
 #include "engine/cuda/attention_kernels.hpp"
 #include "engine/cuda/cuda_check.hpp"
 
@@ -68,6 +69,22 @@ DeviceFacts device_facts() {
 
 int sm_count() {
   return device_facts().sm_count;
+}
+
+// The tiled prefill: the Hopper kernel (wgmma + TMA) where it runs the batch, unless
+// INFERLAB_ENGINE_HOPPER_PREFILL=0 (A/B without rebuilding); else the mma.sync kernel.
+void launch_tiled_prefill(const PagedAttentionParams& p, cudaStream_t stream) {
+  static const bool allowed = [] {
+    const char* env = std::getenv("INFERLAB_ENGINE_HOPPER_PREFILL");
+    return env == nullptr || std::string(env) != "0";
+  }();
+  const DeviceFacts facts = device_facts();
+  // Hopper parts are all 9.0 (the predicate wants major·10 + minor).
+  if (allowed && detail::hopper_prefill_supported(p, facts.major * 10)) {
+    detail::launch_prefill_hopper(p, facts.sm_count, stream);
+    return;
+  }
+  detail::launch_prefill(p, facts.sm_count, stream);
 }
 
 // Programmatic dependent launch for the decode kernels: on Hopper and later, unless
@@ -188,12 +205,12 @@ void paged_attention(const PagedAttentionParams& p, cudaStream_t stream) {
   }
   if (p.max_query_len > 1) {
     if (p.single_query_seqs <= 0) {
-      detail::launch_prefill(p, sm_count(), stream);
+      launch_tiled_prefill(p, stream);
       return;
     }
     PagedAttentionParams tiled = p;
     tiled.skip_single_queries = true;
-    detail::launch_prefill(tiled, sm_count(), stream);
+    launch_tiled_prefill(tiled, stream);
     launch_decode_path(p, p.single_query_seqs, stream);
     return;
   }
