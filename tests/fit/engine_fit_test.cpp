@@ -83,7 +83,8 @@ Synthetic make_synthetic() {
       point(Phase::decode, 8, 1, 1024),     point(Phase::decode, 32, 1, 512),
       point(Phase::decode, 64, 1, 2048),    point(Phase::decode, 1, 1, 4096),
       point(Phase::decode, 16, 1, 128),     point(Phase::decode, 2, 1, 300),
-      point(Phase::prefill, 2, 128, 128)};
+      point(Phase::prefill, 2, 128, 128),   point(Phase::decode, 48, 1, 256),
+      point(Phase::decode, 40, 1, 1024),    point(Phase::decode, 128, 1, 512)};
   // Every key the profiles will need, with its made-up truth.
   for (const char* model : {"llama-3.2-1b", "llama-3-8b"}) {
     for (const auto& sw : combos) {
@@ -142,7 +143,11 @@ TEST(EngineFit, RecoversTheParametersOfSyntheticProfiles) {
   const EngineCosts& got = fit.costs;
   EXPECT_NEAR(got.profile_mark_s, s.truth.profile_mark_s, 0.02e-6);
   EXPECT_NEAR(got.graph_per_kernel_s, s.truth.graph_per_kernel_s, 0.05e-6);
-  EXPECT_NEAR(got.graph_step_s, s.truth.graph_step_s, 3e-6);
+  // The per-step constant of a graph step trades off against the fixed times of the classes a
+  // step launches once (embedding, final norm, LM head, sampling): with the GEMV taking up to 32
+  // rows, most decode points of a combination launch the same kernels, so it is pinned less
+  // tightly than the rest (the held-out steps are still predicted exactly, next test).
+  EXPECT_NEAR(got.graph_step_s, s.truth.graph_step_s, 5e-6);
   // The host's time shows only in the launches it holds up: recovered more loosely.
   EXPECT_NEAR(got.host_per_kernel_s, s.truth.host_per_kernel_s, 1e-6);
   EXPECT_NEAR(got.eager_step_s, s.truth.eager_step_s, 5e-6);
