@@ -4,7 +4,8 @@
 #   bash validation/engine_speed_gpu_run.sh BIN_DIR STAGES [PROFILE_MODELS]
 # STAGES, a comma list of:
 #   tests      every Cuda* test (kernels, projections, attention, backend under every switch
-#              against the CPU reference), then compute-sanitizer memcheck on the new kernels
+#              against the CPU reference)
+#   memcheck   compute-sanitizer memcheck on the fused GEMVs and the fused decode
 #   sass       the GEMV, attention and RoPE kernels' SASS: load widths, mma, local memory
 #   quick      bench of Llama 3 8B and 3.2 1B decode at batch 1, context 1024, every
 #              optimization on, in bf16, int4 and fp8
@@ -25,6 +26,9 @@ export INFERLAB_DATA_DIR=$PWD/data INFERLAB_TOKENIZERS_DIR=$PWD/third_party/toke
 export LD_LIBRARY_PATH=$BIN:${LD_LIBRARY_PATH:-}
 R=/tmp/results
 mkdir -p "$R" "$OUT"
+# Whatever finished comes back, also when a stage runs long (the call's own limit kills
+# everything, so each call wraps this script in a timeout shorter than it).
+trap 'tar czf "$OUT/results.tgz" -C /tmp results' EXIT
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv \
   > "$R/device.txt"
 date -u +%FT%TZ >> "$R/device.txt"
@@ -32,11 +36,13 @@ has() { [[ ",$STAGES," == *",$1,"* ]]; }
 note() { echo "$1" | tee -a "$OUT/summary.txt"; }
 
 if has tests; then
-  timeout 330 "$BIN/inferlab_tests" --gtest_filter='Cuda*:GemvPlan*:ProjectionWorkspace*' \
+  timeout 300 "$BIN/inferlab_tests" --gtest_filter='Cuda*:GemvPlan*:ProjectionWorkspace*' \
     > "$R/gpu_tests.txt" 2>&1
   note "gpu tests rc=$?"
   grep -E "^\[  (FAILED|PASSED|SKIPPED) |min cosine|beyond noise|^\[  FAILED" "$R/gpu_tests.txt" |
     head -60 >> "$OUT/summary.txt"
+fi
+if has memcheck; then
   timeout 120 compute-sanitizer --tool memcheck "$BIN/inferlab_tests" \
     --gtest_filter='CudaProjection.FusedForms*:CudaProjection.Int4SmallGroups:CudaQuantBackend.Fused*' \
     > "$R/memcheck.txt" 2>&1
@@ -56,9 +62,9 @@ if has sass && command -v cuobjdump > /dev/null; then
   rm -f "$R/sass.txt"
 fi
 if has quick; then  # the issue's batch-1 decode cases, all optimizations on
-  for w in bf16 int4 fp8; do
-    for m in llama-3-8b llama-3.2-1b; do
-      timeout 90 "$BIN/inferlab" bench --model $m --device cuda --batch 1 --input 1024 \
+  for w in ${QUICK_FORMATS:-bf16 int4 fp8}; do
+    for m in ${QUICK_MODELS:-llama-3-8b llama-3.2-1b}; do
+      timeout 60 "$BIN/inferlab" bench --model $m --device cuda --batch 1 --input 1024 \
         --output 33 --repeats 3 --cuda-graphs on --weights $w --format json \
         > "$R/quick_${m}_$w.json" 2> "$R/quick_${m}_$w.err"
       note "quick $m $w rc=$? tpot_ms=$(python3 -c "import json;print(round(json.load(open('$R/quick_${m}_$w.json'))['tpot_ms'],3))" 2>/dev/null)"
@@ -129,4 +135,3 @@ if has profile; then
     done
   done
 fi
-tar czf "$OUT/results.tgz" -C /tmp results
