@@ -9,6 +9,7 @@
 #   sass       the GEMV, attention and RoPE kernels' SASS: load widths, mma, local memory
 #   quick      bench of Llama 3 8B and 3.2 1B decode at batch 1, context 1024, every
 #              optimization on, in bf16, int4 and fp8
+#   ncu        Nsight Compute on the GEMV and decode-attention kernels (--clock-control none)
 #   kernels    the kernel benchmarks (projections by format and rows, attention by cache format
 #              with and without programmatic launch, RoPE + KV write)
 #   ablation   bench --ablation for Llama 3 8B and 3.2 1B (batch 1, context 1024)
@@ -73,7 +74,7 @@ if has quick; then  # the issue's batch-1 decode cases, all optimizations on
 fi
 if has kernels; then
   timeout 150 "$BIN/bench_engine_projection" --benchmark_min_time=0.05 \
-    --benchmark_filter='projection/.*/8b_.*rows:(1|8|32|64)' --benchmark_format=json \
+    --benchmark_filter='projection/.*/8b_.*rows:(1|2|4|8|16|32|64)' --benchmark_format=json \
     > "$R/bench_projection_8b.json" 2> "$R/bench_projection_8b.err"
   note "bench projection rc=$?"
   timeout 60 "$BIN/bench_engine_attention" --benchmark_format=json \
@@ -89,6 +90,21 @@ if has kernels; then
   note "bench rope rc=$?"
   [ -x "$BIN/bench_engine_attention_hopper" ] && timeout 60 "$BIN/bench_engine_attention_hopper" \
     --benchmark_format=json > "$R/bench_attention_hopper.json" 2> "$R/bench_attention_hopper.err"
+fi
+if has ncu; then  # Nsight Compute on the decode hot kernels (clocks left alone)
+  ncu_run() {  # name, kernel regex, bench binary, filter
+    timeout 120 ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis \
+      --section Occupancy --section WarpStateStats --section LaunchStats --section SchedulerStats \
+      -k "regex:$2" --launch-skip 20 -c 1 "$BIN/$3" --benchmark_filter="$4" \
+      --benchmark_min_time=0.01 > "$R/ncu_$1.txt" 2>&1
+    note "ncu $1 rc=$?"
+    grep -E "Memory Throughput|DRAM Throughput|Duration|Achieved Occupancy|Registers Per|Block Size|Grid Size|Waves Per SM|Stall|Issued Warp|No Eligible" \
+      "$R/ncu_$1.txt" | head -24 >> "$OUT/summary.txt"
+  }
+  ncu_run gemv_bf16_gate_up gemv bench_engine_projection 'projection/bf16/8b_gate_up/fused/rows:1/'
+  ncu_run gemv_bf16_o gemv bench_engine_projection 'projection/bf16/8b_o/gemv/rows:1/'
+  ncu_run gemv_int4_gate_up gemv bench_engine_projection 'projection/int4/8b_gate_up/gemv/rows:1/'
+  ncu_run attention_decode decode bench_engine_attention 'BM_Decode/batch:1/context:1024/kv:0/naive:0'
 fi
 if has ablation; then
   for m in llama-3-8b llama-3.2-1b; do

@@ -43,7 +43,10 @@ __global__ void dequantize_vec_kernel(const DequantSource w, int64_t first, int6
         const int64_t g = row * (w.in / w.group_size) + k / w.group_size;
         const float s = __half2float(w.group_scales[g]);
         const int zero = w.zeros[g];
-        for (int j = 0; j < 8; ++j) v[j] = s * static_cast<float>(((q >> (4 * j)) & 0xf) - zero);
+        // Signed before subtracting: an unsigned nibble minus the zero would wrap around.
+        for (int j = 0; j < 8; ++j) {
+          v[j] = s * static_cast<float>(static_cast<int>((q >> (4 * j)) & 0xfu) - zero);
+        }
       } else {
         for (int j = 0; j < 8; ++j) {
           v[j] = int4_weight(w, row, k + j, static_cast<uint8_t>(q >> (8 * (j / 2))));
