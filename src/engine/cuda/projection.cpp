@@ -9,6 +9,7 @@
 #include <string>
 
 #include "engine/cuda/gemv_launch.hpp"
+#include "engine/cuda/gemv_stream.hpp"
 #include "engine/cuda/projection_kernels.hpp"
 #include "engine/cuda/projection_lt.hpp"
 #include "engine/cuda/projection_workspace.hpp"
@@ -67,6 +68,8 @@ const char* projection_path_name(ProjectionPath path) {
   switch (path) {
     case ProjectionPath::none:
       return "none";
+    case ProjectionPath::gemv_stream:
+      return "gemv_stream";
     case ProjectionPath::gemv:
       return "gemv";
     case ProjectionPath::gemv_prepared:
@@ -152,8 +155,14 @@ struct Projector::Impl {
     GemvKind kind;
     if (rows < 1 || !gemv_kind_for(w.format, w.input_format, &kind)) return false;
     if (rows > gemv_rows[static_cast<size_t>(kind)] || !aligned16(w.data)) return false;
-    return plan(rows, w, false, false).ok;
+    return streams(rows, w) || plan(rows, w, false, false).ok;
   }
+
+  // One or two rows go to the streaming GEMV (unless INFERLAB_ENGINE_GEMV_STREAM=0).
+  bool streams(int64_t rows, const DeviceMatrix& w) const {
+    return stream_enabled && gemv_stream_supported(rows, w);
+  }
+  bool stream_enabled = true;
 
   void run_gemv(const GemvPlan& plan, GemvParams& p, const DeviceMatrix& w, const bf16* x,
                 int64_t rows, const bf16* norm_weight, float eps, cudaStream_t stream) {
@@ -333,6 +342,9 @@ Projector::Projector(int64_t max_rows, int64_t max_in, int64_t max_out, DType fo
   INFERLAB_CUDA_CHECK(cudaDeviceGetAttribute(&m.sm_count, cudaDevAttrMultiProcessorCount, device));
   gemv_set_smem_limits();
   m.default_gemv_rows();
+  if (const char* stream = std::getenv("INFERLAB_ENGINE_GEMV_STREAM")) {
+    m.stream_enabled = std::string(stream) != "0";
+  }
   if (const char* splits = std::getenv("INFERLAB_ENGINE_GEMV_SPLITS")) {
     m.tuning.splits = std::max<int64_t>(0, std::atoll(splits));
   }
@@ -394,6 +406,18 @@ void Projector::linear(const __nv_bfloat16* x, int64_t rows, const DeviceMatrix&
   if (rows == 0 || w.out == 0) return;
   if (x == nullptr || y == nullptr) refuse("x or y is null");
   if (!aligned16(x)) refuse("x is not 16-byte aligned");
+  if (m.takes(rows, w) && m.streams(rows, w)) {
+    GemvStreamCall call;
+    call.w = &w;
+    call.rows = static_cast<int>(rows);
+    call.x = x;
+    call.bias = bias;
+    call.y = y;
+    call.y_fp32 = y_fp32;
+    launch_gemv_stream(call, stream);
+    m.last = ProjectionPath::gemv_stream;
+    return;
+  }
   if (m.takes(rows, w)) {
     const GemvPlan plan = m.plan(rows, w, false, false);
     GemvParams p;
@@ -443,6 +467,21 @@ void Projector::gemv_fused(const GemvFused& args, int64_t rows, const DeviceMatr
   }
   if (swiglu && w.out % 2 != 0) refuse("SwiGLU needs the fused gate/up matrix (even rows)");
   if (rows == 0) return;
+  if (m.streams(rows, w)) {
+    GemvStreamCall call;
+    call.w = &w;
+    call.rows = static_cast<int>(rows);
+    call.x = args.x;
+    call.norm_weight = args.norm_weight;
+    call.eps = args.eps;
+    call.epilogue = args.epilogue;
+    call.bias = args.bias;
+    call.y = args.y;
+    call.residual = args.residual;
+    launch_gemv_stream(call, stream);
+    m.last = ProjectionPath::gemv_stream;
+    return;
+  }
   const GemvPlan plan = m.plan(rows, w, swiglu, args.norm_weight != nullptr);
   if (!plan.ok) refuse(std::string("GEMV plan: ") + plan.why);
   p.bias = args.bias;

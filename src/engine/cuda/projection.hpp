@@ -79,6 +79,7 @@ struct GemvFused {
 // Which route a call took (Projector::last_path), for tests and benchmarks.
 enum class ProjectionPath {
   none,             // no call yet
+  gemv_stream,      // streaming GEMV of 1-2 rows (gemv_stream.hpp), prologue and epilogue inside
   gemv,             // GEMV kernel (input normalised / quantized in its prologue, if at all)
   gemv_prepared,    // the prepare kernel (norm and/or quantization once), then the GEMV
   lt_bf16,          // cuBLASLt bf16 GEMM

@@ -1,0 +1,496 @@
+// The streaming GEMV (gemv_stream.hpp): kernels and launcher.
+//
+// Two numbers for the Llama 3 8B decode step at batch 1 (bf16): 15.0 GB of projection weights,
+// 3.5 ms at 4.3 TB/s (the H200's measured copy rate); a layer's gate/up matrix is 235 MB, 55 µs.
+// Inputs are a few KB per row, read from L2 once per block into shared memory.
+//
+// Input staging per format (what the per-vector arithmetic reads from shared memory):
+//   bf16 weights:        the bf16 input as is (fp32 FMAs).
+//   int8 weight-only:    fp16 of x · 240 / absmax(x): |w·x'| ≤ 128·240, so a pair of products
+//                        sums in fp16 without overflow before it goes to fp32.
+//   int4 weight-only:    fp16 of x · 512 / absmax(x), pairs (k, k + 4) of each group of 8 side by
+//                        side as the nibbles of a weight word unpack: |(q − z)·x'| ≤ 16·512 and
+//                        four products sum below 65504.
+//   fp8 (E4M3 weights):  the input's E4M3 codes (quantize_row_e4m3's) / 512 in fp16, exact, so
+//                        that a product of two E4M3 values (≤ 448·448) stays in fp16's range;
+//                        eight products sum there, then fp32.
+//   W8A8:                the input's int8 codes (quantize_row_int8's); dp4a, exact int32.
+// fp16 holds every product above exactly or to 2^-11 relative, far under the bf16 output's
+// rounding; each vector's partial sum goes to an fp32 accumulator.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+#include <algorithm>
+#include <atomic>
+#include <stdexcept>
+
+#include "engine/cuda/cuda_check.hpp"
+#include "engine/cuda/gemv_rows.cuh"
+#include "engine/cuda/gemv_stream.hpp"
+
+namespace inferlab::engine::cuda {
+
+namespace {
+
+using bf16 = __nv_bfloat16;
+using gemv::round_bf16;
+
+constexpr int kThreads = 256, kWarps = kThreads / 32;
+constexpr int kVectors = 4;              // 16-byte vectors of a row per lane per stage
+constexpr int kStageBytes = 112 * 1024;  // staged input rows, at most
+constexpr int kHeadFloats = 2 * 32 + 2 + 2 * kWarps + 2;  // warp sums, inv rms, maxima, factors
+
+enum class Fmt { bf16, int8, int4, fp8, w8a8 };
+enum Epi { kStore = 0, kResidual = 1, kSwiglu = 2 };
+
+struct Params {
+  const uint8_t* w;
+  int64_t row_bytes;
+  int in, out_rows, features, tasks;
+  const float* scales;
+  const __half* group_scales;
+  const uint8_t* zeros;
+  int group_size, groups;
+  const bf16* x;
+  int rows;
+  const bf16* norm_weight;
+  float eps;
+  const bf16* bias;
+  void* y;
+  bool y_fp32;
+  bf16* residual;
+};
+
+template <Fmt F>
+struct Traits;
+template <>
+struct Traits<Fmt::bf16> {
+  static constexpr int kElems = 8, kXBytes = 2;  // weights per vector, staged bytes per input
+  static constexpr float kCodeMax = 0;           // no input scale
+};
+template <>
+struct Traits<Fmt::int8> {
+  static constexpr int kElems = 16, kXBytes = 2;
+  static constexpr float kCodeMax = 240;  // |w·x'| ≤ 128·240: two products sum under 65504
+};
+template <>
+struct Traits<Fmt::int4> {
+  static constexpr int kElems = 32, kXBytes = 2;
+  static constexpr float kCodeMax = 512;
+};
+template <>
+struct Traits<Fmt::fp8> {
+  static constexpr int kElems = 16, kXBytes = 2;
+  static constexpr float kCodeMax = 448;
+};
+template <>
+struct Traits<Fmt::w8a8> {
+  static constexpr int kElems = 16, kXBytes = 1;
+  static constexpr float kCodeMax = 127;
+};
+
+__device__ __forceinline__ uint4 load_stream(const uint8_t* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+
+__device__ __forceinline__ uint32_t word_of(const uint4& v, int i) {
+  return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+}
+
+__device__ __forceinline__ __half2 as_half2(uint32_t bits) {
+  return *reinterpret_cast<const __half2*>(&bits);
+}
+
+__device__ __forceinline__ float sum_half2(__half2 h) {
+  const float2 f = __half22float2(h);
+  return f.x + f.y;
+}
+
+// Stages the block's input rows (gemv_stream.hpp): x, RMSNorm'd with the unfused kernels' bits
+// when norm_weight is set, in the format's form; x_factor[r] is what the sums are multiplied by
+// to undo the staging's scale (the quantization scale for fp8 and W8A8).
+template <Fmt F>
+__device__ void stage_input(const Params& p, float* head, unsigned char* xs) {
+  float* warp_sums = head;
+  float* inv_rms = head + 2 * 32;
+  float* red = inv_rms + 2;
+  float* x_factor = red + 2 * kWarps;
+  if (p.norm_weight != nullptr) {
+    gemv::rows_inv_rms(p.x, p.rows, p.in, p.eps, warp_sums, inv_rms);
+  }
+  if constexpr (Traits<F>::kCodeMax > 0) {
+    gemv::rows_scale(p.x, p.rows, p.in, p.norm_weight, inv_rms, Traits<F>::kCodeMax, red, x_factor);
+  } else if (threadIdx.x < p.rows) {
+    x_factor[threadIdx.x] = 1.0f;
+  }
+  __syncthreads();
+  const int groups8 = p.in / 8;
+  for (int idx = threadIdx.x; idx < p.rows * groups8; idx += kThreads) {
+    const int r = idx / groups8, k = 8 * (idx - r * groups8);
+    float v[8];
+    gemv::row_values8(p.x + static_cast<int64_t>(r) * p.in, p.norm_weight,
+                      p.norm_weight != nullptr ? inv_rms[r] : 1.0f, k, v);
+    unsigned char* dst = xs + (static_cast<int64_t>(r) * p.in + k) * Traits<F>::kXBytes;
+    const float s = x_factor[r];
+    if constexpr (F == Fmt::bf16) {
+      __nv_bfloat162 out[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) out[j] = __floats2bfloat162_rn(v[2 * j], v[2 * j + 1]);
+      *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(out);
+    } else if constexpr (F == Fmt::int8) {
+      __half2 out[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) out[j] = __floats2half2_rn(v[2 * j] / s, v[2 * j + 1] / s);
+      *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(out);
+    } else if constexpr (F == Fmt::int4) {
+      __half2 out[4];  // (k, k+4), (k+1, k+5), ...: the order a weight word's nibbles unpack in
+#pragma unroll
+      for (int j = 0; j < 4; ++j) out[j] = __floats2half2_rn(v[j] / s, v[j + 4] / s);
+      *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(out);
+    } else if constexpr (F == Fmt::fp8) {
+      __half out[8];
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const __nv_fp8_storage_t code =
+            __nv_cvt_float_to_fp8(__fdiv_rn(v[j], s), __NV_SATFINITE, __NV_E4M3);
+        const __half_raw h = __nv_cvt_fp8_to_halfraw(code, __NV_E4M3);
+        out[j] = __hmul(__half(h), __float2half(1.0f / 512));  // exact: a power of two
+      }
+      *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(out);
+    } else {
+      int8_t out[8];
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const int q = __float2int_rn(__fdiv_rn(v[j], s));
+        out[j] = static_cast<int8_t>(max(-127, min(127, q)));
+      }
+      *reinterpret_cast<uint2*>(dst) = *reinterpret_cast<const uint2*>(out);
+    }
+  }
+  __syncthreads();
+}
+
+// One weight vector (16 bytes at element k of a row) against input row b: its contribution,
+// the group scale applied for int4.
+template <Fmt F>
+__device__ __forceinline__ float dot_vector(const uint4& w, const unsigned char* xrow, int k,
+                                            const Params& p, int64_t row) {
+  const unsigned char* xp = xrow + static_cast<int64_t>(k) * Traits<F>::kXBytes;
+  if constexpr (F == Fmt::bf16) {
+    const uint4 xv = *reinterpret_cast<const uint4*>(xp);
+    float wf[8], xf[8];
+    gemv::unpack_bf16(w, wf);
+    gemv::unpack_bf16(xv, xf);
+    float sum = 0.0f;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) sum = fmaf(wf[j], xf[j], sum);
+    return sum;
+  } else if constexpr (F == Fmt::int8) {
+    // Bytes b → fp16 1024 + (b + 128) by the 0x6400 magic, minus 1152: b exactly.
+    const __half2 bias = __half2half2(__ushort_as_half(0x6480));  // 1152
+    float sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const uint32_t u = word_of(w, i) ^ 0x80808080u;
+      const __half2 w01 = __hsub2(as_half2(__byte_perm(u, 0x64646464u, 0x4140)), bias);
+      const __half2 w23 = __hsub2(as_half2(__byte_perm(u, 0x64646464u, 0x4342)), bias);
+      const uint2 xv = *reinterpret_cast<const uint2*>(xp + 8 * i);
+      sum += sum_half2(__hadd2(__hmul2(w01, as_half2(xv.x)), __hmul2(w23, as_half2(xv.y))));
+    }
+    return sum;
+  } else if constexpr (F == Fmt::int4) {
+    // Nibbles (n, n+4) of a word → fp16 1024 + q by the magic, minus 1024 + z: q − z exactly.
+    const int group = k / p.group_size;
+    const int64_t at = row * p.groups + group;
+    const int zero = p.zeros[at];
+    const __half2 offset = __half2half2(__int2half_rn(1024 + zero));
+    float sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const uint32_t q = word_of(w, i);
+      const uint4 xv = *reinterpret_cast<const uint4*>(xp + 16 * i);
+      __half2 part =
+          __hmul2(__hsub2(as_half2((q & 0x000f000fu) | 0x64006400u), offset), as_half2(xv.x));
+      part = __hfma2(__hsub2(as_half2(((q >> 4) & 0x000f000fu) | 0x64006400u), offset),
+                     as_half2(xv.y), part);
+      part = __hfma2(__hsub2(as_half2(((q >> 8) & 0x000f000fu) | 0x64006400u), offset),
+                     as_half2(xv.z), part);
+      part = __hfma2(__hsub2(as_half2(((q >> 12) & 0x000f000fu) | 0x64006400u), offset),
+                     as_half2(xv.w), part);
+      sum += sum_half2(part);
+    }
+    return sum * __half2float(p.group_scales[at]);
+  } else if constexpr (F == Fmt::fp8) {
+    __half2 part = __float2half2_rn(0.0f);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const uint32_t codes = word_of(w, i);
+      const uint2 xv = *reinterpret_cast<const uint2*>(xp + 8 * i);
+      const __half2_raw lo =
+          __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(codes & 0xffffu), __NV_E4M3);
+      const __half2_raw hi =
+          __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(codes >> 16), __NV_E4M3);
+      part = __hfma2(__half2(lo), as_half2(xv.x), part);
+      part = __hfma2(__half2(hi), as_half2(xv.y), part);
+    }
+    return sum_half2(part) * 512.0f;
+  } else {
+    const uint4 xv = *reinterpret_cast<const uint4*>(xp);
+    int acc = 0;
+    acc = __dp4a(static_cast<int>(w.x), static_cast<int>(xv.x), acc);
+    acc = __dp4a(static_cast<int>(w.y), static_cast<int>(xv.y), acc);
+    acc = __dp4a(static_cast<int>(w.z), static_cast<int>(xv.z), acc);
+    acc = __dp4a(static_cast<int>(w.w), static_cast<int>(xv.w), acc);
+    return static_cast<float>(acc);
+  }
+}
+
+// The finished value of weight row `row` for input row b: sum (already reduced over the warp)
+// with the row's and the input's scales and the bias.
+template <Fmt F>
+__device__ __forceinline__ float finish(float sum, const Params& p, int64_t row, float x_factor) {
+  float v = sum * x_factor;
+  if constexpr (F == Fmt::int8 || F == Fmt::fp8 || F == Fmt::w8a8) v *= p.scales[row];
+  if (p.bias != nullptr) v += __bfloat162float(p.bias[row]);
+  return v;
+}
+
+template <Fmt F, int B, int E>
+__global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const Params p) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  float* head = reinterpret_cast<float*>(smem);
+  unsigned char* xs = smem + ((kHeadFloats * 4 + 15) / 16) * 16;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int64_t vectors = p.row_bytes / 16;
+  const int stages = static_cast<int>((vectors + 32 * kVectors - 1) / (32 * kVectors));
+
+  // The two weight rows of task t: features 2t and 2t + 1, or SwiGLU's gate and up rows of t.
+  auto rows_of = [&](int t, int64_t& r0, int64_t& r1, bool& ok1) {
+    if (E == kSwiglu) {
+      r0 = t;
+      r1 = static_cast<int64_t>(p.features) + t;
+      ok1 = true;
+    } else {
+      r0 = 2 * static_cast<int64_t>(t);
+      r1 = r0 + 1;
+      ok1 = r1 < p.out_rows;
+    }
+  };
+  uint4 cur[2][kVectors], next[2][kVectors];
+  auto load_stage = [&](uint4(&dst)[2][kVectors], int64_t r0, int64_t r1, bool ok1, int s) {
+#pragma unroll
+    for (int u = 0; u < kVectors; ++u) {
+      const int64_t v = static_cast<int64_t>(s) * 32 * kVectors + u * 32 + lane;
+      const bool in = v < vectors;
+      dst[0][u] = in ? load_stream(p.w + r0 * p.row_bytes + 16 * v) : make_uint4(0, 0, 0, 0);
+      dst[1][u] = in && ok1 ? load_stream(p.w + r1 * p.row_bytes + 16 * v) : make_uint4(0, 0, 0, 0);
+    }
+  };
+
+  int task = blockIdx.x * kWarps + warp;
+  int64_t r0 = 0, r1 = 0;
+  bool ok1 = false;
+  // The first loads go out before the input is staged, so HBM is busy meanwhile.
+  if (task < p.tasks) {
+    rows_of(task, r0, r1, ok1);
+    load_stage(cur, r0, r1, ok1, 0);
+  }
+  stage_input<F>(p, head, xs);
+  const float* x_factor = head + 2 * 32 + 2 + 2 * kWarps;
+
+  for (; task < p.tasks; task += gridDim.x * kWarps) {
+    float acc[2][B];
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+      for (int b = 0; b < B; ++b) acc[j][b] = 0.0f;
+    for (int s = 0; s < stages; ++s) {
+      if (s + 1 < stages) load_stage(next, r0, r1, ok1, s + 1);
+#pragma unroll
+      for (int u = 0; u < kVectors; ++u) {
+        const int64_t v = static_cast<int64_t>(s) * 32 * kVectors + u * 32 + lane;
+        if (v >= vectors) continue;
+        const int k = static_cast<int>(v * Traits<F>::kElems);
+#pragma unroll
+        for (int b = 0; b < B; ++b) {
+          const unsigned char* xrow = xs + static_cast<int64_t>(b) * p.in * Traits<F>::kXBytes;
+          acc[0][b] += dot_vector<F>(cur[0][u], xrow, k, p, r0);
+          if (ok1) acc[1][b] += dot_vector<F>(cur[1][u], xrow, k, p, r1);
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+#pragma unroll
+        for (int u = 0; u < kVectors; ++u) cur[j][u] = next[j][u];
+    }
+    // The next task's first loads before this one's reductions and stores.
+    const int this_task = task;
+    const int64_t t_r0 = r0, t_r1 = r1;
+    const bool t_ok1 = ok1;
+    if (task + gridDim.x * kWarps < p.tasks) {
+      rows_of(task + gridDim.x * kWarps, r0, r1, ok1);
+      load_stage(cur, r0, r1, ok1, 0);
+    }
+#pragma unroll
+    for (int b = 0; b < B; ++b) {
+      const float v0 = finish<F>(gemv::warp_sum(acc[0][b]), p, t_r0, x_factor[b]);
+      const float v1 = t_ok1 ? finish<F>(gemv::warp_sum(acc[1][b]), p, t_r1, x_factor[b]) : 0.0f;
+      if (lane != 0) continue;
+      if (E == kSwiglu) {
+        const float gate = round_bf16(v0), up = round_bf16(v1);
+        const float silu = round_bf16(gate / (1.0f + expf(-gate)));  // as silu_mul_halves
+        static_cast<bf16*>(p.y)[static_cast<int64_t>(b) * p.features + this_task] =
+            __float2bfloat16(silu * up);
+      } else if (E == kResidual) {
+        bf16* res = p.residual + static_cast<int64_t>(b) * p.out_rows;
+        res[t_r0] = __float2bfloat16(__bfloat162float(res[t_r0]) + round_bf16(v0));
+        if (t_ok1) res[t_r1] = __float2bfloat16(__bfloat162float(res[t_r1]) + round_bf16(v1));
+      } else if (p.y_fp32) {
+        float* y = static_cast<float*>(p.y) + static_cast<int64_t>(b) * p.out_rows;
+        y[t_r0] = v0;
+        if (t_ok1) y[t_r1] = v1;
+      } else {
+        bf16* y = static_cast<bf16*>(p.y) + static_cast<int64_t>(b) * p.out_rows;
+        y[t_r0] = __float2bfloat16(v0);
+        if (t_ok1) y[t_r1] = __float2bfloat16(v1);
+      }
+    }
+  }
+}
+
+template <Fmt F>
+constexpr int staged_bytes(int rows, int in) {
+  return rows * in * Traits<F>::kXBytes;
+}
+
+int head_bytes() {
+  return (kHeadFloats * 4 + 15) / 16 * 16;
+}
+
+int sm_count() {
+  static std::atomic<int> cached{0};
+  if (cached.load() == 0) {
+    int device = 0, count = 0;
+    INFERLAB_CUDA_CHECK(cudaGetDevice(&device));
+    INFERLAB_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
+    cached.store(count);
+  }
+  return cached.load();
+}
+
+template <Fmt F, int B, int E>
+void launch_kernel(const Params& p, cudaStream_t stream) {
+  const int smem = head_bytes() + staged_bytes<F>(B, p.in);
+  // Raised once per instantiation (beyond 48 KB of dynamic shared memory needs it), and the
+  // resident blocks per SM read once, for the persistent grid.
+  static const int per_sm = [smem] {
+    INFERLAB_CUDA_CHECK(cudaFuncSetAttribute(gemv_stream_kernel<F, B, E>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             head_bytes() + kStageBytes));
+    int blocks = 0;
+    INFERLAB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &blocks, gemv_stream_kernel<F, B, E>, kThreads, smem));
+    return std::max(blocks, 1);
+  }();
+  const int blocks_needed = (p.tasks + kWarps - 1) / kWarps;
+  const int grid = std::max(1, std::min(blocks_needed, sm_count() * per_sm));
+  gemv_stream_kernel<F, B, E><<<grid, kThreads, smem, stream>>>(p);
+  INFERLAB_CUDA_CHECK_LAUNCH();
+}
+
+template <Fmt F, int B>
+void launch_epilogue(const Params& p, GemvFused::Epilogue e, cudaStream_t stream) {
+  switch (e) {
+    case GemvFused::Epilogue::store:
+      return launch_kernel<F, B, kStore>(p, stream);
+    case GemvFused::Epilogue::residual_add:
+      return launch_kernel<F, B, kResidual>(p, stream);
+    case GemvFused::Epilogue::swiglu:
+      return launch_kernel<F, B, kSwiglu>(p, stream);
+  }
+}
+
+template <Fmt F>
+void launch_format(const Params& p, GemvFused::Epilogue e, cudaStream_t stream) {
+  if (p.rows == 1) return launch_epilogue<F, 1>(p, e, stream);
+  return launch_epilogue<F, 2>(p, e, stream);
+}
+
+bool format_of(const DeviceMatrix& w, Fmt* f) {
+  if (w.format == DType::bf16 && w.input_format == DType::bf16) return *f = Fmt::bf16, true;
+  if (w.format == DType::int8 && w.input_format == DType::bf16) return *f = Fmt::int8, true;
+  if (w.format == DType::int4 && w.input_format == DType::bf16) return *f = Fmt::int4, true;
+  if (w.format == DType::fp8 && w.input_format == DType::fp8) return *f = Fmt::fp8, true;
+  if (w.format == DType::int8 && w.input_format == DType::int8) return *f = Fmt::w8a8, true;
+  return false;
+}
+
+int64_t row_bytes_of(Fmt f, int64_t in) {
+  return f == Fmt::bf16 ? 2 * in : f == Fmt::int4 ? in / 2 : in;
+}
+
+int staged_bytes_of(Fmt f, int rows, int64_t in) {
+  return static_cast<int>(rows * in * (f == Fmt::w8a8 ? 1 : 2));
+}
+
+}  // namespace
+
+bool gemv_stream_supported(int64_t rows, const DeviceMatrix& w) {
+  Fmt f;
+  if (rows < 1 || rows > kGemvStreamMaxRows || !format_of(w, &f)) return false;
+  // Whole 16-byte vectors per row; int4 groups of whole vectors (32 weights).
+  const int64_t row_bytes = row_bytes_of(f, w.in);
+  if (w.in % 8 != 0 || row_bytes % 16 != 0 || w.in > (int64_t{1} << 30)) return false;
+  if (f == Fmt::int4 && (w.group_size < 32 || w.group_size % 32 != 0)) return false;
+  if (reinterpret_cast<uintptr_t>(w.data) % 16 != 0) return false;
+  return staged_bytes_of(f, static_cast<int>(rows), w.in) <= kStageBytes;
+}
+
+void launch_gemv_stream(const GemvStreamCall& c, cudaStream_t stream) {
+  const DeviceMatrix& w = *c.w;
+  Fmt f;
+  if (!gemv_stream_supported(c.rows, w) || !format_of(w, &f)) {
+    throw std::invalid_argument("launch_gemv_stream: not a shape the streaming GEMV takes");
+  }
+  Params p{};
+  p.w = static_cast<const uint8_t*>(w.data);
+  p.row_bytes = row_bytes_of(f, w.in);
+  p.in = static_cast<int>(w.in);
+  p.out_rows = static_cast<int>(w.out);
+  const bool swiglu = c.epilogue == GemvFused::Epilogue::swiglu;
+  p.features = swiglu ? p.out_rows / 2 : p.out_rows;
+  p.tasks = swiglu ? p.features : (p.out_rows + 1) / 2;
+  p.scales = w.scales;
+  p.group_scales = w.group_scales;
+  p.zeros = w.zeros;
+  p.group_size = static_cast<int>(w.group_size);
+  p.groups = w.group_size > 0 ? static_cast<int>(w.in / w.group_size) : 0;
+  p.x = c.x;
+  p.rows = c.rows;
+  p.norm_weight = c.norm_weight;
+  p.eps = c.eps;
+  p.bias = c.bias;
+  p.y = c.y;
+  p.y_fp32 = c.y_fp32;
+  p.residual = c.residual;
+  if (p.tasks == 0) return;
+  switch (f) {
+    case Fmt::bf16:
+      return launch_format<Fmt::bf16>(p, c.epilogue, stream);
+    case Fmt::int8:
+      return launch_format<Fmt::int8>(p, c.epilogue, stream);
+    case Fmt::int4:
+      return launch_format<Fmt::int4>(p, c.epilogue, stream);
+    case Fmt::fp8:
+      return launch_format<Fmt::fp8>(p, c.epilogue, stream);
+    case Fmt::w8a8:
+      return launch_format<Fmt::w8a8>(p, c.epilogue, stream);
+  }
+}
+
+}  // namespace inferlab::engine::cuda

@@ -1,0 +1,54 @@
+#pragma once
+// The streaming GEMV: one or two input rows (decode at batch 1-2) against a weight matrix in any
+// format, written for bytes in flight rather than for arithmetic. Measured on the H200
+// (docs/MEASUREMENTS.md §21), the tensor-core GEMV (gemv_kernel.cuh) reached 1.9-2.2 TB/s at
+// one row with a quarter of the SM's warp slots filled, where HBM gives ~4.3: at one or two
+// rows the mma's reuse buys nothing and the kernel waits on its loads.
+//
+// Shape: a persistent grid (as many blocks as fit, every SM busy), 8 warps a block; a warp owns
+// two weight rows at a time (two output features, or the gate and up rows of one SwiGLU output)
+// and its lanes stride along them in 16-byte vectors, 4 vectors of each row in flight and the
+// next 4 issued before the current ones are used: 2 × 4 × 16 B × 2 stages per lane, ~64 KB a
+// block, more than the ~25 KB per SM that Little's law asks at 4.8 TB/s. The block first stages
+// its input rows in shared memory once (RMSNorm applied and/or quantized per row there: the
+// same bits as the unfused kernels, gemv_rows.cuh), then loops over its rows of the matrix.
+//
+// Arithmetic per 16-byte weight vector, each cheap enough to stay under the issue rate at HBM
+// speed: bf16 (8 weights) fp32 FMAs; int8 and int4 weight-only converted to exact fp16 integers
+// by the 0x6400 magic (int4: q − z, one group per vector), fp16 multiply-adds of 8 pairs then
+// fp32; fp8 (E4M3 weights × E4M3-coded input, both exact in fp16) likewise; W8A8 dp4a on the
+// int8 codes. The per-channel, per-group and per-row scales apply in fp32.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "engine/cuda/projection.hpp"
+
+namespace inferlab::engine::cuda {
+
+// Rows the streaming GEMV takes at most.
+constexpr int64_t kGemvStreamMaxRows = 2;
+
+struct GemvStreamCall {
+  const DeviceMatrix* w = nullptr;
+  int rows = 1;
+  const __nv_bfloat16* x = nullptr;            // [rows][in]
+  const __nv_bfloat16* norm_weight = nullptr;  // set: x is the residual stream, normalised here
+  float eps = 0;
+  GemvFused::Epilogue epilogue = GemvFused::Epilogue::store;
+  const __nv_bfloat16* bias = nullptr;  // [out] (SwiGLU: [2I], before the first rounding)
+  void* y = nullptr;                    // store: [rows][out] bf16 or fp32; SwiGLU: [rows][out/2]
+  bool y_fp32 = false;
+  __nv_bfloat16* residual = nullptr;  // residual_add: [rows][out], in place
+};
+
+// Whether the streaming GEMV runs `rows` rows of `w` (formats and widths it has kernels for,
+// the staged input within its shared-memory budget).
+bool gemv_stream_supported(int64_t rows, const DeviceMatrix& w);
+
+// Launches on `stream`; no allocation, no synchronisation (graph-capturable).
+void launch_gemv_stream(const GemvStreamCall& call, cudaStream_t stream);
+
+}  // namespace inferlab::engine::cuda
