@@ -34,10 +34,11 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --f
   > "$R/device.txt"
 date -u +%FT%TZ >> "$R/device.txt"
 has() { [[ ",$STAGES," == *",$1,"* ]]; }
-note() { echo "$1" | tee -a "$OUT/summary.txt"; }
+note() { echo "$(date -u +%T) $1" | tee -a "$OUT/summary.txt"; }
 
 if has tests; then
-  timeout 300 "$BIN/inferlab_tests" --gtest_filter='Cuda*:GemvPlan*:ProjectionWorkspace*' \
+  timeout ${TESTS_TIMEOUT:-300} "$BIN/inferlab_tests" \
+    --gtest_filter="${TESTS_FILTER:-Cuda*:GemvPlan*:ProjectionWorkspace*}" \
     > "$R/gpu_tests.txt" 2>&1
   note "gpu tests rc=$?"
   grep -E "^\[  (FAILED|PASSED|SKIPPED) |min cosine|beyond noise|^\[  FAILED" "$R/gpu_tests.txt" |
@@ -107,7 +108,7 @@ if has ncu; then  # Nsight Compute on the decode hot kernels (clocks left alone)
   ncu_run attention_decode decode bench_engine_attention 'BM_Decode/batch:1/context:1024/kv:0/naive:0'
 fi
 if has ablation; then
-  for m in llama-3-8b llama-3.2-1b; do
+  for m in ${ABLATION_MODELS:-llama-3-8b llama-3.2-1b}; do
     timeout 300 "$BIN/inferlab" bench --model $m --device cuda --ablation --batch 1 --input 1024 \
       --output 17 --repeats 5 --format json > "$R/ablation_$m.json" 2> "$R/ablation_$m.err"
     note "ablation $m rc=$?"
