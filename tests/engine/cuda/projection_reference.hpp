@@ -81,6 +81,14 @@ inline HostMatrix make_host_matrix(DType format, int64_t out, int64_t in, int64_
   return m;
 }
 
+// An int4 matrix with zeros other than quantize_matrix's 8 (asymmetric grids, as GPTQ
+// checkpoints may have): each group's zero drawn from [0, 15], the values recomputed.
+inline void randomize_int4_zeros(HostMatrix& m, uint64_t seed) {
+  Random random(seed);
+  for (auto& z : m.quantized.zeros) z = static_cast<uint8_t>(random.next() % 16);
+  m.values = dequantize_matrix(m.quantized);
+}
+
 // Input rows as bf16 bits and values; `spread` varies by row.
 struct HostRows {
   int64_t rows = 0, in = 0;
