@@ -178,8 +178,8 @@ __device__ void stage_input(const Params& p, float* head, unsigned char* xs) {
 // One weight vector (16 bytes at element k of a row) against input row b: its contribution,
 // the group scale applied for int4.
 template <Fmt F>
-__device__ __forceinline__ float dot_vector(const uint4& w, const unsigned char* xrow, int k,
-                                            const Params& p, int64_t row) {
+__device__ __forceinline__ float dot_vector(const uint4& w, uint32_t aux, const unsigned char* xrow,
+                                            int k) {
   const unsigned char* xp = xrow + static_cast<int64_t>(k) * Traits<F>::kXBytes;
   if constexpr (F == Fmt::bf16) {
     const uint4 xv = *reinterpret_cast<const uint4*>(xp);
@@ -205,10 +205,8 @@ __device__ __forceinline__ float dot_vector(const uint4& w, const unsigned char*
     return sum;
   } else if constexpr (F == Fmt::int4) {
     // Nibbles (n, n+4) of a word → fp16 1024 + q by the magic, minus 1024 + z: q − z exactly.
-    const int group = k / p.group_size;
-    const int64_t at = row * p.groups + group;
-    const int zero = p.zeros[at];
-    const __half2 offset = __half2half2(__int2half_rn(1024 + zero));
+    // aux: the group's fp16 scale in the high half, its zero in the low byte (load_aux).
+    const __half2 offset = __half2half2(__int2half_rn(1024 + static_cast<int>(aux & 0xffu)));
     float sum = 0.0f;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
@@ -224,7 +222,7 @@ __device__ __forceinline__ float dot_vector(const uint4& w, const unsigned char*
                      as_half2(xv.w), part);
       sum += sum_half2(part);
     }
-    return sum * __half2float(p.group_scales[at]);
+    return sum * __half2float(__ushort_as_half(static_cast<unsigned short>(aux >> 16)));
   } else if constexpr (F == Fmt::fp8) {
     __half2 part = __float2half2_rn(0.0f);
 #pragma unroll
@@ -260,6 +258,15 @@ __device__ __forceinline__ float finish(float sum, const Params& p, int64_t row,
   return v;
 }
 
+// The group scale and zero of an int4 weight vector (packed as dot_vector reads them).
+__device__ __forceinline__ uint32_t load_aux(const Params& p, int64_t row, int64_t vector) {
+  const int64_t at = row * p.groups + (vector * 32) / p.group_size;
+  return (static_cast<uint32_t>(__half_as_ushort(p.group_scales[at])) << 16) | p.zeros[at];
+}
+
+// The warp's loop runs over steps (task, stage): the loads of the next step, the next task's
+// first stage included, go out before this step's arithmetic, so a task whose rows fit in one
+// stage (int4: a 4096-wide row is 128 vectors) still has its successor's bytes in flight.
 template <Fmt F, int B, int E>
 __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const Params p) {
   extern __shared__ __align__(16) unsigned char smem[];
@@ -268,98 +275,116 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const Params p
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t vectors = p.row_bytes / 16;
   const int stages = static_cast<int>((vectors + 32 * kVectors - 1) / (32 * kVectors));
+  const int stride = gridDim.x * kWarps;
 
   // The two weight rows of task t: features 2t and 2t + 1, or SwiGLU's gate and up rows of t.
-  auto rows_of = [&](int t, int64_t& r0, int64_t& r1, bool& ok1) {
+  struct Rows {
+    int64_t r0 = 0, r1 = 0;
+    bool ok1 = false;
+  };
+  auto rows_of = [&](int t) {
+    Rows r;
     if (E == kSwiglu) {
-      r0 = t;
-      r1 = static_cast<int64_t>(p.features) + t;
-      ok1 = true;
+      r.r0 = t;
+      r.r1 = static_cast<int64_t>(p.features) + t;
+      r.ok1 = true;
     } else {
-      r0 = 2 * static_cast<int64_t>(t);
-      r1 = r0 + 1;
-      ok1 = r1 < p.out_rows;
+      r.r0 = 2 * static_cast<int64_t>(t);
+      r.r1 = r.r0 + 1;
+      r.ok1 = r.r1 < p.out_rows;
     }
+    return r;
   };
   uint4 cur[2][kVectors], next[2][kVectors];
-  auto load_stage = [&](uint4(&dst)[2][kVectors], int64_t r0, int64_t r1, bool ok1, int s) {
+  uint32_t cur_aux[2][kVectors], next_aux[2][kVectors];
+  auto load_stage = [&](uint4(&dst)[2][kVectors], uint32_t(&aux)[2][kVectors], const Rows& r,
+                        int s) {
 #pragma unroll
     for (int u = 0; u < kVectors; ++u) {
       const int64_t v = static_cast<int64_t>(s) * 32 * kVectors + u * 32 + lane;
-      const bool in = v < vectors;
-      dst[0][u] = in ? load_stream(p.w + r0 * p.row_bytes + 16 * v) : make_uint4(0, 0, 0, 0);
-      dst[1][u] = in && ok1 ? load_stream(p.w + r1 * p.row_bytes + 16 * v) : make_uint4(0, 0, 0, 0);
+      const bool in = v < vectors, in1 = in && r.ok1;
+      dst[0][u] = in ? load_stream(p.w + r.r0 * p.row_bytes + 16 * v) : make_uint4(0, 0, 0, 0);
+      dst[1][u] = in1 ? load_stream(p.w + r.r1 * p.row_bytes + 16 * v) : make_uint4(0, 0, 0, 0);
+      if constexpr (F == Fmt::int4) {
+        aux[0][u] = in ? load_aux(p, r.r0, v) : 0u;
+        aux[1][u] = in1 ? load_aux(p, r.r1, v) : 0u;
+      }
     }
   };
 
-  int task = blockIdx.x * kWarps + warp;
-  int64_t r0 = 0, r1 = 0;
-  bool ok1 = false;
+  int task = blockIdx.x * kWarps + warp, stage = 0;
+  Rows rows = rows_of(task);
   // The first loads go out before the input is staged, so HBM is busy meanwhile.
-  if (task < p.tasks) {
-    rows_of(task, r0, r1, ok1);
-    load_stage(cur, r0, r1, ok1, 0);
-  }
+  if (task < p.tasks) load_stage(cur, cur_aux, rows, 0);
   stage_input<F>(p, head, xs);
   const float* x_factor = head + 2 * 32 + 2 + 2 * kWarps;
 
-  for (; task < p.tasks; task += gridDim.x * kWarps) {
-    float acc[2][B];
+  float acc[2][B];
+#pragma unroll
+  for (int j = 0; j < 2; ++j)
+#pragma unroll
+    for (int b = 0; b < B; ++b) acc[j][b] = 0.0f;
+  while (task < p.tasks) {
+    int next_task = task, next_stage = stage + 1;
+    if (next_stage == stages) {
+      next_task = task + stride;
+      next_stage = 0;
+    }
+    const Rows next_rows = rows_of(next_task);
+    if (next_task < p.tasks) load_stage(next, next_aux, next_rows, next_stage);
+#pragma unroll
+    for (int u = 0; u < kVectors; ++u) {
+      const int64_t v = static_cast<int64_t>(stage) * 32 * kVectors + u * 32 + lane;
+      if (v >= vectors) continue;
+      const int k = static_cast<int>(v * Traits<F>::kElems);
+#pragma unroll
+      for (int b = 0; b < B; ++b) {
+        const unsigned char* xrow = xs + static_cast<int64_t>(b) * p.in * Traits<F>::kXBytes;
+        acc[0][b] += dot_vector<F>(cur[0][u], cur_aux[0][u], xrow, k);
+        if (rows.ok1) acc[1][b] += dot_vector<F>(cur[1][u], cur_aux[1][u], xrow, k);
+      }
+    }
+    if (stage == stages - 1) {  // the task's sums are complete: reduce, finish, store
+#pragma unroll
+      for (int b = 0; b < B; ++b) {
+        const float v0 = finish<F>(gemv::warp_sum(acc[0][b]), p, rows.r0, x_factor[b]);
+        const float v1 =
+            rows.ok1 ? finish<F>(gemv::warp_sum(acc[1][b]), p, rows.r1, x_factor[b]) : 0.0f;
+        acc[0][b] = acc[1][b] = 0.0f;
+        if (lane != 0) continue;
+        if (E == kSwiglu) {
+          const float gate = round_bf16(v0), up = round_bf16(v1);
+          // as silu_mul_halves
+          const float silu = round_bf16(gate / (1.0f + expf(-gate)));
+          static_cast<bf16*>(p.y)[static_cast<int64_t>(b) * p.features + task] =
+              __float2bfloat16(silu * up);
+        } else if (E == kResidual) {
+          bf16* res = p.residual + static_cast<int64_t>(b) * p.out_rows;
+          res[rows.r0] = __float2bfloat16(__bfloat162float(res[rows.r0]) + round_bf16(v0));
+          if (rows.ok1) {
+            res[rows.r1] = __float2bfloat16(__bfloat162float(res[rows.r1]) + round_bf16(v1));
+          }
+        } else if (p.y_fp32) {
+          float* y = static_cast<float*>(p.y) + static_cast<int64_t>(b) * p.out_rows;
+          y[rows.r0] = v0;
+          if (rows.ok1) y[rows.r1] = v1;
+        } else {
+          bf16* y = static_cast<bf16*>(p.y) + static_cast<int64_t>(b) * p.out_rows;
+          y[rows.r0] = __float2bfloat16(v0);
+          if (rows.ok1) y[rows.r1] = __float2bfloat16(v1);
+        }
+      }
+    }
 #pragma unroll
     for (int j = 0; j < 2; ++j)
 #pragma unroll
-      for (int b = 0; b < B; ++b) acc[j][b] = 0.0f;
-    for (int s = 0; s < stages; ++s) {
-      if (s + 1 < stages) load_stage(next, r0, r1, ok1, s + 1);
-#pragma unroll
       for (int u = 0; u < kVectors; ++u) {
-        const int64_t v = static_cast<int64_t>(s) * 32 * kVectors + u * 32 + lane;
-        if (v >= vectors) continue;
-        const int k = static_cast<int>(v * Traits<F>::kElems);
-#pragma unroll
-        for (int b = 0; b < B; ++b) {
-          const unsigned char* xrow = xs + static_cast<int64_t>(b) * p.in * Traits<F>::kXBytes;
-          acc[0][b] += dot_vector<F>(cur[0][u], xrow, k, p, r0);
-          if (ok1) acc[1][b] += dot_vector<F>(cur[1][u], xrow, k, p, r1);
-        }
+        cur[j][u] = next[j][u];
+        cur_aux[j][u] = next_aux[j][u];
       }
-#pragma unroll
-      for (int j = 0; j < 2; ++j)
-#pragma unroll
-        for (int u = 0; u < kVectors; ++u) cur[j][u] = next[j][u];
-    }
-    // The next task's first loads before this one's reductions and stores.
-    const int this_task = task;
-    const int64_t t_r0 = r0, t_r1 = r1;
-    const bool t_ok1 = ok1;
-    if (task + gridDim.x * kWarps < p.tasks) {
-      rows_of(task + gridDim.x * kWarps, r0, r1, ok1);
-      load_stage(cur, r0, r1, ok1, 0);
-    }
-#pragma unroll
-    for (int b = 0; b < B; ++b) {
-      const float v0 = finish<F>(gemv::warp_sum(acc[0][b]), p, t_r0, x_factor[b]);
-      const float v1 = t_ok1 ? finish<F>(gemv::warp_sum(acc[1][b]), p, t_r1, x_factor[b]) : 0.0f;
-      if (lane != 0) continue;
-      if (E == kSwiglu) {
-        const float gate = round_bf16(v0), up = round_bf16(v1);
-        const float silu = round_bf16(gate / (1.0f + expf(-gate)));  // as silu_mul_halves
-        static_cast<bf16*>(p.y)[static_cast<int64_t>(b) * p.features + this_task] =
-            __float2bfloat16(silu * up);
-      } else if (E == kResidual) {
-        bf16* res = p.residual + static_cast<int64_t>(b) * p.out_rows;
-        res[t_r0] = __float2bfloat16(__bfloat162float(res[t_r0]) + round_bf16(v0));
-        if (t_ok1) res[t_r1] = __float2bfloat16(__bfloat162float(res[t_r1]) + round_bf16(v1));
-      } else if (p.y_fp32) {
-        float* y = static_cast<float*>(p.y) + static_cast<int64_t>(b) * p.out_rows;
-        y[t_r0] = v0;
-        if (t_ok1) y[t_r1] = v1;
-      } else {
-        bf16* y = static_cast<bf16*>(p.y) + static_cast<int64_t>(b) * p.out_rows;
-        y[t_r0] = __float2bfloat16(v0);
-        if (t_ok1) y[t_r1] = __float2bfloat16(v1);
-      }
-    }
+    task = next_task;
+    stage = next_stage;
+    rows = next_rows;
   }
 }
 

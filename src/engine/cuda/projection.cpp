@@ -376,6 +376,10 @@ bool Projector::gemv() const {
                      [](int64_t rows) { return rows > 0; });
 }
 
+void Projector::set_gemv_stream(bool on) {
+  impl_->stream_enabled = on;
+}
+
 void Projector::set_gemv_max_rows(int64_t rows) {
   impl_->gemv_rows.fill(std::clamp<int64_t>(rows, 0, kGemvMaxRows));
 }

@@ -134,6 +134,9 @@ class Projector {
   bool takes_gemv(int64_t rows, const DeviceMatrix& w) const;
   // Every family's row limit at once (0-32; 0 switches the GEMV off), and one family's.
   void set_gemv_max_rows(int64_t rows);
+  // Whether 1-2 rows take the streaming GEMV (gemv_stream.hpp; default on, off also with
+  // INFERLAB_ENGINE_GEMV_STREAM=0) rather than the tensor-core GEMV.
+  void set_gemv_stream(bool on);
   int64_t gemv_max_rows(const DeviceMatrix& w) const;
   // Split-K and prologue choices for A/B (INFERLAB_ENGINE_GEMV_SPLITS,
   // INFERLAB_ENGINE_GEMV_PROLOGUE=auto|fused|prepared set them at construction).

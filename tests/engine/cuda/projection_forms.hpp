@@ -143,8 +143,9 @@ inline cuda::ProjectionPath check_form(Projector& projector, const Format& forma
   }
   EXPECT_EQ(unwritten, 0) << "outputs left unwritten (or NaN)";
 
-  const bool gemv =
-      first.path == cuda::ProjectionPath::gemv || first.path == cuda::ProjectionPath::gemv_prepared;
+  const bool stream = first.path == cuda::ProjectionPath::gemv_stream;
+  const bool gemv = stream || first.path == cuda::ProjectionPath::gemv ||
+                    first.path == cuda::ProjectionPath::gemv_prepared;
   if (fused(form)) {
     EXPECT_TRUE(gemv) << "fused forms run on the GEMV";
   }
@@ -174,7 +175,9 @@ inline cuda::ProjectionPath check_form(Projector& projector, const Format& forma
   const double rounded_limit = bf16_weights       ? kBf16WeightsLimit
                                : fp8_tensor_cores ? kFp8TensorCoreLimit
                                                   : kRoundedLimit;
-  const double fp32_limit = bf16_weights || fp8_tensor_cores ? kFp8TensorCoreLimit : kFp32Limit;
+  const double fp32_limit = bf16_weights || fp8_tensor_cores          ? kFp8TensorCoreLimit
+                            : stream && format.weights != DType::bf16 ? kStreamFp32Limit
+                                                                      : kFp32Limit;
   constexpr double kUlp = 1.0 / 256;  // twice bf16's relative rounding error
 
   if (form == Form::residual_add) {

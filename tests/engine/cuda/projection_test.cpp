@@ -57,6 +57,7 @@ TEST(CudaProjection, GemvFormsMatchTheReference) {
   uint64_t seed = 1000;
   for (const Format& format : formats()) {
     Projector projector(kMaxRows, kMaxIn, kMaxOut, format.weights, format.input);
+    projector.set_gemv_stream(false);  // the tensor-core GEMV under test
     projector.set_gemv_max_rows(cuda::kProjectionGemvMaxRows);
     for (const Shape& shape : kSmallShapes) {
       const HostMatrix m =
@@ -85,6 +86,7 @@ TEST(CudaProjection, TensorCorePathMatchesTheReference) {
   uint64_t seed = 2000;
   for (const Format& format : formats()) {
     Projector projector(kMaxRows, kMaxIn, kMaxOut, format.weights, format.input);
+    projector.set_gemv_stream(false);  // the tensor-core GEMV under test
     projector.set_gemv(false);
     for (const Shape& shape : kTensorCoreShapes) {
       const HostMatrix m =
@@ -120,6 +122,7 @@ TEST(CudaProjection, Int4SmallGroups) {
           "int4-g" + std::to_string(group) + (asymmetric ? " (zeros 0-15)" : "");
       const Format format{DType::int4, DType::bf16, group, name.c_str()};
       Projector projector(kMaxRows, kMaxIn, kMaxOut, DType::int4, DType::bf16);
+      projector.set_gemv_stream(false);  // the tensor-core GEMV under test
       projector.set_gemv_max_rows(cuda::kProjectionGemvMaxRows);
       HostMatrix m = make_host_matrix(DType::int4, 136, 512, group, seed++);
       if (asymmetric) randomize_int4_zeros(m, seed++);
@@ -147,6 +150,7 @@ TEST(CudaProjection, FusedFormsMatchTheUnfusedKernels) {
   const int64_t in = 512, out = 192, inter = out / 2;
   for (const Format& format : formats()) {
     Projector projector(kMaxRows, kMaxIn, kMaxOut, format.weights, format.input);
+    projector.set_gemv_stream(false);  // the tensor-core GEMV under test
     projector.set_gemv_max_rows(cuda::kProjectionGemvMaxRows);
     const HostMatrix m = make_host_matrix(format.weights, out, in, format.group_size, seed++);
     DeviceCopy d;
@@ -221,6 +225,7 @@ TEST(CudaProjection, Bf16MatrixInAQuantizedProjector) {
   uint64_t seed = 5500;
   for (const Format& quantized : {formats()[3], formats()[4]}) {
     Projector projector(16, 512, 512, quantized.weights, quantized.input);
+    projector.set_gemv_stream(false);  // the tensor-core GEMV under test
     projector.set_gemv_max_rows(cuda::kProjectionGemvMaxRows);
     GemvTuning tuning;
     tuning.prologue = cuda::GemvPrologue::prepared;
@@ -246,6 +251,7 @@ TEST(CudaProjection, RefusesBadCalls) {
   EXPECT_THROW(Projector(16, 256, 256, DType::fp8, DType::bf16), std::invalid_argument);
   EXPECT_THROW(Projector(16, 256, 256, DType::int4, DType::int8), std::invalid_argument);
   Projector projector(64, 1024, 1024, DType::int4, DType::bf16);
+  projector.set_gemv_stream(false);  // the tensor-core GEMV under test
   const HostMatrix m = make_host_matrix(DType::int4, 64, 256, 128, 5000);
   DeviceCopy d;
   upload(m, DType::bf16, &d);
@@ -287,6 +293,7 @@ TEST(CudaProjection, OddWidthsTakeTheTensorCorePath) {
   for (const Format& format : formats()) {
     if (format.weights == DType::int4) continue;  // groups of 128 set the width anyway
     Projector projector(kMaxRows, kMaxIn, kMaxOut, format.weights, format.input);
+    projector.set_gemv_stream(false);                            // the tensor-core GEMV under test
     const int64_t in = format.weights == DType::bf16 ? 48 : 80;  // 16 | in, chunk ∤ in
     const HostMatrix m = make_host_matrix(format.weights, 48, in, 0, seed++);
     DeviceCopy d;

@@ -156,6 +156,9 @@ constexpr double kFewSwigluLimit = 4.0 / 256;
 // fp32 outputs: up to ~900 tensor-core accumulation steps whose fp32 additions may truncate
 // (2^-23 of the running sum each, possibly all one way).
 constexpr double kFp32Limit = 3e-4;
+// The streaming GEMV's quantized formats sum 2-8 products in fp16 before fp32 (gemv_stream.cu):
+// each partial sum carries up to 2^-11 of its magnitude, ~4e-4 of ‖y‖ emulated (2026-11-25).
+constexpr double kStreamFp32Limit = 8e-4;
 constexpr double kBf16WeightsLimit = 4e-3;  // tensor-core path of int8/int4 weights
 // cuBLASLt's FP8 GEMM: Hopper's FP8 tensor cores keep ~14 bits within a k block before the
 // fp32 promotion (DeepSeek-V3 report, §3.3.2), ~7e-4 of ‖y‖ at k = 4096.

@@ -1,0 +1,159 @@
+// The streaming GEMV (engine/cuda/gemv_stream.hpp: 1-2 rows, every format) against the CPU
+// reference built from engine/quant/quantize.hpp, through the Projector: every form (store
+// bf16/fp32, bias, residual add, SwiGLU, RMSNorm prologue, both), odd and Llama 3 8B shapes,
+// int4 groups of 32/64/128 with random zeros; the fused forms bit for bit against the unfused
+// kernels (its norm is the unfused kernel's, bit for bit, gemv_rows.cuh). Tolerances as the
+// tensor-core GEMV's (projection_test.cpp), except fp32 outputs of quantized weights, whose
+// fp16 partial sums carry up to 2^-11 each (kStreamFp32Limit). Without a GPU the tests skip.
+#include <gtest/gtest.h>
+
+#include "engine/cuda_backend.hpp"
+
+#ifdef INFERLAB_ENGINE_HAVE_CUDA
+#include <string>
+#include <vector>
+
+#include "engine/cuda/gemv_stream.hpp"
+#include "engine/cuda/layer_kernels.hpp"
+#include "projection_forms.hpp"
+
+namespace inferlab::engine {
+namespace {
+
+using namespace projection_test;
+using cuda::ProjectionPath;
+
+#define REQUIRE_GPU() \
+  if (!cuda_device_available()) GTEST_SKIP() << "no CUDA GPU"
+
+struct Shape {
+  int64_t out, in;
+};
+
+TEST(CudaGemvStream, EveryFormAndFormatMatchesTheReference) {
+  REQUIRE_GPU();
+  uint64_t seed = 9000;
+  const std::vector<Shape> shapes = {{72, 256}, {301, 640}, {96, 1024}};
+  const std::vector<Form> forms = {Form::store,  Form::store_fp32,   Form::bias,       Form::norm,
+                                   Form::swiglu, Form::residual_add, Form::norm_swiglu};
+  for (const Format& format : formats()) {
+    Projector projector(2, 1024, 1024, format.weights, format.input);
+    for (const Shape& shape : shapes) {
+      HostMatrix m =
+          make_host_matrix(format.weights, shape.out, shape.in, format.group_size, seed++);
+      if (format.weights == DType::int4) randomize_int4_zeros(m, seed++);
+      DeviceCopy d;
+      upload(m, format.input, &d);
+      for (int64_t rows : {1, 2}) {
+        ASSERT_TRUE(cuda::gemv_stream_supported(rows, d.view)) << format.name;
+        for (Form form : forms) {
+          if ((form == Form::swiglu || form == Form::norm_swiglu) && shape.out % 2 != 0) continue;
+          const auto path = check_form(projector, format, m, d.view, rows, form, seed++);
+          EXPECT_EQ(path, ProjectionPath::gemv_stream) << cuda::projection_path_name(path);
+        }
+      }
+    }
+  }
+}
+
+TEST(CudaGemvStream, Int4GroupsOf32And64) {
+  REQUIRE_GPU();
+  uint64_t seed = 9500;
+  for (int64_t group : {32, 64}) {
+    Format format = formats()[2];  // int4
+    format.group_size = group;
+    Projector projector(2, 512, 512, format.weights, format.input);
+    HostMatrix m = make_host_matrix(format.weights, 136, 512, group, seed++);
+    randomize_int4_zeros(m, seed++);
+    DeviceCopy d;
+    upload(m, format.input, &d);
+    for (int64_t rows : {1, 2}) {
+      for (Form form : {Form::store, Form::norm_swiglu, Form::residual_add}) {
+        EXPECT_EQ(check_form(projector, format, m, d.view, rows, form, seed++),
+                  ProjectionPath::gemv_stream);
+      }
+    }
+  }
+}
+
+// Llama 3 8B's shapes (the decode step's projections and its LM head), sampled features.
+TEST(CudaGemvStream, Llama3_8bShapes) {
+  REQUIRE_GPU();
+  uint64_t seed = 9700;
+  const std::vector<std::pair<Shape, Form>> cases = {{{6144, 4096}, Form::norm},
+                                                     {{4096, 4096}, Form::residual_add},
+                                                     {{28672, 4096}, Form::norm_swiglu},
+                                                     {{4096, 14336}, Form::residual_add},
+                                                     {{128256, 4096}, Form::store_fp32}};
+  for (const Format& format : formats()) {
+    Projector projector(2, 14336, 128256, format.weights, format.input);
+    for (const auto& [shape, form] : cases) {
+      const HostMatrix m =
+          make_host_matrix(format.weights, shape.out, shape.in, format.group_size, seed++);
+      DeviceCopy d;
+      upload(m, format.input, &d);
+      EXPECT_EQ(check_form(projector, format, m, d.view, 1, form, seed++),
+                ProjectionPath::gemv_stream);
+    }
+  }
+}
+
+// The fused forms compute the unfused kernels' bits: rms_norm then the GEMV, the GEMV then
+// silu_mul_halves, the GEMV then bf16(residual + bf16(y)).
+TEST(CudaGemvStream, FusedFormsEqualTheUnfusedKernels) {
+  REQUIRE_GPU();
+  uint64_t seed = 9900;
+  const int64_t in = 512, out = 256, inter = out / 2;
+  for (const Format& format : formats()) {
+    Projector projector(2, 1024, 1024, format.weights, format.input);
+    const HostMatrix m = make_host_matrix(format.weights, out, in, format.group_size, seed++);
+    DeviceCopy d;
+    upload(m, format.input, &d);
+    for (int64_t rows : {1, 2}) {
+      SCOPED_TRACE(std::string(format.name) + " rows " + std::to_string(rows));
+      const HostRows x = make_host_rows(rows, in, seed++, 3.0f);
+      auto dx = to_device(x.bits);
+      auto dnorm = to_device(random_bf16_bits(in, seed++, 1.0f, 0.5f));
+      const auto residual_bits = random_bf16_bits(rows * out, seed++, 0.0f, 2.0f);
+      DeviceBuffer<bf16> normed(rows * in), stored(rows * out), act(rows * inter),
+          fused_out(rows * out), residual(rows * out);
+      cuda::rms_norm(dx.data(), dnorm.data(), rows, in, 1e-5f, normed.data(), nullptr);
+      projector.linear(normed.data(), rows, d.view, nullptr, stored.data(), false, nullptr);
+      EXPECT_EQ(projector.last_path(), ProjectionPath::gemv_stream);
+      cuda::silu_mul_halves(stored.data(), rows, inter, act.data(), nullptr);
+      const auto stored_bits = download_bits(stored, rows * out);
+      const auto act_bits = download_bits(act, rows * inter);
+
+      cuda::GemvFused args;
+      args.x = dx.data();
+      args.norm_weight = dnorm.data();
+      args.eps = 1e-5f;
+      args.y = fused_out.data();
+      projector.gemv_fused(args, rows, d.view, nullptr);
+      EXPECT_TRUE(download_bits(fused_out, rows * out) == stored_bits) << "norm + store";
+      args.epilogue = cuda::GemvFused::Epilogue::swiglu;
+      projector.gemv_fused(args, rows, d.view, nullptr);
+      EXPECT_TRUE(download_bits(fused_out, rows * inter) == act_bits) << "norm + swiglu";
+
+      residual.upload(reinterpret_cast<const bf16*>(residual_bits.data()), residual_bits.size());
+      cuda::GemvFused add;
+      add.x = normed.data();
+      add.epilogue = cuda::GemvFused::Epilogue::residual_add;
+      add.residual = residual.data();
+      projector.gemv_fused(add, rows, d.view, nullptr);
+      const auto got = download_bits(residual, rows * out);
+      int differ = 0;
+      for (size_t i = 0; i < got.size(); ++i) {
+        const float want =
+            round_bf16(bf16_to_float(residual_bits[i]) + bf16_to_float(stored_bits[i]));
+        differ += got[i] != float_to_bf16(want) ? 1 : 0;
+      }
+      EXPECT_EQ(differ, 0) << "residual add";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace inferlab::engine
+
+#endif  // INFERLAB_ENGINE_HAVE_CUDA
