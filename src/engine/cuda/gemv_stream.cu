@@ -111,6 +111,23 @@ __device__ __forceinline__ float sum_half2(__half2 h) {
   return f.x + f.y;
 }
 
+// Byte offset of the 16 bytes of staged input for elements [k, k + 8) within a row. A weight
+// vector's input spans kPieces 16-byte pieces; they are stored piece-major (piece i of every
+// vector, then piece i + 1), so the 32 lanes of a warp, which own consecutive vectors, read
+// consecutive 16-byte pieces: no bank conflicts (vector-major, lanes 32 or 64 bytes apart
+// made each 16-byte load 8 or 16 wavefronts). W8A8's 8 codes are 8 bytes: vector-major.
+template <Fmt F>
+__device__ __forceinline__ int64_t staged_offset(int k, int in) {
+  constexpr int kPieces = Traits<F>::kElems * Traits<F>::kXBytes / 16;
+  if constexpr (kPieces <= 1) {
+    return static_cast<int64_t>(k) * Traits<F>::kXBytes;
+  } else {
+    const int vectors = in / Traits<F>::kElems, v = k / Traits<F>::kElems;
+    const int piece = (k % Traits<F>::kElems) / 8;
+    return (static_cast<int64_t>(piece) * vectors + v) * 16;
+  }
+}
+
 // Stages the block's input rows (gemv_stream.hpp): x, RMSNorm'd with the unfused kernels' bits
 // when norm_weight is set, in the format's form; x_factor[r] is what the sums are multiplied by
 // to undo the staging's scale (the quantization scale for fp8 and W8A8).
@@ -135,8 +152,12 @@ __device__ void stage_input(const Params& p, float* head, unsigned char* xs) {
     float v[8];
     gemv::row_values8(p.x + static_cast<int64_t>(r) * p.in, p.norm_weight,
                       p.norm_weight != nullptr ? inv_rms[r] : 1.0f, k, v);
-    unsigned char* dst = xs + (static_cast<int64_t>(r) * p.in + k) * Traits<F>::kXBytes;
+    unsigned char* dst =
+        xs + static_cast<int64_t>(r) * p.in * Traits<F>::kXBytes + staged_offset<F>(k, p.in);
     const float s = x_factor[r];
+    // The weight-only formats' staging scale need not be exact (the sums are multiplied back by
+    // s): a reciprocal, not a division per element. fp8 and W8A8 codes divide, as the reference.
+    const float inv = 1.0f / s;
     if constexpr (F == Fmt::bf16) {
       __nv_bfloat162 out[4];
 #pragma unroll
@@ -145,12 +166,12 @@ __device__ void stage_input(const Params& p, float* head, unsigned char* xs) {
     } else if constexpr (F == Fmt::int8) {
       __half2 out[4];
 #pragma unroll
-      for (int j = 0; j < 4; ++j) out[j] = __floats2half2_rn(v[2 * j] / s, v[2 * j + 1] / s);
+      for (int j = 0; j < 4; ++j) out[j] = __floats2half2_rn(v[2 * j] * inv, v[2 * j + 1] * inv);
       *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(out);
     } else if constexpr (F == Fmt::int4) {
       __half2 out[4];  // (k, k+4), (k+1, k+5), ...: the order a weight word's nibbles unpack in
 #pragma unroll
-      for (int j = 0; j < 4; ++j) out[j] = __floats2half2_rn(v[j] / s, v[j + 4] / s);
+      for (int j = 0; j < 4; ++j) out[j] = __floats2half2_rn(v[j] * inv, v[j + 4] * inv);
       *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(out);
     } else if constexpr (F == Fmt::fp8) {
       __half out[8];
@@ -179,8 +200,10 @@ __device__ void stage_input(const Params& p, float* head, unsigned char* xs) {
 // the group scale applied for int4.
 template <Fmt F>
 __device__ __forceinline__ float dot_vector(const uint4& w, uint32_t aux, const unsigned char* xrow,
-                                            int k) {
-  const unsigned char* xp = xrow + static_cast<int64_t>(k) * Traits<F>::kXBytes;
+                                            int k, int in) {
+  const unsigned char* xp = xrow + staged_offset<F>(k, in);
+  // Piece i of this vector's input (piece-major staging: one row's vectors apart).
+  const int64_t piece_stride = static_cast<int64_t>(in / Traits<F>::kElems) * 16;
   if constexpr (F == Fmt::bf16) {
     const uint4 xv = *reinterpret_cast<const uint4*>(xp);
     float wf[8], xf[8];
@@ -199,7 +222,7 @@ __device__ __forceinline__ float dot_vector(const uint4& w, uint32_t aux, const 
       const uint32_t u = word_of(w, i) ^ 0x80808080u;
       const __half2 w01 = __hsub2(as_half2(__byte_perm(u, 0x64646464u, 0x4140)), bias);
       const __half2 w23 = __hsub2(as_half2(__byte_perm(u, 0x64646464u, 0x4342)), bias);
-      const uint2 xv = *reinterpret_cast<const uint2*>(xp + 8 * i);
+      const uint2 xv = *reinterpret_cast<const uint2*>(xp + (i / 2) * piece_stride + 8 * (i % 2));
       sum += sum_half2(__hadd2(__hmul2(w01, as_half2(xv.x)), __hmul2(w23, as_half2(xv.y))));
     }
     return sum;
@@ -211,7 +234,7 @@ __device__ __forceinline__ float dot_vector(const uint4& w, uint32_t aux, const 
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const uint32_t q = word_of(w, i);
-      const uint4 xv = *reinterpret_cast<const uint4*>(xp + 16 * i);
+      const uint4 xv = *reinterpret_cast<const uint4*>(xp + i * piece_stride);
       __half2 part =
           __hmul2(__hsub2(as_half2((q & 0x000f000fu) | 0x64006400u), offset), as_half2(xv.x));
       part = __hfma2(__hsub2(as_half2(((q >> 4) & 0x000f000fu) | 0x64006400u), offset),
@@ -228,7 +251,7 @@ __device__ __forceinline__ float dot_vector(const uint4& w, uint32_t aux, const 
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const uint32_t codes = word_of(w, i);
-      const uint2 xv = *reinterpret_cast<const uint2*>(xp + 8 * i);
+      const uint2 xv = *reinterpret_cast<const uint2*>(xp + (i / 2) * piece_stride + 8 * (i % 2));
       const __half2_raw lo =
           __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(codes & 0xffffu), __NV_E4M3);
       const __half2_raw hi =
@@ -340,8 +363,8 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const Params p
 #pragma unroll
       for (int b = 0; b < B; ++b) {
         const unsigned char* xrow = xs + static_cast<int64_t>(b) * p.in * Traits<F>::kXBytes;
-        acc[0][b] += dot_vector<F>(cur[0][u], cur_aux[0][u], xrow, k);
-        if (rows.ok1) acc[1][b] += dot_vector<F>(cur[1][u], cur_aux[1][u], xrow, k);
+        acc[0][b] += dot_vector<F>(cur[0][u], cur_aux[0][u], xrow, k, p.in);
+        if (rows.ok1) acc[1][b] += dot_vector<F>(cur[1][u], cur_aux[1][u], xrow, k, p.in);
       }
     }
     if (stage == stages - 1) {  // the task's sums are complete: reduce, finish, store

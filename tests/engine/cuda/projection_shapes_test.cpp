@@ -44,6 +44,7 @@ TEST(CudaProjectionShapes, Llama3_8bShapesMatchTheReference) {
       upload(m, format.input, &d);
       const int64_t width = shape.decode_forms[0] == Form::norm_swiglu ? shape.out / 2 : shape.out;
       const std::vector<int64_t> sample = sample_features(width);
+      projector.set_gemv_max_rows(cuda::kProjectionGemvMaxRows);  // bf16 defaults to cuBLASLt
       for (int64_t rows : {1, 5, 16, 17, 32}) {
         ASSERT_TRUE(projector.takes_gemv(rows, d.view)) << format.name << " " << shape.name;
         for (Form form : shape.decode_forms) {
