@@ -145,8 +145,8 @@ if has profile; then
   for m in ${PROFILE_MODELS//,/ }; do
     i=0
     for c in "${combos[@]}"; do
-      timeout 240 "$BIN/inferlab" bench --profile --model $m --device cuda --repeats 5 \
-        --warmup 2 $c --format json > "$R/profile_${m}_$i.json" 2> "$R/profile_${m}_$i.err"
+      timeout 120 "$BIN/inferlab" bench --profile --model $m --device cuda --repeats 3 \
+        --warmup 1 $c --format json > "$R/profile_${m}_$i.json" 2> "$R/profile_${m}_$i.err"
       note "profile $m $i ($c) rc=$?"
       i=$((i + 1))
     done

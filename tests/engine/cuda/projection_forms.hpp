@@ -175,8 +175,9 @@ inline cuda::ProjectionPath check_form(Projector& projector, const Format& forma
   const bool stream_fp16_sums = stream && format.weights != DType::bf16;
   const double rounded_limit = bf16_weights       ? kBf16WeightsLimit
                                : fp8_tensor_cores ? kFp8TensorCoreLimit
-                               : stream_fp16_sums ? kStreamRoundedLimit
-                                                  : kRoundedLimit;
+                               : stream_fp16_sums
+                                   ? (swiglu ? kStreamSwigluRoundedLimit : kStreamRoundedLimit)
+                                   : kRoundedLimit;
   const double fp32_limit = bf16_weights || fp8_tensor_cores          ? kFp8TensorCoreLimit
                             : stream && format.weights != DType::bf16 ? kStreamFp32Limit
                                                                       : kFp32Limit;

@@ -163,6 +163,9 @@ constexpr double kStreamFp32Limit = 8e-4;
 // one output in ten across a rounding boundary (steps of 2^-8 = 3.9e-3), each by one ulp:
 // ~1.2e-3 of the norm (1.8e-3 the most seen on the H200, 2026-11-25, over 144 calls).
 constexpr double kStreamRoundedLimit = 2.5e-3;
+// SwiGLU rounds gate, up, SiLU and the product: a flip of gate or up before the product carries
+// through, ~2x the flips of one rounding (3.9e-3 the most seen on the H200, 72 outputs).
+constexpr double kStreamSwigluRoundedLimit = 5e-3;
 constexpr double kBf16WeightsLimit = 4e-3;  // tensor-core path of int8/int4 weights
 // cuBLASLt's FP8 GEMM: Hopper's FP8 tensor cores keep ~14 bits within a k block before the
 // fp32 promotion (DeepSeek-V3 report, §3.3.2), ~7e-4 of ‖y‖ at k = 4096.
