@@ -66,7 +66,9 @@ struct Problem {
 }  // namespace
 
 EngineBound engine_bound_of_path(const std::string& path) {
-  if (path == "gemm" || path == "naive") return EngineBound::either;
+  // The GEMVs are both: bandwidth at bf16, arithmetic for the dequantizing formats (the
+  // streaming GEMV's CUDA-core math, the tensor-core GEMV's row tiles; H200, 2026-11-25).
+  if (path == "gemm" || path == "naive" || path.rfind("gemv", 0) == 0) return EngineBound::either;
   if (path == "flash_prefill") return EngineBound::compute;
   return EngineBound::memory;
 }

@@ -300,7 +300,14 @@ class EngineBuilder {
     gemm.flops = 2.0 * rows * out * in + (pr.bias ? rows * out : 0.0);
     if (on_gemv(pr.rows)) {
       // The GEMV kernels read the stored weights and quantize their input rows themselves.
-      gemm.compute_dtype = p_.activations == DType::int8 ? DType::int8 : p_.float_dtype;
+      // One or two rows take the streaming GEMV, whose dequantization and multiply-adds run on
+      // the CUDA cores (fp32 rate; measured arithmetic-bound for int8/int4/fp8 on the H200; bf16
+      // is bandwidth-bound, priced as before); 3-32 rows (quantized formats) the tensor-core GEMV.
+      const bool stream = pr.rows <= kEngineGemvStreamMaxRows;
+      const bool quantized = p_.weights != DType::bf16 && p_.weights != DType::fp16;
+      gemm.compute_dtype = stream && quantized             ? DType::fp32
+                           : p_.activations == DType::int8 ? DType::int8
+                                                           : p_.float_dtype;
       gemm.weight_bytes = stored + bias_bytes;
       gemm.activation_bytes = rows * in * fb_ + rows * out * out_bytes;
       const double residual = rows * out * fb_;
@@ -320,8 +327,11 @@ class EngineBuilder {
           gemm.activation_bytes -= rows * out / 2.0 * out_bytes;
           break;
       }
+      const bool plain = pr.fused == Fused::none;
       gemm.tag =
-          tag(pr.kernel_class, pr.fused == Fused::none ? "gemv" : "gemv_fused", weight_label_);
+          tag(pr.kernel_class,
+              stream ? (plain ? "gemv" : "gemv_fused") : (plain ? "gemv_mma" : "gemv_mma_fused"),
+              weight_label_);
       add(gemm, scope, count);
       return;
     }

@@ -30,6 +30,8 @@ bool engine_runs_model(const ModelConfig& model, int tp);
 // kGemvRows* constants in engine/cuda/projection.hpp). Change it here when the engine's
 // dispatch changes.
 int64_t engine_gemv_max_rows(DType weights);
+// Rows up to which the GEMV is the streaming one (engine/cuda/gemv_stream.hpp).
+inline constexpr int64_t kEngineGemvStreamMaxRows = 2;
 
 // int8/int4 weight-only projections on the tensor-core path are dequantized into a bf16 scratch
 // of at most this many bytes, a chunk of output rows at a time (a multiple of 64 rows, at least
