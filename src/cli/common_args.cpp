@@ -61,7 +61,8 @@ void add_model_options(CLI::App* app, CommonArgs& args, bool swept_elsewhere) {
                   "engine's GEMV kernels, off on cuBLASLt");
   app->add_option("--fusion", args.fusion,
                   "With --framework inferlab: on fuses RMSNorm, SiLU x mul and the residual adds "
-                  "into the engine's GEMVs (decode); off (default) runs them as kernels");
+                  "into the engine's GEMVs (decode, the default, as the engine runs); off runs "
+                  "them as kernels");
   app->add_option("--gpu-memory-utilization", args.gpu_memory_utilization,
                   "Fraction of GPU memory usable for weights, KV cache and activations")
       ->capture_default_str();

@@ -13,7 +13,7 @@ namespace inferlab {
 
 struct EngineSwitches {
   bool gemv = true;
-  bool fusion = false;
+  bool fusion = true;
   bool cuda_graphs = true;
   bool flash_attention = true;      // "attention": flash | naive
   DType weights = DType::bf16;      // bf16 | fp8 | int8 | int4

@@ -21,7 +21,7 @@ std::string_view framework_name(Framework framework);
 // attention when flash_attention is off); other families get the vLLM list. gemv and fusion
 // mean nothing to the other frameworks.
 KernelPlan kernel_plan(Framework framework, bool flash_attention, bool gemv = true,
-                       bool fusion = false);
+                       bool fusion = true);
 
 // A plan with the projections laid out as a measured step row names them ("layout"): "" or
 // "separate" keeps `plan`; "fused_qkv_gate_up" (gpt-fast) runs one QKV and one gate/up GEMM,

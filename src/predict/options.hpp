@@ -19,10 +19,10 @@ struct PredictOptions {
   bool cuda_graphs = true;
   bool flash_attention = true;
   // The inferlab engine's switches (framework inferlab only; kernel_plan): its GEMV kernels for
-  // few-row projections, and fusion into them. The defaults are the engine as measured on the
-  // H100 (2026-11-23): GEMV on, fusion off.
+  // few-row projections, and fusion into them. The defaults are the engine's own (generate,
+  // bench, server): GEMV on, fusion on.
   bool gemv = true;
-  bool fusion = false;
+  bool fusion = true;
   int tp = 1;
   double gpu_memory_utilization = 0.9;
 };

@@ -15,12 +15,12 @@ std::string ablation_text(const nlohmann::json& j) {
   text += fmt::format("{:<58} {:>10} {:>10} {:>9} {:>10} {:>10} {:>9}\n", "step", "prefill ms",
                       "predicted", "of peak", "decode ms", "predicted", "of HBM");
   for (const auto& s : j["steps"]) {
-    text += fmt::format(
-        "{:<58} {:>10.3f} {:>10.3f} {:>8.1f}% {:>10.3f} {:>10.3f} {:>8.1f}%\n",
-        s["step"].get<std::string>(), s["prefill_ms"].get<double>(),
-        s["predicted_prefill_ms"].get<double>(), 100 * s["prefill_of_peak"].get<double>(),
-        s["decode_step_ms"].get<double>(), s["predicted_decode_step_ms"].get<double>(),
-        100 * s["decode_of_probe_hbm_read"].get<double>());
+    text += fmt::format("{:<58} {:>10.3f} {:>10.3f} {:>8.1f}% {:>10.3f} {:>10.3f} {:>8.1f}%\n",
+                        s["step"].get<std::string>(), s["prefill_ms"].get<double>(),
+                        s["predicted_prefill_ms"].get<double>(),
+                        100 * s["prefill_of_peak"].get<double>(), s["decode_step_ms"].get<double>(),
+                        s["predicted_decode_step_ms"].get<double>(),
+                        100 * s["decode_of_probe_hbm_read"].get<double>());
   }
   return text;
 }

@@ -17,7 +17,7 @@ struct BenchSetup {
   engine::BenchOptions options;
   int64_t weight_bytes = 0;
   int64_t kv_bytes_per_element = 2;
-  bool cuda_graphs = false;  // decode steps replayed from captured graphs
+  bool cuda_graphs = false;    // decode steps replayed from captured graphs
   std::string quant = "bf16";  // QuantConfig::describe()
 };
 

@@ -119,8 +119,8 @@ double modelled_die_mm2(const nlohmann::json& tmpl) {
   const auto path = std::filesystem::temp_directory_path() /
                     ("inferlab_area_blind_" + tmpl["name"].get<std::string>() + ".json");
   std::ofstream(path) << tmpl.dump(2);
-  const auto r = inferlab::testing::run_inferlab("area --hardware '" + path.string() +
-                                                 "' --format json");
+  const auto r =
+      inferlab::testing::run_inferlab("area --hardware '" + path.string() + "' --format json");
   std::filesystem::remove(path);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   if (r.exit_code != 0) return 0.0;
@@ -152,9 +152,8 @@ TEST(AreaModel, BlindDiesNotUsedForFitting) {
   for (const auto& die : dies) {
     const double mm2 = modelled_die_mm2(die.tmpl);
     const double error = mm2 / die.published_mm2 - 1.0;
-    EXPECT_LE(std::abs(error), die.max_abs_error)
-        << die.tmpl["name"].get<std::string>() << ": " << mm2 << " mm^2 against "
-        << die.published_mm2;
+    EXPECT_LE(std::abs(error), die.max_abs_error) << die.tmpl["name"].get<std::string>() << ": "
+                                                  << mm2 << " mm^2 against " << die.published_mm2;
   }
 }
 

@@ -117,7 +117,8 @@ TEST(EngineBenchCli, TeacherForcedDecodeLogitsEqualOnePrefillsLogits) {
 TEST(EngineBenchCli, PredictFrameworkInferlabPricesTheEnginesKernels) {
   const std::string base =
       "predict --model llama-3.2-1b --batch 1 --input 512 --output 8 --format json";
-  auto engine = run_inferlab(base + " --framework inferlab --engine-costs none");
+  // Unfused: the engine's list is vLLM's with RoPE and the KV write as one more kernel.
+  auto engine = run_inferlab(base + " --framework inferlab --engine-costs none --fusion off");
   auto vllm = run_inferlab(base + " --framework vllm");
   ASSERT_EQ(engine.exit_code, 0) << engine.err;
   ASSERT_EQ(vllm.exit_code, 0) << vllm.err;
@@ -134,6 +135,14 @@ TEST(EngineBenchCli, PredictFrameworkInferlabPricesTheEnginesKernels) {
     noted |= note.get<std::string>().find("inferlab kernel list") != std::string::npos;
   }
   EXPECT_TRUE(noted) << e["unvalidated"].dump();
+
+  // The default is the engine's own: fusion on, which folds each layer's two norms and its
+  // SiLU x mul into the decode GEMVs (3 kernels a layer fewer; 16 layers).
+  auto fused = run_inferlab(base + " --framework inferlab --engine-costs none");
+  ASSERT_EQ(fused.exit_code, 0) << fused.err;
+  auto f = nlohmann::json::parse(fused.out);
+  EXPECT_EQ(e["phases"][1]["kernels"].get<int>() - f["phases"][1]["kernels"].get<int>(), 3 * 16);
+  EXPECT_EQ(e["phases"][0]["kernels"].get<int>(), f["phases"][0]["kernels"].get<int>());
 }
 
 TEST(EngineBenchCli, BadInputIsExitTwo) {

@@ -66,7 +66,8 @@ TEST(HardwareSpec, BadSheetsAreInputErrors) {
   EXPECT_THROW(load_hardware(write("empty.json", "{}")), InputError);
   EXPECT_THROW(load_hardware((dir / "missing.json").string()), InputError);
   // A number without its source is rejected.
-  std::string sheet = std::filesystem::path(inferlab::testing::test_data_dir()) / "hardware" / "h100-sxm.json";
+  std::string sheet =
+      std::filesystem::path(inferlab::testing::test_data_dir()) / "hardware" / "h100-sxm.json";
   std::ifstream in(sheet);
   nlohmann::json j = nlohmann::json::parse(in);
   j["sm_count"] = 132;

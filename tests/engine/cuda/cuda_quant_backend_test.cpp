@@ -14,11 +14,11 @@
 
 #include "engine/checkpoint.hpp"
 #include "engine/cpu/cpu_backend.hpp"
+#include "engine/engine_test_support.hpp"
 #include "engine/init_weights.hpp"
 #include "engine/quant/quantize_checkpoint.hpp"
 #include "engine/sampling.hpp"
 #include "engine/tensor_source.hpp"
-#include "engine/engine_test_support.hpp"
 
 namespace inferlab::engine {
 namespace {
