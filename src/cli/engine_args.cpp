@@ -13,6 +13,8 @@
 #include "engine/init_weights.hpp"
 #include "engine/quant/quantized_model.hpp"
 #include "engine/tensor_source.hpp"
+#include "engine/tp/shard.hpp"
+#include "engine/tp/tp_cpu_backend.hpp"
 #include "util/data_dir.hpp"
 #include "util/error.hpp"
 
@@ -69,6 +71,10 @@ void add_engine_switches(CLI::App* cmd, EngineSwitchArgs& args) {
       ->capture_default_str();
   cmd->add_option("--group-size", args.group_size, "int4 weights: inputs per scale")
       ->capture_default_str();
+  cmd->add_option("--tp", args.tp,
+                  "Tensor-parallel ranks (Megatron-style shards; --device cpu runs each rank in a "
+                  "thread of the fp32 reference)")
+      ->capture_default_str();
 }
 
 void apply_engine_switches(const EngineSwitchArgs& args, EngineOptions& options) {
@@ -87,6 +93,11 @@ void apply_engine_switches(const EngineSwitchArgs& args, EngineOptions& options)
     throw InputError("--group-size must be a multiple of 32 in [32, 65536]");
   }
   options.quant.group_size = args.group_size;
+  if (args.tp < 1 || args.tp > 64) {
+    throw InputError(
+        fmt::format("--tp {}: the tensor-parallel degree must be in [1, 64]", args.tp));
+  }
+  options.tp = args.tp;
   if (options.quant.activations == DType::int8 && !options.weights_from_checkpoint &&
       options.quant.weights != DType::int8) {
     throw InputError("--activations int8 is W8A8 and needs --weights int8");
@@ -96,10 +107,14 @@ void apply_engine_switches(const EngineSwitchArgs& args, EngineOptions& options)
 namespace {
 
 // Refuses, before any weight is read, a CPU run that would not fit in this machine's memory.
-void check_cpu_memory(const engine::LlamaConfig& config, int64_t kv_tokens) {
+void check_cpu_memory(const engine::LlamaConfig& config, int64_t kv_tokens, int64_t tp) {
   double physical_bytes =
       static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
-  double needed_bytes = static_cast<double>(engine::cpu_backend_bytes(config, kv_tokens));
+  // Tensor parallelism replicates the embedding on every rank (and builds the shards from the
+  // whole model's weights: a second copy while they are made).
+  double needed_bytes =
+      static_cast<double>(engine::cpu_backend_bytes(config, kv_tokens)) * (tp > 1 ? 2.0 : 1.0) +
+      4.0 * static_cast<double>((tp - 1) * config.model.embedding_params());
   if (needed_bytes > 0.9 * physical_bytes) {
     throw InputError(fmt::format(
         "{} on the CPU needs {:.1f} GB (fp32 weights and KV cache for {} tokens); this machine "
@@ -123,10 +138,23 @@ std::unique_ptr<engine::Backend> make_engine_backend(const std::string& model,
   if (config.gptq && quant.weights == DType::int4) quant.group_size = config.gptq->group_size;
   engine::check_quant_config(quant, config.model.hidden_size, config.model.intermediate_size,
                              config.model.q_dim());
+  if (options.tp > 1) engine::check_tensor_parallel(config.model, options.tp);
   if (options.device == "cpu") {
-    check_cpu_memory(config, options.kv_tokens);
+    check_cpu_memory(config, options.kv_tokens, options.tp);
+    if (options.tp > 1) {
+      return engine::make_tp_cpu_backend(load_engine_model(model, options.seed), options.tp,
+                                         options.kv_tokens, options.block_size, quant);
+    }
     return engine::make_cpu_backend(load_engine_model(model, options.seed), options.kv_tokens,
                                     options.block_size, quant);
+  }
+  if (options.tp > 1) {
+    // Issue 22: sharded CUDA weights with NCCL all-reduces inside the captured graphs need
+    // machines of 2 or 4 GPUs to build and check on; none has been lent so far.
+    throw InputError(fmt::format(
+        "--tp {} --device cuda: the CUDA backend runs on one GPU (tensor parallelism across GPUs "
+        "is not built yet); --device cpu runs the sharded model on the CPU reference",
+        options.tp));
   }
   engine::CudaBackendOptions cuda;
   cuda.gpu_memory_utilization = options.gpu_memory_utilization;

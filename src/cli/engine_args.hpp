@@ -41,6 +41,7 @@ struct EngineOptions {
   bool weights_from_checkpoint = true;  // --weights auto: the checkpoint's format (GPTQ or bf16)
   engine::QuantConfig quant;
   double gpu_memory_utilization = 0.90;
+  int64_t tp = 1;  // tensor-parallel ranks (CPU: threads over the sharded reference)
 };
 
 // The engine's optimization switches as every engine command spells them (--cuda-graphs stays
@@ -49,6 +50,7 @@ struct EngineSwitchArgs {
   std::string gemv = "on", fusion = "on", attention = "flash", weights = "auto", kv = "bf16",
               activations = "bf16";
   int64_t group_size = 128;
+  int64_t tp = 1;
 };
 void add_engine_switches(CLI::App* cmd, EngineSwitchArgs& args);
 // Parses the switches into `options` (InputError for unknown names and impossible combinations).

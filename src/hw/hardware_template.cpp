@@ -131,8 +131,8 @@ HardwareTemplate parse_hardware_template(const nlohmann::json& doc, const std::s
   t.process_node = require_string(doc, "process_node", context);
   t.clock_hz = positive(doc, "clock_hz", context, 1e10);
   t.core_count = static_cast<int>(require_count(doc, "core_count", context, 1, 100000));
-  t.physical_core_count =
-      static_cast<int>(optional_number(doc, "physical_core_count", t.core_count, context));
+  t.physical_core_count = static_cast<int>(
+      optional_count(doc, "physical_core_count", t.core_count, context, 1, 1000000));
   if (t.physical_core_count < t.core_count) {
     throw InputError(context + ": physical_core_count is below core_count");
   }
@@ -151,12 +151,8 @@ HardwareTemplate parse_hardware_template(const nlohmann::json& doc, const std::s
     tu.dtype_rate[static_cast<int>(d)] = r;
   }
   t.core.vector_lanes = static_cast<int>(require_count(core, "vector_lanes", core_ctx, 1, 65536));
-  t.core.int32_lanes = static_cast<int>(optional_number(core, "int32_lanes", 0.0, core_ctx));
-  t.core.fp64_lanes = static_cast<int>(optional_number(core, "fp64_lanes", 0.0, core_ctx));
-  if (t.core.int32_lanes < 0 || t.core.int32_lanes > 65536 || t.core.fp64_lanes < 0 ||
-      t.core.fp64_lanes > 65536) {
-    throw InputError(core_ctx + ": int32_lanes and fp64_lanes must be in [0, 65536]");
-  }
+  t.core.int32_lanes = static_cast<int>(optional_count(core, "int32_lanes", 0, core_ctx, 0, 65536));
+  t.core.fp64_lanes = static_cast<int>(optional_count(core, "fp64_lanes", 0, core_ctx, 0, 65536));
   t.core.vector_flops_per_lane_cycle = positive(core, "vector_flops_per_lane_cycle", core_ctx, 64);
   t.core.sfu_ops_per_cycle = positive(core, "sfu_ops_per_cycle", core_ctx, 65536);
   t.core.register_file_bytes = positive(core, "register_file_bytes", core_ctx, 1e9);
@@ -185,8 +181,8 @@ HardwareTemplate parse_hardware_template(const nlohmann::json& doc, const std::s
   t.memory.bandwidth_bps = positive(mem, "bandwidth_bps", context + " memory", 1e15);
   t.memory.channels =
       static_cast<int>(require_count(mem, "channels", context + " memory", 1, 4096));
-  t.memory.phys_on_die =
-      static_cast<int>(optional_number(mem, "phys_on_die", t.memory.channels, context + " memory"));
+  t.memory.phys_on_die = static_cast<int>(
+      optional_count(mem, "phys_on_die", t.memory.channels, context + " memory", 1, 65536));
   t.memory.latency_s = optional_number(mem, "latency_s", 500e-9, context + " memory");
   if (!(t.memory.latency_s > 0.0 && t.memory.latency_s < 1e-3)) {
     throw InputError(context + ": memory latency_s must be in (0, 1 ms)");

@@ -67,6 +67,9 @@ MeasuredProfile parse_profile(nlohmann::json document, const std::string& path) 
   p.graph_kernel_gap_s = positive(doc, "graph_kernel_gap_us", ctx) * 1e-6;
   p.launch_overhead_s = positive(doc, "launch_overhead_us", ctx) * 1e-6;
   p.graph_small_kernel_s = optional_number(doc, "graph_small_kernel_us", 0.0, ctx) * 1e-6;
+  if (doc.contains("interconnect")) {
+    p.collectives = parse_collective_curves(doc.at("interconnect"), ctx + " interconnect");
+  }
   return p;
 }
 

@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 
+#include "hw/collective_curve.hpp"
 #include "util/dtype.hpp"
 
 namespace inferlab {
@@ -23,6 +24,7 @@ struct MeasuredProfile {
   double graph_kernel_gap_s = 0.0;    // per empty kernel inside a replayed CUDA graph
   double graph_small_kernel_s = 0.0;  // per small real kernel inside a graph (0: not measured)
   double launch_overhead_s = 0.0;     // host cost of one launch
+  CollectiveCurves collectives;       // NCCL curves; empty where the probe saw one GPU
   nlohmann::json document;
 };
 

@@ -53,8 +53,18 @@ std::vector<std::string> unvalidated_paths(const ModelConfig& model, const Predi
                     dtype_name(precision.kv)));
   }
   if (options.tp > 1) {
+    const bool measured_curves =
+        hardware.profile &&
+        hardware.profile->collectives.find(Collective::all_reduce, static_cast<int>(options.tp));
     notes.push_back(
-        "tensor parallelism: collectives priced from the spec sheet's interconnect, not measured");
+        measured_curves
+            ? fmt::format("tensor parallelism: collectives priced from the profile's NCCL curves "
+                          "over {} GPUs (measured outside a CUDA graph; the per-hop latency from "
+                          "the spec sheet); no TP step has been measured against them",
+                          options.tp)
+            : fmt::format("tensor parallelism: collectives priced from the spec sheet's "
+                          "interconnect (the profile has no NCCL curve over {} GPUs), not measured",
+                          options.tp));
   }
   if (!options.flash_attention && !engine_costs) {
     notes.push_back("unfused attention has not been measured");

@@ -95,6 +95,12 @@ int64_t require_count(const nlohmann::json& object, const std::string& key,
   return number;
 }
 
+int64_t optional_count(const nlohmann::json& object, const std::string& key, int64_t fallback,
+                       const std::string& context, int64_t min_value, int64_t max_value) {
+  if (!object.contains(key) || object.at(key).is_null()) return fallback;
+  return require_count(object, key, context, min_value, max_value);
+}
+
 std::string require_string(const nlohmann::json& object, const std::string& key,
                            const std::string& context) {
   const auto& value = field(object, key, context);

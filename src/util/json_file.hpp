@@ -31,6 +31,10 @@ double optional_number(const nlohmann::json& object, const std::string& key, dou
 int64_t require_count(const nlohmann::json& object, const std::string& key,
                       const std::string& context, int64_t min_value = 1,
                       int64_t max_value = int64_t{1} << 40);
+// `fallback` when the field is absent or null, else require_count's checks: a whole number in
+// [min_value, max_value] (never a double cast to int, which is undefined past int's range).
+int64_t optional_count(const nlohmann::json& object, const std::string& key, int64_t fallback,
+                       const std::string& context, int64_t min_value, int64_t max_value);
 std::string require_string(const nlohmann::json& object, const std::string& key,
                            const std::string& context);
 // `fallback` when the field is absent or null; an InputError when it is not a string (nlohmann's

@@ -89,6 +89,32 @@ TEST(EngineCli, InitWeightsThenGenerateIsDeterministic) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(EngineCli, TensorParallelGenerateGivesTheSingleDevicesTokens) {
+  if (!testing::have_llama3_tokenizer()) GTEST_SKIP() << "Llama 3 tokenizer not fetched";
+  auto dir = scratch("tp");
+  auto ckpt = dir / "ckpt";
+  auto init = run_inferlab("init-weights --model " + tiny_llama3_config(dir).string() + " --out " +
+                           ckpt.string() + " --seed 5");
+  ASSERT_EQ(init.exit_code, 0) << init.err;
+  const std::string cmd = "generate --model " + ckpt.string() +
+                          " --prompt 'Name three rivers' --max-tokens 8 --temperature 0 "
+                          "--device cpu --format json";
+  auto single = run_inferlab(cmd);
+  auto sharded = run_inferlab(cmd + " --tp 2");
+  ASSERT_EQ(single.exit_code, 0) << single.err;
+  ASSERT_EQ(sharded.exit_code, 0) << sharded.err;
+  EXPECT_EQ(nlohmann::json::parse(sharded.out)["tokens"],
+            nlohmann::json::parse(single.out)["tokens"]);
+  // 4 heads and 2 KV heads do not split 3 or 4 ways; the CUDA backend runs on one GPU.
+  testing::expect_refused(
+      {cmd + " --tp 3", cmd + " --tp 4", cmd + " --tp 0", cmd + " --tp 99",
+       "generate --model " + ckpt.string() + " --prompt hi --tp 2 --device cuda"});
+  auto message = run_inferlab(cmd + " --tp 4");
+  EXPECT_NE(message.err.find("2 KV heads, which do not split 4 ways"), std::string::npos)
+      << message.err;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(EngineCli, BadInputIsExitTwoWithNothingOnStdout) {
   auto dir = scratch("bad");
   std::ofstream(dir / "bad.jsonl") << "{\"text\": \"ok\"}\nnot json\n";

@@ -91,6 +91,31 @@ TEST(Roofline, AllReduceRing) {
   EXPECT_DOUBLE_EQ(cost.price(make_all_reduce_op("ar", 1e6, 1)).time_s, 0.0);
 }
 
+// The shipped H200 profile holds the probe's NCCL curves over two H200s (all-reduce of 4 MiB:
+// 51.8345 us, 16 MiB: 95.5295 us, smallest (4 KiB): 25.0480 us, host launch and sync). A
+// collective between measured sizes costs the curve above that floor plus the sheet's 2 hops x
+// 1 us: 16 MiB = 95.5295 - 25.0480 + 2 = 72.4815 us; 8 MiB, a third of the way from 4 to 16 MiB
+// = 51.8345 + (95.5295 - 51.8345) / 3 - 25.0480 + 2 = 43.3515 us. Four devices were not
+// measured: the link's ring formula stays.
+TEST(Roofline, MeasuredNcclCurveReplacesTheLinkBandwidth) {
+  RooflineCostModel cost(load_hardware("h200"), unit_factors());
+  const double floor_s = 2.5048000001248738e-05, mib4_s = 5.183450000245671e-05,
+               mib16_s = 9.552949999758198e-05;
+  OpCost c = cost.price(make_all_reduce_op("ar", 16.0 * (1 << 20), 2));
+  EXPECT_EQ(c.bound, Bound::communication);
+  EXPECT_NEAR(c.time_s, mib16_s - floor_s + 2e-6, 1e-12);
+  EXPECT_NEAR(cost.price(make_all_reduce_op("ar", 8.0 * (1 << 20), 2)).time_s,
+              mib4_s + (mib16_s - mib4_s) / 3.0 - floor_s + 2e-6, 1e-12);
+  // Below the smallest size only the hops remain.
+  EXPECT_NEAR(cost.price(make_all_reduce_op("ar", 1024, 2)).time_s, 2e-6, 1e-12);
+  const double ring4_s = 2.0 * 3.0 / 4.0 * 16.0 * (1 << 20) / 450e9 + 6e-6;
+  EXPECT_NEAR(cost.price(make_all_reduce_op("ar", 16.0 * (1 << 20), 4)).time_s, ring4_s, 1e-12);
+  // Without the profile, the sheet's link prices it: 16 MiB at 450 GB/s + 2 us.
+  RooflineCostModel sheet(load_hardware("h200", kProfileNone), unit_factors());
+  EXPECT_NEAR(sheet.price(make_all_reduce_op("ar", 16.0 * (1 << 20), 2)).time_s,
+              16.0 * (1 << 20) / 450e9 + 2e-6, 1e-12);
+}
+
 TEST(Roofline, MissingMatrixFormatIsAnInputError) {
   RooflineCostModel cost(load_hardware("a100-80g"), unit_factors());
   Op op = make_gemm_op("g", 64, 64, 64, DType::fp8, DType::fp8, DType::bf16, DType::fp8);

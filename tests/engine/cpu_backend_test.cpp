@@ -13,13 +13,7 @@ namespace {
 
 using testing::expect_input_error;
 using testing::ScratchDir;
-
-LlamaModel tiny_model(const nlohmann::json& config_json, uint64_t seed) {
-  LlamaModel model;
-  model.config = parse_llama_config(config_json, "tiny", "tiny config");
-  model.weights = random_llama_weights(model.config, seed);
-  return model;
-}
+using testing::tiny_model;
 
 std::vector<int32_t> prompt_of(int64_t length) {
   std::vector<int32_t> tokens;

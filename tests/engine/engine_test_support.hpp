@@ -9,6 +9,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "engine/init_weights.hpp"
+#include "engine/llama_config.hpp"
+#include "engine/llama_weights.hpp"
 #include "util/error.hpp"
 
 namespace inferlab::engine::testing {
@@ -88,6 +91,14 @@ inline nlohmann::json tiny_qwen_config_json() {
   config["tie_word_embeddings"] = false;
   config["rms_norm_eps"] = 1e-6;
   return config;
+}
+
+// A model of `config_json` with random weights drawn from `seed` (init-weights' values).
+inline LlamaModel tiny_model(const nlohmann::json& config_json, uint64_t seed) {
+  LlamaModel model;
+  model.config = parse_llama_config(config_json, "tiny", "tiny config");
+  model.weights = random_llama_weights(model.config, seed);
+  return model;
 }
 
 }  // namespace inferlab::engine::testing

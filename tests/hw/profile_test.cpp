@@ -107,3 +107,50 @@ TEST(ShippedProfiles, H100HierarchyAndStaircase) {
 
 }  // namespace
 }  // namespace inferlab
+
+namespace inferlab {
+namespace {
+
+nlohmann::json curve_row(const char* collective, int64_t bytes, double seconds) {
+  return {{"collective", collective}, {"bytes", bytes}, {"devices", 2}, {"median_s", seconds}};
+}
+
+// transfer_s by hand: points (1000 B, 10 us), (3000 B, 30 us), (7000 B, 50 us); the floor is
+// 10 us. 2000 B: 20 - 10 = 10 us; 5000 B: 30 + 2000 x 5 ns - 10 = 30 us; past the end, 9000 B:
+// 50 + 2000 x 5 ns - 10 = 50 us; 500 B: 0.
+TEST(CollectiveCurves, InterpolatesAboveTheSmallestMessage) {
+  nlohmann::json doc = {
+      {"points",
+       {curve_row("all_reduce", 3000, 30e-6), curve_row("all_reduce", 1000, 10e-6),
+        curve_row("all_reduce", 7000, 50e-6), curve_row("all_gather", 1000, 12e-6),
+        curve_row("all_gather", 2000, 13e-6)}}};
+  const CollectiveCurves curves = parse_collective_curves(doc, "test");
+  const CollectiveCurve* ar = curves.find(Collective::all_reduce, 2);
+  ASSERT_NE(ar, nullptr);
+  EXPECT_NEAR(ar->transfer_s(2000), 10e-6, 1e-15);
+  EXPECT_NEAR(ar->transfer_s(5000), 30e-6, 1e-15);
+  EXPECT_NEAR(ar->transfer_s(9000), 50e-6, 1e-15);
+  EXPECT_EQ(ar->transfer_s(500), 0.0);
+  EXPECT_EQ(curves.find(Collective::all_reduce, 4), nullptr);
+  EXPECT_NEAR(curves.find(Collective::all_gather, 2)->transfer_s(2000), 1e-6, 1e-15);
+  EXPECT_TRUE(parse_collective_curves(nlohmann::json::object(), "test").empty());
+}
+
+TEST(CollectiveCurves, BrokenRowsAreInputErrors) {
+  const std::vector<nlohmann::json> broken = {
+      {{"points", {curve_row("broadcast", 1000, 1e-5), curve_row("broadcast", 2000, 2e-5)}}},
+      {{"points", {curve_row("all_reduce", 1000, -1.0), curve_row("all_reduce", 2000, 2e-5)}}},
+      {{"points", {curve_row("all_reduce", 0, 1e-5), curve_row("all_reduce", 2000, 2e-5)}}},
+      {{"points", {curve_row("all_reduce", 1000, 1e-5)}}},  // one size is no curve
+      {{"points", {curve_row("all_reduce", 1000, 1e-5), curve_row("all_reduce", 1000, 2e-5)}}},
+      {{"points",
+        {{{"collective", "all_reduce"}, {"bytes", 1000}, {"devices", 1e300}, {"median_s", 1e-5}}}}},
+      {{"points", "many"}},
+  };
+  for (const auto& doc : broken) {
+    EXPECT_THROW(parse_collective_curves(doc, "test"), InputError) << doc.dump();
+  }
+}
+
+}  // namespace
+}  // namespace inferlab

@@ -7,6 +7,7 @@
 #include "engine/quant/quantize.hpp"
 #include "engine/quant/quantized_model.hpp"
 #include "engine/rope.hpp"
+#include "engine/tp/host_communicator.hpp"
 
 namespace inferlab::engine {
 
@@ -124,6 +125,7 @@ void CpuBackend::forward_chunk(const SequenceChunk& chunk, std::vector<float>& l
     }
     cpu::linear(gemm_input(attn, tokens, q_dim, input, quantized_input), tokens, w.o_proj.data(),
                 nullptr, q_dim, hidden, proj.data());
+    if (group_ != nullptr) group_->all_reduce_sum(rank_, proj);
     for (int64_t i = 0; i < tokens * hidden; ++i) x[i] += proj[i];
 
     // MLP block.
@@ -140,6 +142,7 @@ void CpuBackend::forward_chunk(const SequenceChunk& chunk, std::vector<float>& l
     cpu::silu_mul(gate.data(), up.data(), tokens * inter);
     cpu::linear(gemm_input(gate, tokens, inter, input, quantized_input), tokens, w.down_proj.data(),
                 nullptr, inter, hidden, proj.data());
+    if (group_ != nullptr) group_->all_reduce_sum(rank_, proj);
     for (int64_t i = 0; i < tokens * hidden; ++i) x[i] += proj[i];
   }
 
@@ -150,11 +153,18 @@ void CpuBackend::forward_chunk(const SequenceChunk& chunk, std::vector<float>& l
   std::vector<float> normed = buffer(hidden);
   // A quantized LM head takes its input quantized like every other quantized projection.
   const DType head_input = is_quantized_role(WeightRole::lm_head, quant_) ? input : DType::bf16;
+  // A tensor-parallel rank holds some of the vocabulary's rows and gathers the others'.
+  const int64_t head_rows = static_cast<int64_t>(weights_.output_embedding().size()) / hidden;
+  std::vector<float> local_logits(group_ != nullptr ? static_cast<size_t>(head_rows) : 0);
   for (int64_t t = first; t < tokens; ++t) {
+    float* row = logits.data() + offset + (t - first) * vocab;
     cpu::rms_norm(&x[t * hidden], weights_.final_norm.data(), hidden, eps, normed.data());
     cpu::linear(gemm_input(normed, 1, hidden, head_input, quantized_input), 1,
-                weights_.output_embedding().data(), nullptr, hidden, vocab,
-                logits.data() + offset + (t - first) * vocab);
+                weights_.output_embedding().data(), nullptr, hidden, head_rows,
+                group_ != nullptr ? local_logits.data() : row);
+    if (group_ != nullptr) {
+      group_->all_gather(rank_, local_logits, {row, static_cast<size_t>(vocab)});
+    }
   }
 }
 
@@ -192,12 +202,8 @@ SmoothQuantStats calibrate_smoothquant(CpuBackend& backend, int64_t tokens, uint
   return stats;
 }
 
-std::unique_ptr<CpuBackend> make_cpu_backend(LlamaModel model, int64_t max_tokens,
-                                             int64_t block_size, const QuantConfig& quant,
-                                             const SmoothingFactors* smoothing) {
-  if (max_tokens < 1 || block_size < 1) {
-    throw std::invalid_argument("make_cpu_backend: max_tokens and block_size must be positive");
-  }
+void quantize_for_cpu(LlamaModel& model, int64_t block_size, const QuantConfig& quant,
+                      const SmoothingFactors* smoothing) {
   const ModelConfig& m = model.config.model;
   check_quant_config(quant, m.hidden_size, m.intermediate_size, m.q_dim());
   SmoothingFactors calibrated;
@@ -210,6 +216,15 @@ std::unique_ptr<CpuBackend> make_cpu_backend(LlamaModel model, int64_t max_token
     smoothing = &calibrated;
   }
   apply_quantization(model.weights, model.config, quant, smoothing);
+}
+
+std::unique_ptr<CpuBackend> make_cpu_backend(LlamaModel model, int64_t max_tokens,
+                                             int64_t block_size, const QuantConfig& quant,
+                                             const SmoothingFactors* smoothing) {
+  if (max_tokens < 1 || block_size < 1) {
+    throw std::invalid_argument("make_cpu_backend: max_tokens and block_size must be positive");
+  }
+  quantize_for_cpu(model, block_size, quant, smoothing);
   const int64_t blocks = (max_tokens + block_size - 1) / block_size;
   return std::make_unique<CpuBackend>(std::move(model.config), std::move(model.weights), block_size,
                                       blocks, quant);

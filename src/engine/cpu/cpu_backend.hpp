@@ -10,6 +10,8 @@
 
 namespace inferlab::engine {
 
+class HostCommunicator;
+
 // The fp32 reference forward pass of a Llama-family model, plain loops, one sequence after
 // another: embedding gather, per layer RMSNorm → Q/K/V (+ bias) → RoPE → KV write into the
 // paged cache → causal GQA attention over the cached prefix and the new tokens → O projection +
@@ -35,6 +37,14 @@ class CpuBackend : public Backend {
   // While set, every forward pass merges the absolute maxima of the QKV and gate/up inputs into
   // `stats` (SmoothQuant's calibration); null stops it.
   void collect_smoothquant_stats(SmoothQuantStats* stats) { stats_ = stats; }
+  // Makes this backend rank `rank` of a tensor-parallel group (built from rank_config and
+  // shard_weights, engine/tp/shard.hpp): the O and down projections' partial outputs are
+  // all-reduced through `group` before each residual add, and the LM head's vocab rows are
+  // all-gathered into whole logits rows.
+  void join_group(HostCommunicator* group, int rank) {
+    group_ = group;
+    rank_ = rank;
+  }
 
  private:
   // Runs one chunk and appends its logits rows.
@@ -46,6 +56,8 @@ class CpuBackend : public Backend {
   std::vector<double> inv_freq_;
   QuantConfig quant_;
   SmoothQuantStats* stats_ = nullptr;
+  HostCommunicator* group_ = nullptr;
+  int rank_ = 0;
 };
 
 // Memory the CPU backend takes for `config` with a cache of `max_tokens` tokens: fp32 weights
@@ -57,6 +69,11 @@ int64_t cpu_backend_bytes(const LlamaConfig& config, int64_t max_tokens, int64_t
 // model as `quant` says: bf16 keeps the fp32 weights; quantized weights are quantized and
 // dequantized here, W8A8 first migrates with `smoothing` or, when null, with factors from a
 // calibration pass of the unquantized model over quant.calibration_tokens random tokens.
+// The model as the CPU backend runs it under `quant`: weights quantized and dequantized in place
+// (W8A8 migrated first, as make_cpu_backend says). Tensor parallelism shards the result.
+void quantize_for_cpu(LlamaModel& model, int64_t block_size, const QuantConfig& quant,
+                      const SmoothingFactors* smoothing = nullptr);
+
 std::unique_ptr<CpuBackend> make_cpu_backend(LlamaModel model, int64_t max_tokens,
                                              int64_t block_size = 16, const QuantConfig& quant = {},
                                              const SmoothingFactors* smoothing = nullptr);

@@ -19,13 +19,9 @@ namespace {
       throw std::runtime_error(std::string(#call) + ": " + ncclGetErrorString(nccl_r_)); \
     }                                                                                    \
   } while (0)
-}  // namespace
 
-nlohmann::json measure_collectives(bool quick) {
-  int devices = 0;
-  PROBE_CHECK(cudaGetDeviceCount(&devices));
-  if (devices < 2) return nullptr;
-  setenv("NCCL_NVLS_ENABLE", "0", 1);  // multicast can take a shared host's GPUs down
+// The rows of one group: devices 0..devices-1, one communicator per device.
+nlohmann::json measure_group(int devices, bool quick) {
   std::vector<ncclComm_t> comms(devices);
   std::vector<int> ids(devices);
   for (int d = 0; d < devices; ++d) ids[d] = d;
@@ -88,10 +84,32 @@ nlohmann::json measure_collectives(bool quick) {
     cudaStreamDestroy(streams[d]);
   }
   PROBE_CHECK(cudaSetDevice(0));
+  return rows;
+}
+
+}  // namespace
+
+nlohmann::json measure_collectives(bool quick) {
+  int devices = 0;
+  PROBE_CHECK(cudaGetDeviceCount(&devices));
+  if (devices < 2) return nullptr;
+  setenv("NCCL_NVLS_ENABLE", "0", 1);  // multicast can take a shared host's GPUs down
+  // Tensor-parallel degrees are powers of two: groups of 2, 4, ... GPUs, and all of them, so
+  // that a prediction for TP n on a larger machine finds its curve.
+  std::vector<int> groups;
+  for (int n = 2; n <= devices; n *= 2) groups.push_back(n);
+  if (groups.back() != devices) groups.push_back(devices);
+  nlohmann::json rows = nlohmann::json::array();
+  for (int n : groups) {
+    for (auto& row : measure_group(n, quick)) rows.push_back(std::move(row));
+  }
   return {{"devices", devices},
+          {"groups", groups},
           {"library", "nccl"},
           {"points", rows},
-          {"method", "host wall time of a group call on all devices until all streams finish"}};
+          {"method",
+           "host wall time of a group call on the group's devices until all streams "
+           "finish (outside a CUDA graph)"}};
 }
 #else
 nlohmann::json measure_collectives(bool) {

@@ -1,0 +1,79 @@
+#include "hw/collective_curve.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "util/error.hpp"
+#include "util/json_file.hpp"
+
+namespace inferlab {
+
+double CollectiveCurve::transfer_s(double bytes) const {
+  if (points.size() < 2 || bytes <= points.front().first) return 0.0;
+  const double floor_s = points.front().second;
+  auto upper = std::lower_bound(points.begin(), points.end(), bytes,
+                                [](const auto& point, double b) { return point.first < b; });
+  if (upper == points.end()) upper = points.end() - 1;  // past the largest: the last segment
+  const auto lower = upper - 1;
+  const double slope = (upper->second - lower->second) / (upper->first - lower->first);
+  return std::max(0.0, lower->second + slope * (bytes - lower->first) - floor_s);
+}
+
+const CollectiveCurve* CollectiveCurves::find(Collective kind, int devices) const {
+  for (const auto& curve : curves) {
+    if (curve.kind == kind && curve.devices == devices) return &curve;
+  }
+  return nullptr;
+}
+
+CollectiveCurves parse_collective_curves(const nlohmann::json& interconnect,
+                                         const std::string& context) {
+  CollectiveCurves result;
+  if (!interconnect.is_object() || !interconnect.contains("points")) return result;
+  const auto& rows = interconnect.at("points");
+  if (!rows.is_array()) throw InputError(context + ": 'points' must be an array");
+  std::map<std::pair<Collective, int>, CollectiveCurve> by_key;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const std::string row_ctx = fmt::format("{} points[{}]", context, i);
+    const auto& row = rows[i];
+    if (!row.is_object()) throw InputError(row_ctx + ": must be an object");
+    const std::string name = require_string(row, "collective", row_ctx);
+    Collective kind;
+    if (name == "all_reduce") {
+      kind = Collective::all_reduce;
+    } else if (name == "all_gather") {
+      kind = Collective::all_gather;
+    } else {
+      throw InputError(row_ctx + ": unknown collective '" + name + "'; known: all_reduce, " +
+                       "all_gather");
+    }
+    const int devices = static_cast<int>(require_count(row, "devices", row_ctx, 2, 65536));
+    const double bytes = static_cast<double>(require_count(row, "bytes", row_ctx, 1, 1LL << 50));
+    const double seconds = require_number(row, "median_s", row_ctx);
+    if (!(seconds > 0.0 && seconds < 1e3)) {
+      throw InputError(row_ctx + ": median_s must be in (0, 1000) seconds");
+    }
+    auto& curve = by_key[{kind, devices}];
+    curve.kind = kind;
+    curve.devices = devices;
+    curve.points.emplace_back(bytes, seconds);
+  }
+  for (auto& [key, curve] : by_key) {
+    std::sort(curve.points.begin(), curve.points.end());
+    for (size_t i = 1; i < curve.points.size(); ++i) {
+      if (curve.points[i].first == curve.points[i - 1].first) {
+        throw InputError(fmt::format("{}: {} bytes measured twice for one collective", context,
+                                     curve.points[i].first));
+      }
+    }
+    if (curve.points.size() < 2) {
+      throw InputError(context + ": a collective's curve needs at least two message sizes");
+    }
+    result.curves.push_back(std::move(curve));
+  }
+  return result;
+}
+
+}  // namespace inferlab

@@ -1,0 +1,43 @@
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace inferlab {
+
+enum class Collective { all_reduce, all_gather };
+
+// One NCCL collective over one number of devices as `inferlab probe` measured it: the median
+// time of a group call against the bytes each device contributes (the probe's "bytes": the
+// all-reduce buffer, or one device's part of an all-gather), sizes ascending.
+//
+// The probe times a group call from the host until every stream has finished, so the smallest
+// messages' time is mostly host launch and synchronization, which a collective inside a CUDA
+// graph does not pay. transfer_s() therefore gives only what the curve adds above its smallest
+// message: the measured cost of moving the bytes (NCCL's protocol and link efficiency included),
+// to which the caller adds a per-hop latency.
+struct CollectiveCurve {
+  Collective kind = Collective::all_reduce;
+  int devices = 0;
+  std::vector<std::pair<double, double>> points;  // (bytes per device, median seconds)
+
+  // Piecewise linear in bytes between measured sizes, minus the smallest size's time; 0 below
+  // the smallest size, the last segment's slope past the largest.
+  double transfer_s(double bytes) const;
+};
+
+struct CollectiveCurves {
+  std::vector<CollectiveCurve> curves;
+  // The curve of `kind` over exactly `devices` devices, or null where none was measured.
+  const CollectiveCurve* find(Collective kind, int devices) const;
+  bool empty() const { return curves.empty(); }
+};
+
+// The profile's "interconnect" section ({} where the probe saw one GPU): rows of {collective,
+// bytes, devices, median_s}. Unknown collectives, non-positive sizes or times, fewer than two
+// sizes for a curve, or a size measured twice are InputErrors naming `context`.
+CollectiveCurves parse_collective_curves(const nlohmann::json& interconnect,
+                                         const std::string& context);
+
+}  // namespace inferlab
