@@ -68,6 +68,11 @@ CollectiveCurves parse_collective_curves(const nlohmann::json& interconnect,
                                      curve.points[i].first));
       }
     }
+    // A larger message never costs less: a dip in the medians (noise) would otherwise make the
+    // slope negative and the extrapolation past the largest size fall towards zero.
+    for (size_t i = 1; i < curve.points.size(); ++i) {
+      curve.points[i].second = std::max(curve.points[i].second, curve.points[i - 1].second);
+    }
     if (curve.points.size() < 2) {
       throw InputError(context + ": a collective's curve needs at least two message sizes");
     }

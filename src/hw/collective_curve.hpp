@@ -36,7 +36,8 @@ struct CollectiveCurves {
 
 // The profile's "interconnect" section ({} where the probe saw one GPU): rows of {collective,
 // bytes, devices, median_s}. Unknown collectives, non-positive sizes or times, fewer than two
-// sizes for a curve, or a size measured twice are InputErrors naming `context`.
+// sizes for a curve, or a size measured twice are InputErrors naming `context`. Each time is
+// raised to the largest at any smaller size, so the curve never falls.
 CollectiveCurves parse_collective_curves(const nlohmann::json& interconnect,
                                          const std::string& context);
 

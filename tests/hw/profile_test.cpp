@@ -136,6 +136,20 @@ TEST(CollectiveCurves, InterpolatesAboveTheSmallestMessage) {
   EXPECT_TRUE(parse_collective_curves(nlohmann::json::object(), "test").empty());
 }
 
+// A dip (3000 B measured faster than 1000 B) is raised to the smaller size's time: 3000 B costs
+// what 1000 B does, and past the end the last segment (3000 -> 5000 B: 10 -> 20 us) goes on
+// rising: 7000 B = 20 + 2000 x 5 ns - 10 = 20 us.
+TEST(CollectiveCurves, NeverFallsWithSize) {
+  nlohmann::json doc = {{"points",
+                         {curve_row("all_reduce", 1000, 10e-6), curve_row("all_reduce", 3000, 8e-6),
+                          curve_row("all_reduce", 5000, 20e-6)}}};
+  const CollectiveCurves curves = parse_collective_curves(doc, "test");
+  const CollectiveCurve* ar = curves.find(Collective::all_reduce, 2);
+  ASSERT_NE(ar, nullptr);
+  EXPECT_EQ(ar->transfer_s(3000), 0.0);
+  EXPECT_NEAR(ar->transfer_s(7000), 20e-6, 1e-15);
+}
+
 TEST(CollectiveCurves, BrokenRowsAreInputErrors) {
   const std::vector<nlohmann::json> broken = {
       {{"points", {curve_row("broadcast", 1000, 1e-5), curve_row("broadcast", 2000, 2e-5)}}},

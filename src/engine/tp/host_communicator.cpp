@@ -44,6 +44,10 @@ void HostCommunicator::reset() {
 
 void HostCommunicator::all_reduce_sum(int rank, std::span<float> data) {
   const auto r = static_cast<size_t>(rank);
+  // Sized before the barrier: nothing between the two barriers may throw, or this rank would
+  // unwind (freeing `data`) while the others still read it.
+  auto& sum = sums_[r];
+  sum.resize(data.size());
   published_[r] = data.data();
   published_sizes_[r] = data.size();
   sync();  // every rank's partial sums are published
@@ -53,8 +57,7 @@ void HostCommunicator::all_reduce_sum(int rank, std::span<float> data) {
       throw std::invalid_argument("all_reduce_sum: the ranks' buffers differ in length");
     }
   }
-  auto& sum = sums_[r];
-  sum.assign(published_[0], published_[0] + data.size());
+  std::copy_n(published_[0], data.size(), sum.begin());
   for (int other = 1; other < ranks_; ++other) {
     const float* values = published_[static_cast<size_t>(other)];
     for (size_t i = 0; i < sum.size(); ++i) sum[i] += values[i];

@@ -32,15 +32,22 @@ ForwardResult TensorParallelCpuBackend::forward(const ForwardBatch& batch) {
   {
     std::vector<std::jthread> threads;
     threads.reserve(n);
-    for (size_t r = 0; r < n; ++r) {
-      threads.emplace_back([&, r] {
-        try {
-          results[r] = ranks_[r]->forward(batch);
-        } catch (...) {
-          errors[r] = std::current_exception();
-          group_->abort();
-        }
-      });
+    try {
+      for (size_t r = 0; r < n; ++r) {
+        threads.emplace_back([&, r] {
+          try {
+            results[r] = ranks_[r]->forward(batch);
+          } catch (...) {
+            errors[r] = std::current_exception();
+            group_->abort();
+          }
+        });
+      }
+    } catch (...) {  // a thread that could not start: release the started ones, then fail
+      group_->abort();
+      threads.clear();
+      group_->reset();
+      throw;
     }
   }  // joined
   group_->reset();

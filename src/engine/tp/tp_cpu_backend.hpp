@@ -13,8 +13,11 @@ namespace inferlab::engine {
 // CpuBackend per rank, each holding its shard of the weights and of the KV heads, run in a
 // thread of its own per forward pass; the ranks meet in a HostCommunicator (all-reduce after
 // the O and down projections, all-gather of the LM head's vocab rows). It checks the sharded
-// math, the thing a multi-GPU run adds, against the single-device reference: the logits differ
-// only by fp32 rounding (partial sums added in another order).
+// math, the thing a multi-GPU run adds, against the single-device reference: with bf16 or
+// weight-only formats the logits differ only by fp32 rounding (partial sums added in another
+// order). With fp8 weights or W8A8 each rank quantizes its slice of the O and down inputs with
+// per-token scales of its own, as GPU tensor-parallel engines do (vLLM's row-parallel layers),
+// so those logits differ from the single device's by that quantization too.
 class TensorParallelCpuBackend : public Backend {
  public:
   // `model` in its final (quantized and dequantized) weights; the cache of every rank holds
