@@ -25,6 +25,21 @@ StepShape engine_point_shape(const EngineProfilePoint& p) {
   return {p.phase, p.batch, p.phase == Phase::decode ? 1 : p.tokens, p.context};
 }
 
+StepPrediction predict_engine_step(const EngineStepSetup& setup, const EngineProfilePoint& point,
+                                   const CostModel& cost, bool cuda_graphs,
+                                   const HostOverhead& host) {
+  StepContext c;
+  c.model = &setup.model;
+  c.cost = &cost;
+  c.precision = setup.precision;
+  c.plan = setup.plan;
+  c.shard = setup.shard;
+  c.framework = Framework::inferlab;
+  c.cuda_graphs = cuda_graphs;
+  c.host = host;
+  return predict_step(c, engine_point_shape(point));
+}
+
 std::vector<Op> engine_point_ops(const EngineStepSetup& s, const EngineProfilePoint& p) {
   std::vector<Op> ops;
   build_step_graph(s.model, engine_point_shape(p), s.precision, s.plan, s.shard, ops);

@@ -11,6 +11,7 @@
 #include "model/model_config.hpp"
 #include "model/step_graph.hpp"
 #include "predict/options.hpp"
+#include "predict/step_predictor.hpp"
 
 namespace inferlab {
 
@@ -27,6 +28,11 @@ EngineStepSetup engine_step_setup(const EngineProfile& profile, const HardwareSp
 
 StepShape engine_point_shape(const EngineProfilePoint& point);
 std::vector<Op> engine_point_ops(const EngineStepSetup& setup, const EngineProfilePoint& point);
+// The step `predict --framework inferlab` gives for `point` under `setup`, priced by `cost`:
+// with cuda_graphs one graph launch per step, else the eager launch queue with `host`'s costs.
+StepPrediction predict_engine_step(const EngineStepSetup& setup, const EngineProfilePoint& point,
+                                   const CostModel& cost, bool cuda_graphs,
+                                   const HostOverhead& host = {});
 
 // The ops of `ops` in one engine kernel class.
 std::vector<const Op*> ops_of_class(const std::vector<Op>& ops, const std::string& kernel_class);

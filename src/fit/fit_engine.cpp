@@ -215,15 +215,8 @@ StepFit fit_step_constants(const std::vector<FitPoint>& points, const CostModel&
   std::vector<std::pair<StepPrediction, double>> eager;
   std::vector<int64_t> eager_layers;
   for (const FitPoint& p : points) {
-    StepContext c;
-    c.model = &p.setup->model;
-    c.cost = &cost;
-    c.precision = p.setup->precision;
-    c.plan = p.setup->plan;
-    c.shard = p.setup->shard;
-    c.framework = Framework::inferlab;
-    c.cuda_graphs = true;  // gpu_s; the eager replay is done here for each host time
-    StepPrediction step = predict_step(c, engine_point_shape(*p.point));
+    // gpu_s; the eager replay is done here for each host time
+    StepPrediction step = predict_engine_step(*p.setup, *p.point, cost, /*cuda_graphs=*/true);
     if (p.graph()) {
       graph.push_back({step.gpu_s, static_cast<double>(step.kernels), p.point->step_s});
     } else {
@@ -282,15 +275,8 @@ double refine_profile_mark(const std::vector<FitPoint>& points, const CostModel&
   std::vector<std::pair<const FitPoint*, StepPrediction>> eager;
   for (const FitPoint& p : points) {
     if (p.graph() || p.point->kernels.empty()) continue;
-    StepContext c;
-    c.model = &p.setup->model;
-    c.cost = &cost;
-    c.precision = p.setup->precision;
-    c.plan = p.setup->plan;
-    c.shard = p.setup->shard;
-    c.framework = Framework::inferlab;
-    c.cuda_graphs = true;  // the in-stream ops
-    eager.emplace_back(&p, predict_step(c, engine_point_shape(*p.point)));
+    // cuda_graphs: the in-stream ops
+    eager.emplace_back(&p, predict_engine_step(*p.setup, *p.point, cost, /*cuda_graphs=*/true));
   }
   if (eager.empty()) return costs.profile_mark_s;
   double best_mark = costs.profile_mark_s, best_loss = 0.0;
@@ -315,15 +301,7 @@ double refine_profile_mark(const std::vector<FitPoint>& points, const CostModel&
 nlohmann::json step_summary(const std::vector<FitPoint>& points, const CostModel& cost) {
   std::map<std::string, std::pair<int, double>> by_phase;
   for (const FitPoint& p : points) {
-    StepContext c;
-    c.model = &p.setup->model;
-    c.cost = &cost;
-    c.precision = p.setup->precision;
-    c.plan = p.setup->plan;
-    c.shard = p.setup->shard;
-    c.framework = Framework::inferlab;
-    c.cuda_graphs = p.graph();
-    const double predicted = predict_step(c, engine_point_shape(*p.point)).time_s;
+    const double predicted = predict_engine_step(*p.setup, *p.point, cost, p.graph()).time_s;
     auto& [n, ape] = by_phase[p.point->phase == Phase::prefill ? "prefill" : "decode"];
     ++n;
     ape += std::fabs(predicted / p.point->step_s - 1.0);

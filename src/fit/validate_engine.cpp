@@ -46,17 +46,9 @@ void validate_point(const EngineProfile& profile, const EngineProfilePoint& poin
   const std::string combination = engine_switches_label(profile.switches);
   const std::string phase = point.phase == Phase::prefill ? "prefill" : "decode";
   const std::string label = profile.model + " " + point.label();
-  StepContext c;
-  c.model = &setup.model;
-  c.cost = &cost;
-  c.precision = setup.precision;
-  c.plan = setup.plan;
-  c.shard = setup.shard;
-  c.framework = Framework::inferlab;
   // Prefill always runs eagerly; decode replays a graph when the switch is on.
-  c.cuda_graphs = point.phase == Phase::decode && profile.switches.cuda_graphs;
-  c.host = host;
-  const StepPrediction step = predict_step(c, engine_point_shape(point));
+  const bool graphs = point.phase == Phase::decode && profile.switches.cuda_graphs;
+  const StepPrediction step = predict_engine_step(setup, point, cost, graphs, host);
   out.steps.push_back(
       {profile.path, combination, phase, label, point.step_s, step.time_s, point.held_out});
   if (const auto* engine = dynamic_cast<const EngineCostModel*>(&cost)) {

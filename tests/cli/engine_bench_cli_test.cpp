@@ -10,32 +10,13 @@
 #include <nlohmann/json.hpp>
 
 #include "test_support.hpp"
+#include "tiny_checkpoint.hpp"
 
 namespace inferlab {
 namespace {
 
 using testing::run_inferlab;
-
-#define REQUIRE_TOKENIZER() \
-  if (!testing::have_llama3_tokenizer()) GTEST_SKIP() << "Llama 3 tokenizer not fetched"
-
-struct TinyCheckpoint {
-  std::filesystem::path dir, ckpt;
-  TinyCheckpoint() {
-    dir = std::filesystem::temp_directory_path() /
-          ("inferlab_bench_cli_" + std::to_string(::getpid()));
-    std::filesystem::remove_all(dir);
-    std::filesystem::create_directories(dir);
-    nlohmann::json config = testing::tiny_llama_config(300, 64);
-    config["tie_word_embeddings"] = false;
-    std::ofstream(dir / "tiny.json") << config.dump();
-    ckpt = dir / "ckpt";
-    auto r = run_inferlab("init-weights --model " + (dir / "tiny.json").string() + " --out " +
-                          ckpt.string() + " --seed 2");
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-  }
-  ~TinyCheckpoint() { std::filesystem::remove_all(dir); }
-};
+using testing::TinyCheckpoint;
 
 // The float32 rows of a .npy the logits command wrote; shape from its header.
 std::vector<float> read_npy(const std::filesystem::path& path, int64_t& rows, int64_t& cols) {
@@ -56,7 +37,7 @@ std::vector<float> read_npy(const std::filesystem::path& path, int64_t& rows, in
 
 TEST(EngineBenchCli, BenchOnTheCpuReportsPredictsFieldsAndTheSpread) {
   REQUIRE_TOKENIZER();
-  TinyCheckpoint tiny;
+  TinyCheckpoint tiny{"bench_cli", 64};
   auto r = run_inferlab("bench --model " + tiny.ckpt.string() +
                         " --device cpu --batch 2 --input 8 --output 3 --repeats 2 --format json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -92,7 +73,7 @@ TEST(EngineBenchCli, BenchOnTheCpuReportsPredictsFieldsAndTheSpread) {
 
 TEST(EngineBenchCli, TeacherForcedDecodeLogitsEqualOnePrefillsLogits) {
   REQUIRE_TOKENIZER();
-  TinyCheckpoint tiny;
+  TinyCheckpoint tiny{"bench_cli", 64};
   std::ofstream(tiny.dir / "ids.json") << "[5, 17, 299, 0, 42, 42, 7, 128]";
   auto base = "logits --model " + tiny.ckpt.string() + " --device cpu --tokens " +
               (tiny.dir / "ids.json").string();
@@ -147,7 +128,7 @@ TEST(EngineBenchCli, PredictFrameworkInferlabPricesTheEnginesKernels) {
 
 TEST(EngineBenchCli, BadInputIsExitTwo) {
   REQUIRE_TOKENIZER();
-  TinyCheckpoint tiny;
+  TinyCheckpoint tiny{"bench_cli", 64};
   std::ofstream(tiny.dir / "bad.json") << "{\"tokens\": [1, -2]}";
   std::ofstream(tiny.dir / "ok.json") << "[1, 2, 3]";
   const std::string m = " --model " + tiny.ckpt.string() + " --device cpu";

@@ -10,32 +10,13 @@
 #include <nlohmann/json.hpp>
 
 #include "test_support.hpp"
+#include "tiny_checkpoint.hpp"
 
 namespace inferlab {
 namespace {
 
 using testing::run_inferlab;
-
-#define REQUIRE_TOKENIZER() \
-  if (!testing::have_llama3_tokenizer()) GTEST_SKIP() << "Llama 3 tokenizer not fetched"
-
-struct TinyCheckpoint {
-  std::filesystem::path dir, ckpt;
-  TinyCheckpoint() {
-    dir = std::filesystem::temp_directory_path() /
-          ("inferlab_quant_cli_" + std::to_string(::getpid()));
-    std::filesystem::remove_all(dir);
-    std::filesystem::create_directories(dir);
-    nlohmann::json config = testing::tiny_llama_config(300, 4096);
-    config["tie_word_embeddings"] = false;
-    std::ofstream(dir / "tiny.json") << config.dump();
-    ckpt = dir / "ckpt";
-    auto r = run_inferlab("init-weights --model " + (dir / "tiny.json").string() + " --out " +
-                          ckpt.string() + " --seed 2");
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-  }
-  ~TinyCheckpoint() { std::filesystem::remove_all(dir); }
-};
+using testing::TinyCheckpoint;
 
 std::string file_bytes(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -44,7 +25,7 @@ std::string file_bytes(const std::filesystem::path& path) {
 
 TEST(EngineQuantCli, QuantizedCheckpointComputesWhatQuantizingWhileLoadingComputes) {
   REQUIRE_TOKENIZER();
-  TinyCheckpoint tiny;
+  TinyCheckpoint tiny{"quant_cli", 4096};
   const auto gptq = tiny.dir / "gptq";
   auto q = run_inferlab("quantize --model " + tiny.ckpt.string() + " --out " + gptq.string() +
                         " --weights int4 --group-size 32 --format json");
@@ -77,7 +58,7 @@ TEST(EngineQuantCli, QuantizedCheckpointComputesWhatQuantizingWhileLoadingComput
 
 TEST(EngineQuantCli, ProfileWritesTheFitsFile) {
   REQUIRE_TOKENIZER();
-  TinyCheckpoint tiny;
+  TinyCheckpoint tiny{"quant_cli", 4096};
   auto r = run_inferlab("bench --profile --model " + tiny.ckpt.string() +
                         " --device cpu --repeats 2 --warmup 0 --weights int8 --kv fp8 "
                         "--format json");
@@ -102,7 +83,7 @@ TEST(EngineQuantCli, ProfileWritesTheFitsFile) {
 
 TEST(EngineQuantCli, BadSwitchesAreRefused) {
   REQUIRE_TOKENIZER();
-  TinyCheckpoint tiny;
+  TinyCheckpoint tiny{"quant_cli", 4096};
   const std::string m = " --model " + tiny.ckpt.string() + " --device cpu";
   const std::string g = "generate" + m + " --prompt hi --max-tokens 2";
   testing::expect_refused({
