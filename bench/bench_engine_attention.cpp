@@ -6,6 +6,7 @@
 //    the KV bytes (scales included) read per second: GB/s, bytes_per_s, and of_probe_hbm_read
 //    where the probe measured this GPU. Batch 1 × 1024 is the engine's decode step: 4 MiB of bf16
 //    keys and values per layer, 0.93 µs at 4.5 TB/s.
+//  - BM_DecodeKernels: the chunked and the streamed decode kernel forced, batch 1-128.
 //  - BM_Prefill: causal prefill of one 512- or 2048-token sequence, reported as TFLOP/s
 //    (4 · heads · head_dim per visible query-key pair).
 // Timed with CUDA events around a graph of 20 calls per iteration, the iteration's time being
@@ -209,6 +210,33 @@ void BM_Decode(benchmark::State& state) {
 BENCHMARK(BM_Decode)
     ->ArgNames({"batch", "context", "kv", "naive"})
     ->ArgsProduct({{1, 16, 64}, {1024, 4096}, {0, 1, 2}, {0, 1}})
+    ->MinTime(kMinCallSeconds)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+
+// The two decode kernels forced (kernel: 1 chunked, 2 streamed), whatever BM_Decode's automatic
+// choice would be, at the batches around the switch between them; run with
+// INFERLAB_ENGINE_DECODE_SPLITS=N to set the split count as well.
+void BM_DecodeKernels(benchmark::State& state) {
+  if (!cuda_device_available()) {
+    state.SkipWithError("no CUDA GPU");
+    return;
+  }
+  const int batch = static_cast<int>(state.range(0));
+  const int context = static_cast<int>(state.range(1));
+  const DType format = format_of(state.range(2));
+  AttentionSetup setup(batch, context, 1, format, false);
+  setup.p.decode_kernel =
+      state.range(3) == 1 ? cuda::DecodeKernel::chunked : cuda::DecodeKernel::streamed;
+  const double seconds = run(state, setup);
+  state.counters["GB/s"] = seconds > 0 ? setup.kv_bytes_per_call / seconds * 1e-9 : 0.0;
+  inferlab::bench::set_bandwidth_counters(state, setup.kv_bytes_per_call);
+  state.SetLabel(std::string(inferlab::dtype_name(format)) +
+                 (state.range(3) == 1 ? " chunked" : " streamed"));
+}
+BENCHMARK(BM_DecodeKernels)
+    ->ArgNames({"batch", "context", "kv", "kernel"})
+    ->ArgsProduct({{1, 16, 32, 64, 128}, {1024, 4096}, {0, 2}, {1, 2}})
     ->MinTime(kMinCallSeconds)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);

@@ -10,6 +10,10 @@
 #   quick      bench of Llama 3 8B and 3.2 1B decode at batch 1, context 1024, every
 #              optimization on, in bf16, int4 and fp8
 #   ncu        Nsight Compute on the GEMV and decode-attention kernels (--clock-control none)
+#   decode     the two decode-attention kernels (chunked, streamed): their GPU tests (unless
+#              `tests` runs them all), both forced
+#              at batch 1-128 (and the streamed one at 2 and 4 splits), Llama 3 8B decode at batch
+#              64 with each, Nsight Compute on the streamed one at batch 64
 #   kernels    the kernel benchmarks (projections by format and rows, attention by cache format
 #              with and without programmatic launch, RoPE + KV write)
 #   ablation   bench --ablation for Llama 3 8B and 3.2 1B (batch 1, context 1024)
@@ -72,6 +76,35 @@ if has quick; then  # the issue's batch-1 decode cases, all optimizations on
       note "quick $m $w rc=$? tpot_ms=$(python3 -c "import json;print(round(json.load(open('$R/quick_${m}_$w.json'))['tpot_ms'],3))" 2>/dev/null)"
     done
   done
+fi
+if has decode && ! has tests; then
+  timeout 240 "$BIN/inferlab_tests" --gtest_filter='CudaAttention*' > "$R/gpu_tests_attention.txt" 2>&1
+  note "attention tests rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$R/gpu_tests_attention.txt" | tr '\n' ' ')"
+  grep -E "^\[  FAILED|Failure|differ|vs cpu" "$R/gpu_tests_attention.txt" | head -20 >> "$OUT/summary.txt"
+fi
+if has decode; then
+  timeout 120 "$BIN/bench_engine_attention" --benchmark_format=json \
+    --benchmark_filter='BM_DecodeKernels' > "$R/bench_decode_kernels.json" 2> "$R/bench_decode_kernels.err"
+  note "bench decode kernels rc=$?"
+  for n in 2 4; do
+    INFERLAB_ENGINE_DECODE_SPLITS=$n timeout 60 "$BIN/bench_engine_attention" --benchmark_format=json \
+      --benchmark_filter='BM_DecodeKernels/batch:(32|64|128)/context:(1024|4096)/kv:0/kernel:2' \
+      > "$R/bench_decode_kernels_splits$n.json" 2> "$R/bench_decode_kernels_splits$n.err"
+    note "bench decode kernels splits=$n rc=$?"
+  done
+  for k in chunked streamed; do
+    INFERLAB_ENGINE_DECODE_KERNEL=$k timeout 90 "$BIN/inferlab" bench --model llama-3-8b \
+      --device cuda --batch 64 --input 1024 --output 9 --repeats 1 --cuda-graphs on --format json \
+      > "$R/decode64_$k.json" 2> "$R/decode64_$k.err"
+    note "8b decode batch 64 $k rc=$? tpot_ms=$(python3 -c "import json;print(round(json.load(open('$R/decode64_$k.json'))['tpot_ms'],3))" 2>/dev/null)"
+  done
+  timeout 120 ncu --clock-control none --section SpeedOfLight --section Occupancy \
+    --section WarpStateStats --section LaunchStats -k "regex:stream_kernel" --launch-skip 20 -c 1 \
+    "$BIN/bench_engine_attention" --benchmark_filter='BM_DecodeKernels/batch:64/context:1024/kv:0/kernel:2' \
+    --benchmark_min_time=0.01 > "$R/ncu_stream_decode.txt" 2>&1
+  note "ncu streamed decode rc=$?"
+  grep -E "Memory Throughput|DRAM Throughput|Duration|Achieved Occupancy|Registers Per|Waves Per SM|Stall|No Eligible|Theoretical Occ|Block Limit" \
+    "$R/ncu_stream_decode.txt" | head -24 >> "$OUT/summary.txt"
 fi
 if has kernels; then
   timeout 150 "$BIN/bench_engine_projection" --benchmark_min_time=0.05 \
@@ -145,6 +178,11 @@ if has profile; then
   for m in ${PROFILE_MODELS//,/ }; do
     i=0
     for c in "${combos[@]}"; do
+      # PROFILE_COMBOS (a space-separated list of indices) profiles only those combinations.
+      if [ -n "${PROFILE_COMBOS:-}" ] && [[ " $PROFILE_COMBOS " != *" $i "* ]]; then
+        i=$((i + 1))
+        continue
+      fi
       timeout 120 "$BIN/inferlab" bench --profile --model $m --device cuda --repeats 3 \
         --warmup 1 $c --format json > "$R/profile_${m}_$i.json" 2> "$R/profile_${m}_$i.err"
       note "profile $m $i ($c) rc=$?"

@@ -158,13 +158,37 @@ size_t paged_attention_workspace_bytes(int max_tokens, int num_heads, int head_d
 
 namespace {
 
+// INFERLAB_ENGINE_DECODE_KERNEL=chunked|streamed: the kernel `automatic` takes (A/B without
+// rebuilding); unset or anything else: chosen from the batch.
+DecodeKernel decode_kernel_override() {
+  static const DecodeKernel kernel = [] {
+    const char* env = std::getenv("INFERLAB_ENGINE_DECODE_KERNEL");
+    const std::string name = env == nullptr ? "" : env;
+    return name == "chunked"    ? DecodeKernel::chunked
+           : name == "streamed" ? DecodeKernel::streamed
+                                : DecodeKernel::automatic;
+  }();
+  return kernel;
+}
+
+// INFERLAB_ENGINE_DECODE_SPLITS=N: the split count every decode call asks for (within what the
+// context and workspace allow; A/B of the split heuristic); 0 or unset: the heuristic's.
+int64_t decode_splits_override() {
+  static const int64_t splits = [] {
+    const char* env = std::getenv("INFERLAB_ENGINE_DECODE_SPLITS");
+    return env == nullptr ? int64_t{0} : std::max<int64_t>(0, std::atoll(env));
+  }();
+  return splits;
+}
+
 // The decode kernel over the sequences with one new token (`decode_seqs` of them; in a mixed
 // batch the kernel passes over the others). Splits, from the host-side maxima only (a captured
 // graph replays with the same grid): none when the CTAs already give every SM one (each CTA
 // keeps 32-64 KB of copies in flight, enough with one per SM for the whole bandwidth);
 // otherwise enough for about two CTAs per SM, each split at least kMinPartition positions and
 // all of them in the workspace (whose rows are indexed by sequence). For batch 1 × context 1024
-// with 8 KV heads that is 16 splits of 64 positions: 128 CTAs of 32 KB each.
+// with 8 KV heads that is 16 splits of 64 positions: 128 CTAs of 32 KB each. Small batches take
+// the chunked kernel, larger ones (half a CTA per SM or more without splitting) the streamed one.
 void launch_decode_path(const PagedAttentionParams& p, int64_t decode_seqs, cudaStream_t stream) {
   const int64_t group = p.num_heads / p.num_kv_heads;
   const int64_t head_tile = group == 1 ? 1 : group == 2 ? 2 : group <= 4 ? 4 : 8;
@@ -180,9 +204,20 @@ void launch_decode_path(const PagedAttentionParams& p, int64_t decode_seqs, cuda
                                        capacity / p.num_seqs, int64_t{detail::kMaxSplits}});
   int64_t splits = 1;
   if (ctas < sms && max_splits > 1) splits = std::min(max_splits, ceil_div(2 * sms, ctas));
+  if (decode_splits_override() > 0)
+    splits = std::clamp(decode_splits_override(), int64_t{1}, std::max(max_splits, int64_t{1}));
   const int64_t partition = ceil_div(p.max_context_len, splits);
   splits = ceil_div(p.max_context_len, partition);
-  detail::launch_decode(p, static_cast<int>(splits), static_cast<int>(partition),
+  DecodeKernel kernel = p.decode_kernel;
+  if (kernel == DecodeKernel::automatic) kernel = decode_kernel_override();
+  // The streamed kernel from half a CTA per SM: on the H200 it was faster from batch 16 of
+  // Llama 3 8B (128 CTAs, 132 SMs) and slower at batch 1 (docs/MEASUREMENTS.md §23).
+  if (kernel == DecodeKernel::automatic) {
+    kernel = 2 * ctas >= sms ? DecodeKernel::streamed : DecodeKernel::chunked;
+  }
+  // (The streamed kernel reads bf16 caches only: int8 and fp8 ones take the chunked kernel.)
+  const bool streamed = kernel == DecodeKernel::streamed && p.cache.format == DType::bf16;
+  detail::launch_decode(p, static_cast<int>(splits), static_cast<int>(partition), streamed,
                         programmatic_launch(), stream);
 }
 

@@ -50,6 +50,14 @@ inline int kv_element_bytes(DType format) {
   return format == DType::bf16 ? 2 : 1;
 }
 
+// The decode kernel for the sequences with one new token. `automatic`: the chunked kernel while
+// the batch alone gives the GPU fewer CTAs than half its SMs (small batches, where the time is
+// latency), else the streamed one (large batches, where it is bandwidth: tensor cores, bf16
+// caches only; int8 and fp8 caches always take the chunked kernel);
+// INFERLAB_ENGINE_DECODE_KERNEL=chunked|streamed overrides that choice (A/B without rebuilding).
+// The others force one kernel (tests, benchmarks).
+enum class DecodeKernel { automatic, chunked, streamed };
+
 struct PagedAttentionParams {
   // Query of token t, head h: q + t * q_row_stride + h * head_dim (the fused QKV GEMM output,
   // whose rows are q_dim + 2 kv_dim wide).
@@ -75,6 +83,7 @@ struct PagedAttentionParams {
   float softmax_scale = 0;       // 1 / sqrt(head_dim)
   __nv_bfloat16* out = nullptr;  // [num_tokens, num_heads * head_dim]
   bool naive = false;  // the unfused baseline (materialized scores) instead of the flash kernels
+  DecodeKernel decode_kernel = DecodeKernel::automatic;
   // Scratch for the split-K partials (and the naive path's scores); at least
   // paged_attention_workspace_bytes(...).
   void* workspace = nullptr;

@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <stdexcept>
 
+#include "engine/cuda/attention_decode_common.cuh"
 #include "engine/cuda/attention_device.cuh"
 #include "engine/cuda/attention_kernels.hpp"
 #include "engine/cuda/cuda_check.hpp"
@@ -45,20 +46,6 @@ constexpr int kWarps = kThreads / 32;
 constexpr int kStageBytes = 16384;  // bytes of keys (and as many of values) per chunk
 constexpr int kUnroll = 4;          // rows per thread between two shuffle reductions
 constexpr int kCombineUnroll = 16;  // splits whose partials the combine has in flight at once
-constexpr float kLog2e = 1.4426950408889634f;
-
-struct DecodeArgs {
-  PagedAttentionParams p;
-  int group;  // query heads per KV head
-  int num_splits;
-  int partition;       // positions per split
-  float* partial_out;  // [num_seqs][num_heads][num_splits][head_dim], normalized
-  float2* partial_ml;  // [num_seqs][num_heads][num_splits]: (running max, sum), log2 domain
-  // Every sequence has exactly one new token (a decode batch): every partial row is written, so
-  // the combine may read its rows before it knows its sequence's token. Otherwise it looks first
-  // and leaves the rows of other sequences unread (never written: uninitialized memory).
-  bool every_sequence_single;
-};
 
 // Sizes for head_dim D, a tile of GT query heads and cache format F. Two thread layouts: for the
 // copies, kPieces threads per row move 16 bytes each; for the math, kLanes = D / 8 threads per
@@ -82,32 +69,6 @@ struct Tile {
   static_assert(kChunk % (kRows * kUnroll) == 0, "a chunk is whole math steps");
   static_assert(kWarps * GT * D * sizeof(float) <= kStageArea, "the final sums fit the stages");
 };
-
-// Sums each of the N values over the lanes of an aligned group (xor offsets kOff, kOff/2, ..., 1)
-// and scatters the sums: on return this lane holds max(N / lanes, 1) of them, those of indices
-// first + j. Each step sends half of the values still held and keeps the other half.
-template <int N, int kOff>
-__device__ __forceinline__ void reduce_scatter(const float (&v)[N], int lane, float* out,
-                                               int& first) {
-  if constexpr (kOff == 0) {
-#pragma unroll
-    for (int j = 0; j < N; ++j) out[j] = v[j];
-  } else if constexpr (N == 1) {
-    const float next[1] = {v[0] + __shfl_xor_sync(0xffffffffu, v[0], kOff)};
-    reduce_scatter<1, kOff / 2>(next, lane, out, first);
-  } else {
-    const bool upper = (lane & kOff) != 0;  // keeps the upper half, sends the lower
-    float next[N / 2];
-#pragma unroll
-    for (int i = 0; i < N / 2; ++i) {
-      const float keep = upper ? v[N / 2 + i] : v[i];
-      const float send = upper ? v[i] : v[N / 2 + i];
-      next[i] = keep + __shfl_xor_sync(0xffffffffu, send, kOff);
-    }
-    if (upper) first += N / 2;
-    reduce_scatter<N / 2, kOff / 2>(next, lane, out, first);
-  }
-}
 
 // The block-table entries of this thread's copy rows of the chunk starting at chunk_start.
 // Entries past the table's width are not read; entries past the context may be garbage and are
@@ -188,21 +149,10 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeArgs a) {
   const int first = p.sliding_window > 0 ? max(0, ctx - p.sliding_window) : 0;
   const int begin = max(split_begin, first);
   const int end = min(split_begin + a.partition, ctx);
-  const bool direct = a.num_splits == 1;
-  const int64_t out_row = static_cast<int64_t>(token) * p.num_heads;
-  const int64_t partial_row = static_cast<int64_t>(seq) * p.num_heads;
 
   if (begin >= end) {  // an empty split (short or windowed context): weight zero in the combine
     for (int i = tid; i < heads_here * D; i += kThreads) {
-      const int h = i / D;
-      if (direct) {
-        p.out[(out_row + head0 + h) * D + i % D] = __float2bfloat16(0.0f);
-      } else {
-        // Zeros too, so that the combine's loads need no branch (and stay in flight together).
-        const int64_t r = (partial_row + head0 + h) * a.num_splits + split;
-        a.partial_out[r * D + i % D] = 0.0f;
-        if (i % D == 0) a.partial_ml[r] = make_float2(-INFINITY, 0.0f);
-      }
+      write_split_element<D>(a, token, seq, head0 + i / D, split, i % D, 0.0f, -INFINITY, 0.0f);
     }
     return;
   }
@@ -409,14 +359,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeArgs a) {
     float o = 0.0f;
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) o += s_acc[(w * GT + h) * D + d];
-    o /= s_l[h];
-    if (direct) {
-      p.out[(out_row + head0 + h) * D + d] = __float2bfloat16(o);
-    } else {
-      const int64_t r = (partial_row + head0 + h) * a.num_splits + split;
-      a.partial_out[r * D + d] = o;
-      if (d == 0) a.partial_ml[r] = make_float2(s_m[h], s_l[h]);
-    }
+    write_split_element<D>(a, token, seq, head0 + h, split, d, o / s_l[h], s_m[h], s_l[h]);
   }
 }
 
@@ -471,31 +414,6 @@ __global__ void __launch_bounds__(D) combine_kernel(const DecodeArgs a) {
       __float2bfloat16(l > 0.0f ? o / l : 0.0f);
 }
 
-// cudaLaunchKernelEx, with the programmatic-serialization attribute when asked. Should a driver
-// refuse the attribute, the launch is made again without it (the kernels are correct either
-// way: their wait returns at once when nothing programmatic precedes them).
-template <typename... Params, typename... Args>
-void launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem_bytes,
-                   bool programmatic, cudaStream_t stream, const Args&... args) {
-  cudaLaunchConfig_t config = {};
-  config.gridDim = grid;
-  config.blockDim = block;
-  config.dynamicSmemBytes = smem_bytes;
-  config.stream = stream;
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute[0].val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = attribute;
-  config.numAttrs = programmatic ? 1 : 0;
-  cudaError_t status = cudaLaunchKernelEx(&config, kernel, args...);
-  if (status != cudaSuccess && programmatic) {
-    (void)cudaGetLastError();  // clears a launch error, which is not sticky
-    config.numAttrs = 0;
-    status = cudaLaunchKernelEx(&config, kernel, args...);
-  }
-  check_cuda(status, "decode attention launch");
-}
-
 template <int D, int GT, DType F>
 void launch(const DecodeArgs& a, bool programmatic, cudaStream_t stream) {
   using T = Tile<D, GT, F>;
@@ -516,11 +434,6 @@ void launch(const DecodeArgs& a, bool programmatic, cudaStream_t stream) {
                   static_cast<unsigned>(a.p.num_seqs), static_cast<unsigned>(a.num_splits));
   launch_kernel(decode_kernel<D, GT, F>, grid, dim3(kThreads), T::kSmemBytes, programmatic, stream,
                 a);
-  if (a.num_splits > 1) {
-    const dim3 combine_grid(static_cast<unsigned>(a.p.num_heads),
-                            static_cast<unsigned>(a.p.num_seqs));
-    launch_kernel(combine_kernel<D>, combine_grid, dim3(D), 0, programmatic, stream, a);
-  }
 }
 
 template <int D, DType F>
@@ -548,8 +461,8 @@ void launch_format(const DecodeArgs& a, bool programmatic, cudaStream_t stream) 
 
 }  // namespace
 
-void launch_decode(const PagedAttentionParams& p, int num_splits, int partition, bool programmatic,
-                   cudaStream_t stream) {
+void launch_decode(const PagedAttentionParams& p, int num_splits, int partition, bool streamed,
+                   bool programmatic, cudaStream_t stream) {
   DecodeArgs a;
   a.p = p;
   a.group = p.num_heads / p.num_kv_heads;
@@ -560,12 +473,27 @@ void launch_decode(const PagedAttentionParams& p, int num_splits, int partition,
   const size_t outputs = static_cast<size_t>(p.num_seqs) * p.num_heads * num_splits * p.head_dim;
   a.partial_ml = num_splits > 1 ? reinterpret_cast<float2*>(a.partial_out + outputs) : nullptr;
   a.every_sequence_single = p.max_query_len == 1 && p.num_tokens == p.num_seqs;
-  if (p.head_dim == 64) {
-    launch_format<64>(a, programmatic, stream);
-  } else if (p.head_dim == 128) {
-    launch_format<128>(a, programmatic, stream);
-  } else {
+  a.block_shift = -1;
+  for (int shift = 0; shift < 31; ++shift) {
+    if (p.block_size == 1 << shift) a.block_shift = shift;
+  }
+  if (p.head_dim != 64 && p.head_dim != 128) {
     throw std::invalid_argument("paged_attention: head_dim must be 64 or 128");
+  }
+  if (streamed) {
+    launch_stream_decode(a, programmatic, stream);
+  } else if (p.head_dim == 64) {
+    launch_format<64>(a, programmatic, stream);
+  } else {
+    launch_format<128>(a, programmatic, stream);
+  }
+  if (num_splits > 1) {
+    const dim3 grid(static_cast<unsigned>(p.num_heads), static_cast<unsigned>(p.num_seqs));
+    if (p.head_dim == 64) {
+      launch_kernel(combine_kernel<64>, grid, dim3(64), 0, programmatic, stream, a);
+    } else {
+      launch_kernel(combine_kernel<128>, grid, dim3(128), 0, programmatic, stream, a);
+    }
   }
 }
 

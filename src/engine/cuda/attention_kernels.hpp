@@ -13,11 +13,13 @@ namespace inferlab::engine::cuda::detail {
 // Split-K decode over the sequences with one new token (the others are passed over). Each of
 // `num_splits` splits covers `partition` positions of the context; with one split the kernel
 // writes `out` directly, otherwise partials go to `workspace` (rows indexed by sequence, laid out
-// in attention_decode.cu) and a combine kernel writes `out`. `programmatic`: launch both kernels
-// with programmatic dependent launch (Hopper; see attention_device.cuh), so that each one's
-// launch and CTA start-up overlap the previous kernel's tail.
-void launch_decode(const PagedAttentionParams& p, int num_splits, int partition, bool programmatic,
-                   cudaStream_t stream);
+// in attention_decode.cu) and a combine kernel writes `out`. `streamed`: the split kernel whose
+// warps stream their own rows (attention_decode_stream.cu, for large batches) instead of the
+// chunked one (attention_decode.cu, for small ones). `programmatic`: launch both kernels with
+// programmatic dependent launch (Hopper; see attention_device.cuh), so that each one's launch
+// and CTA start-up overlap the previous kernel's tail.
+void launch_decode(const PagedAttentionParams& p, int num_splits, int partition, bool streamed,
+                   bool programmatic, cudaStream_t stream);
 
 // Most splits a decode call uses.
 constexpr int kMaxSplits = 256;

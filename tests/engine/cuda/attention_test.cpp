@@ -52,7 +52,9 @@ void expect_same_bits(const GpuOutput& a, const GpuOutput& b, const char* what) 
   EXPECT_EQ(differ, 0u) << what << ": two runs differ in " << differ << " of " << a.bits.size();
 }
 
-// Both paths against the reference, twice each (bit-identical), and against each other.
+// Both paths against the reference, twice each (bit-identical), and against each other; the
+// flash path also with each decode kernel forced (chunked, streamed) whatever the batch (an
+// int8 or fp8 cache takes the chunked kernel either way).
 // `options` sets the workspace (and graph capture) of every run.
 void check_case(const AttnCase& spec, DType format, GpuOptions options = {}) {
   const Batch b(spec, format);
@@ -61,6 +63,15 @@ void check_case(const AttnCase& spec, DType format, GpuOptions options = {}) {
   const GpuOutput flash = run_gpu(b, options);
   expect_close(flash.values, ref, b, "flash vs cpu");
   expect_same_bits(flash, run_gpu(b, options), "flash");
+  for (const auto kernel : {cuda::DecodeKernel::chunked, cuda::DecodeKernel::streamed}) {
+    GpuOptions forced = options;
+    forced.decode_kernel = kernel;
+    const char* what =
+        kernel == cuda::DecodeKernel::chunked ? "chunked decode kernel" : "streamed decode kernel";
+    const GpuOutput out = run_gpu(b, forced);
+    expect_close(out.values, ref, b, what);
+    expect_same_bits(out, run_gpu(b, forced), what);
+  }
   options.naive = true;
   const GpuOutput naive = run_gpu(b, options);
   expect_close(naive.values, ref, b, "naive vs cpu");

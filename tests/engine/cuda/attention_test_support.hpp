@@ -172,6 +172,7 @@ struct GpuOptions {
   int workspace_tokens = 0;    // the workspace is sized for max(this, the batch's tokens)
   size_t workspace_bytes = 0;  // or exactly this many bytes, when not 0
   bool graph = false;          // captured in a CUDA graph and replayed, on a stream of its own
+  cuda::DecodeKernel decode_kernel = cuda::DecodeKernel::automatic;
 };
 
 // Runs paged_attention on the batch. The output and the workspace are poisoned first (0xff bytes:
@@ -227,6 +228,7 @@ inline GpuOutput run_gpu(const Batch& b, const GpuOptions& o = {}) {
   p.softmax_scale = 1.0f / std::sqrt(static_cast<float>(b.c.head_dim));
   p.out = reinterpret_cast<__nv_bfloat16*>(out.data());
   p.naive = o.naive;
+  p.decode_kernel = o.decode_kernel;
   p.workspace = workspace.data();
   p.workspace_bytes = ws_bytes;
   if (o.graph) {

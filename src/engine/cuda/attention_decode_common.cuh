@@ -1,0 +1,105 @@
+#pragma once
+// Pieces the two decode kernels share (attention_decode.cu: a CTA per chunk of positions,
+// attention_decode_stream.cu: each warp streaming its own rows): the launch arguments, the
+// reduce-scatter of dot products over a row's lanes, and the launch with programmatic dependent
+// launch. Internal to the CUDA backend; C++17.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "engine/cuda/attention.hpp"
+#include "engine/cuda/cuda_check.hpp"
+
+namespace inferlab::engine::cuda::detail {
+
+constexpr float kLog2e = 1.4426950408889634f;
+
+struct DecodeArgs {
+  PagedAttentionParams p;
+  int group;  // query heads per KV head
+  int num_splits;
+  int partition;       // positions per split
+  float* partial_out;  // [num_seqs][num_heads][num_splits][head_dim], normalized
+  float2* partial_ml;  // [num_seqs][num_heads][num_splits]: (running max, sum), log2 domain
+  // Every sequence has exactly one new token (a decode batch): every partial row is written, so
+  // the combine may read its rows before it knows its sequence's token. Otherwise it looks first
+  // and leaves the rows of other sequences unread (never written: uninitialized memory).
+  bool every_sequence_single;
+  int block_shift;  // log2(block_size) when that is a power of two, else -1
+};
+
+// Sums each of the N values over the lanes of an aligned group (xor offsets kOff, kOff/2, ..., 1)
+// and scatters the sums: on return this lane holds max(N / lanes, 1) of them, those of indices
+// first + j. Each step sends half of the values still held and keeps the other half.
+template <int N, int kOff>
+__device__ __forceinline__ void reduce_scatter(const float (&v)[N], int lane, float* out,
+                                               int& first) {
+  if constexpr (kOff == 0) {
+#pragma unroll
+    for (int j = 0; j < N; ++j) out[j] = v[j];
+  } else if constexpr (N == 1) {
+    const float next[1] = {v[0] + __shfl_xor_sync(0xffffffffu, v[0], kOff)};
+    reduce_scatter<1, kOff / 2>(next, lane, out, first);
+  } else {
+    const bool upper = (lane & kOff) != 0;  // keeps the upper half, sends the lower
+    float next[N / 2];
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) {
+      const float keep = upper ? v[N / 2 + i] : v[i];
+      const float send = upper ? v[i] : v[N / 2 + i];
+      next[i] = keep + __shfl_xor_sync(0xffffffffu, send, kOff);
+    }
+    if (upper) first += N / 2;
+    reduce_scatter<N / 2, kOff / 2>(next, lane, out, first);
+  }
+}
+
+// Element d of head `head`'s result for (token, seq, split): with one split the output itself,
+// else the split's normalized partial o and, once per head (d = 0), its (max, sum) pair in the
+// log2 domain. An empty split writes (0, -inf, 0): zeros too, so that the combine's loads need no
+// branch (and stay in flight together).
+template <int D>
+__device__ __forceinline__ void write_split_element(const DecodeArgs& a, int token, int seq,
+                                                    int head, int split, int d, float o, float m,
+                                                    float l) {
+  const PagedAttentionParams& p = a.p;
+  if (a.num_splits == 1) {
+    p.out[(static_cast<int64_t>(token) * p.num_heads + head) * D + d] = __float2bfloat16(o);
+    return;
+  }
+  const int64_t r = (static_cast<int64_t>(seq) * p.num_heads + head) * a.num_splits + split;
+  a.partial_out[r * D + d] = o;
+  if (d == 0) a.partial_ml[r] = make_float2(m, l);
+}
+
+// cudaLaunchKernelEx, with the programmatic-serialization attribute when asked. Should a driver
+// refuse the attribute, the launch is made again without it (the kernels are correct either
+// way: their wait returns at once when nothing programmatic precedes them).
+template <typename... Params, typename... Args>
+void launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem_bytes,
+                   bool programmatic, cudaStream_t stream, const Args&... args) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = smem_bytes;
+  config.stream = stream;
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute[0].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attribute;
+  config.numAttrs = programmatic ? 1 : 0;
+  cudaError_t status = cudaLaunchKernelEx(&config, kernel, args...);
+  if (status != cudaSuccess && programmatic) {
+    (void)cudaGetLastError();  // clears a launch error, which is not sticky
+    config.numAttrs = 0;
+    status = cudaLaunchKernelEx(&config, kernel, args...);
+  }
+  check_cuda(status, "decode attention launch");
+}
+
+// The split kernel of the streaming variant (attention_decode_stream.cu) for a.p's head_dim,
+// group and cache format; the combine is launch_decode's.
+void launch_stream_decode(const DecodeArgs& a, bool programmatic, cudaStream_t stream);
+
+}  // namespace inferlab::engine::cuda::detail

@@ -1,0 +1,320 @@
+// Flash-decoding for large batches on the tensor cores: each warp streams its own chunks of 16
+// positions through a ring of cp.async stages in shared memory, computes S = Q Kᵀ and O += P V
+// with mma.sync (the group's query heads are the rows of the 16-row tile: up to 8 of them, the
+// other rows zero) and keeps its own online softmax, so that no barrier of the whole CTA stands
+// between a chunk's copies and its math. The CTAs are (sequence, KV head, tile of 8 query heads,
+// split of the context), as in attention_decode.cu, and write the same outputs or split-K
+// partials (the same combine kernel merges them). bf16 caches only: int8 and fp8 caches take the
+// chunked kernel.
+//
+// Why. The chunked kernel (attention_decode.cu) is built for batch 1, where the time is latency.
+// At batch 64 × context 1024 of Llama 3 8B (268 MB of keys and values per layer) it reached
+// 2.15 TB/s in its benchmark (1.57 TB/s in the engine) against the probe's 4.60 TB/s read
+// bandwidth. A first streaming version on the CUDA cores, each warp on its own rows with no CTA
+// barrier, ran no faster (2.11 TB/s): Nsight Compute counted about 1,360 instructions per warp
+// per 4 KB of keys and values and 47% of the SMs' issue used. With a group of 4 query heads,
+// every bf16 element read costs 4 FMAs for the scores and 4 for the output plus its conversion,
+// about 70% of the SM's FP32 rate at full bandwidth, before any softmax or addressing. The
+// tensor cores do that arithmetic in 32 mma per 16 positions, whatever the group.
+#include <cuda_bf16.h>
+
+#include <cstdint>
+#include <stdexcept>
+
+#include "engine/cuda/attention_decode_common.cuh"
+#include "engine/cuda/attention_device.cuh"
+
+namespace inferlab::engine::cuda::detail {
+namespace {
+
+constexpr int kThreads = 128;
+constexpr int kWarps = kThreads / 32;
+constexpr int kStages = 3;      // chunks a warp has in its ring: two in flight while one is read
+constexpr int kPositions = 16;  // positions per chunk: the k of P·V's mma
+constexpr int kHeads = 8;       // query heads per tile: rows 0-7 of the mma's 16
+
+// Sizes for head_dim D. Rows of D bf16 in shared memory, their 16-byte pieces swizzled (piece c
+// of row r at c ^ (r % 8)) so that ldmatrix's eight rows of one piece fall in distinct banks.
+template <int D>
+struct MmaTile {
+  static constexpr int kRowBytes = D * 2;
+  static constexpr int kPieces = D / 8;                        // 16-byte pieces per row
+  static constexpr int kCopyRows = kPositions * kPieces / 32;  // rows each lane copies pieces of
+  static constexpr int kRowStep = 32 / kPieces;                // between a lane's rows
+  static constexpr int kOperandBytes = kPositions * kRowBytes;
+  static constexpr int kStageBytes = 2 * kOperandBytes;  // keys, then values
+  static constexpr int kWarpBytes = kStages * kStageBytes;
+  static constexpr int kKSteps = D / 16;  // k-steps of Q Kᵀ
+  static constexpr int kNTiles = D / 8;   // n-tiles of P V
+  // The merge at the end, over the rings: [kWarps][kHeads][D] outputs, [kWarps][kHeads] pairs.
+  static constexpr int kMergeBytes = kWarps * kHeads * (D + 2) * 4;
+  static constexpr size_t kSmemBytes =
+      kWarps * kWarpBytes > kMergeBytes ? kWarps* kWarpBytes : kMergeBytes;
+  static_assert(kPieces >= 8, "the swizzle needs 8 pieces per row");
+};
+
+// Block-table lookups: a shift and a mask when the block size is a power of two (the engine's
+// 16; a.block_shift ≥ 0), division otherwise.
+struct BlockMath {
+  int size, shift;
+  __device__ int index(int pos) const { return shift >= 0 ? pos >> shift : pos / size; }
+  __device__ int offset(int pos) const { return shift >= 0 ? pos & (size - 1) : pos % size; }
+};
+
+template <int D>
+__global__ void __launch_bounds__(kThreads) stream_kernel(const DecodeArgs a) {
+  using T = MmaTile<D>;
+  extern __shared__ __align__(128) unsigned char smem[];
+
+  wait_for_previous_grid();
+  const PagedAttentionParams& p = a.p;
+  const int head_tiles = (a.group + kHeads - 1) / kHeads;
+  const int kv_head = blockIdx.x / head_tiles;
+  const int head_lo = (blockIdx.x % head_tiles) * kHeads;
+  const int heads_here = min(kHeads, a.group - head_lo);
+  const int head0 = kv_head * a.group + head_lo;
+  const int seq = blockIdx.y;
+  const int split = blockIdx.z;
+  const int tid = threadIdx.x;
+  const int warp = tid / 32;
+  const int lane = tid % 32;
+  unsigned char* ring = smem + warp * T::kWarpBytes;
+  const BlockMath blocks{p.block_size, a.block_shift};
+
+  const int32_t* table = p.block_tables + static_cast<int64_t>(seq) * p.block_table_stride;
+  const int token = p.query_start[seq];
+  const int token_end = p.query_start[seq + 1];
+  const int ctx = p.context_lens[seq];
+  if (token_end - token != 1) return;  // no single new token: not this kernel's sequence
+  const int first = p.sliding_window > 0 ? max(0, ctx - p.sliding_window) : 0;
+  const int split_begin = split * a.partition;
+  const int begin = max(split_begin, first);
+  const int end = min(split_begin + a.partition, ctx);
+  if (begin >= end) {  // an empty split (short or windowed context): weight zero in the combine
+    for (int i = tid; i < heads_here * D; i += kThreads) {
+      write_split_element<D>(a, token, seq, head0 + i / D, split, i % D, 0.0f, -INFINITY, 0.0f);
+    }
+    return;
+  }
+  // The split's positions in chunks of 16; warp w takes chunks w, w + kWarps, ...
+  const int chunks = (end - begin + kPositions - 1) / kPositions;
+  const int mine = chunks > warp ? (chunks - warp + kWarps - 1) / kWarps : 0;
+  auto chunk_begin = [&](int i) { return begin + (warp + i * kWarps) * kPositions; };
+
+  // Copies: lane L moves piece L % kPieces of rows L / kPieces + j·kRowStep, keys and values.
+  const int copy_piece = lane % T::kPieces;
+  const int copy_row0 = lane / T::kPieces;
+  auto load_entries = [&](int32_t(&entries)[T::kCopyRows], int i) {
+#pragma unroll
+    for (int j = 0; j < T::kCopyRows; ++j) {
+      const int pos = chunk_begin(i) + copy_row0 + j * T::kRowStep;
+      entries[j] = i < mine && pos < end ? __ldg(table + blocks.index(pos)) : 0;
+    }
+  };
+  auto issue = [&](const int32_t(&entries)[T::kCopyRows], int i) {
+    unsigned char* stage = ring + (i % kStages) * T::kStageBytes;
+#pragma unroll
+    for (int j = 0; j < T::kCopyRows; ++j) {
+      const int r = copy_row0 + j * T::kRowStep;
+      const int pos = chunk_begin(i) + r;
+      const bool valid = i < mine && pos < end;
+      int64_t vector = 0;  // (slot, kv head) index
+      if (valid) {
+        vector = (static_cast<int64_t>(entries[j]) * p.block_size + blocks.offset(pos)) *
+                     p.num_kv_heads +
+                 kv_head;
+      }
+      const int64_t offset = vector * T::kRowBytes + copy_piece * 16;
+      unsigned char* dst = stage + r * T::kRowBytes + ((copy_piece ^ (r & 7)) * 16);
+      cp_async16(dst, static_cast<const unsigned char*>(p.cache.k) + offset, valid ? 16 : 0);
+      cp_async16(dst + T::kOperandBytes, static_cast<const unsigned char*>(p.cache.v) + offset,
+                 valid ? 16 : 0);
+    }
+  };
+
+  // The table entries of the first kStages chunks in one trip, then the first kStages - 1
+  // chunks' copies (one cp.async group each; empty groups keep the counting uniform).
+  int32_t entries[kStages][T::kCopyRows];
+#pragma unroll
+  for (int i = 0; i < kStages; ++i) load_entries(entries[i], i);
+#pragma unroll
+  for (int i = 0; i < kStages - 1; ++i) {
+    issue(entries[i], i);
+    cp_async_commit();
+  }
+  int32_t next[T::kCopyRows];  // entries of the chunk the loop issues next
+#pragma unroll
+  for (int j = 0; j < T::kCopyRows; ++j) next[j] = entries[kStages - 1][j];
+  allow_next_grid();
+
+  // Q as the mma's A fragments: row lane / 4 is query head head_lo + lane / 4 (zero past the
+  // group), columns (lane % 4)·2 and +1 of each 8 (a0, a2); rows 8-15 (a1, a3) are zero.
+  const int quad_row = lane / 4;
+  const int quad_col = (lane % 4) * 2;
+  uint32_t qa[T::kKSteps][4];
+  {
+    const bool real = quad_row < heads_here;
+    const auto* q_row =
+        reinterpret_cast<const uint32_t*>(p.q + static_cast<int64_t>(token) * p.q_row_stride +
+                                          static_cast<int64_t>(head0 + (real ? quad_row : 0)) * D);
+#pragma unroll
+    for (int s = 0; s < T::kKSteps; ++s) {
+      qa[s][0] = real ? __ldg(q_row + (s * 16 + quad_col) / 2) : 0u;
+      qa[s][1] = 0u;
+      qa[s][2] = real ? __ldg(q_row + (s * 16 + 8 + quad_col) / 2) : 0u;
+      qa[s][3] = 0u;
+    }
+  }
+  const float score_scale = p.softmax_scale * kLog2e;  // scores in the log2 domain (exp2f)
+  // This lane's row (head quad_row): its running max (the same in the quad), its share of the
+  // sum, and its output columns n·8 + quad_col, +1 (o[n][0], o[n][1]; o[n][2..3] are rows 8-15).
+  float m = -INFINITY, l = 0.0f;
+  float o[T::kNTiles][4];
+#pragma unroll
+  for (int n = 0; n < T::kNTiles; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+  // ldmatrix sources: lane L gives row L % 8 of matrix L / 8.
+  const int ld_row = lane % 8;
+  const int ld_mat = lane / 8;
+
+  for (int i = 0; i < mine; ++i) {
+    // Chunk i + kStages - 1 into the stage chunk i - 1 used (read to the end last pass).
+    issue(next, i + kStages - 1);
+    cp_async_commit();
+    load_entries(next, i + kStages);
+    cp_async_wait<kStages - 1>();  // chunk i has landed (this lane's copies)
+    __syncwarp();                  // and every lane's
+    const unsigned char* keys = ring + (i % kStages) * T::kStageBytes;
+    const unsigned char* values = keys + T::kOperandBytes;
+    const int c0 = chunk_begin(i);
+
+    // S = Q Kᵀ, two n-tiles of 8 positions; ldmatrix x4 gives an n-tile's B fragments for two
+    // k-steps (matrices: dims 0-7, 8-15 of step s, then of step s + 1).
+    float s[2][4];
+#pragma unroll
+    for (int t = 0; t < 2; ++t) {
+      s[t][0] = s[t][1] = s[t][2] = s[t][3] = 0.0f;
+      const int row = t * 8 + ld_row;
+#pragma unroll
+      for (int k = 0; k < T::kKSteps; k += 2) {
+        uint32_t b[4];
+        const int piece = k * 2 + ld_mat;
+        ldmatrix_x4(b, keys + row * T::kRowBytes + ((piece ^ ld_row) * 16));
+        mma_bf16(s[t], qa[k], b[0], b[1]);
+        mma_bf16(s[t], qa[k + 1], b[2], b[3]);
+      }
+    }
+    // Online softmax of row quad_row over the chunk: the quad's four lanes hold its 16 scores.
+    float mx = m;
+#pragma unroll
+    for (int t = 0; t < 2; ++t) {
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int pos = c0 + t * 8 + quad_col + j;
+        s[t][j] = pos < end ? s[t][j] * score_scale : -INFINITY;
+        mx = fmaxf(mx, s[t][j]);
+      }
+    }
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    const float alpha = m == -INFINITY ? 0.0f : exp2f(m - mx);  // o and l are 0 until then
+    m = mx;
+    float w[2][2];
+#pragma unroll
+    for (int t = 0; t < 2; ++t) {
+#pragma unroll
+      for (int j = 0; j < 2; ++j) w[t][j] = s[t][j] == -INFINITY ? 0.0f : exp2f(s[t][j] - mx);
+    }
+    l = l * alpha + (w[0][0] + w[0][1]) + (w[1][0] + w[1][1]);
+    // P as the A fragment of P V (k = the chunk's 16 positions): n-tile 0's columns, then 1's.
+    const uint32_t pa[4] = {pack_bf16(w[0][0], w[0][1]), 0u, pack_bf16(w[1][0], w[1][1]), 0u};
+    // O = O·alpha + P V; ldmatrix x4 trans gives two n-tiles' B fragments (matrices: positions
+    // 0-7 and 8-15 of dims d..d+7, then of d+8..d+15).
+#pragma unroll
+    for (int n = 0; n < T::kNTiles; n += 2) {
+      uint32_t b[4];
+      const int row = (ld_mat & 1) * 8 + ld_row;
+      const int piece = n + (ld_mat >> 1);
+      ldmatrix_x4_trans(b, values + row * T::kRowBytes + ((piece ^ ld_row) * 16));
+      o[n][0] *= alpha;
+      o[n][1] *= alpha;
+      o[n + 1][0] *= alpha;
+      o[n + 1][1] *= alpha;
+      mma_bf16(o[n], pa, b[0], b[1]);
+      mma_bf16(o[n + 1], pa, b[2], b[3]);
+    }
+    __syncwarp();  // the stage is read before the next pass refills it
+  }
+  cp_async_wait<0>();  // (only empty groups can remain)
+  l += __shfl_xor_sync(0xffffffffu, l, 1);
+  l += __shfl_xor_sync(0xffffffffu, l, 2);
+  __syncthreads();  // every warp is done with its ring: the area becomes the merge's
+
+  // Merge the warps: out = Σ_w 2^(m_w − M) o_w / Σ_w 2^(m_w − M) l_w over the warps that saw a
+  // position (l_w > 0; at least one did, since the split is not empty).
+  float* s_o = reinterpret_cast<float*>(smem);                          // [kWarps][kHeads][D]
+  float2* s_ml = reinterpret_cast<float2*>(s_o + kWarps * kHeads * D);  // [kWarps][kHeads]
+#pragma unroll
+  for (int n = 0; n < T::kNTiles; ++n) {
+    *reinterpret_cast<float2*>(s_o + (warp * kHeads + quad_row) * D + n * 8 + quad_col) =
+        make_float2(o[n][0], o[n][1]);
+  }
+  if (lane % 4 == 0) s_ml[warp * kHeads + quad_row] = make_float2(m, l);
+  __syncthreads();
+  for (int i = tid; i < heads_here * D; i += kThreads) {
+    const int h = i / D;
+    const int d = i % D;
+    float m_all = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      const float2 ml = s_ml[w * kHeads + h];
+      if (ml.y > 0.0f) m_all = fmaxf(m_all, ml.x);
+    }
+    float out = 0.0f, l_all = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      const float2 ml = s_ml[w * kHeads + h];
+      if (ml.y > 0.0f) {
+        const float weight = exp2f(ml.x - m_all);
+        out = fmaf(weight, s_o[(w * kHeads + h) * D + d], out);
+        l_all = fmaf(weight, ml.y, l_all);
+      }
+    }
+    write_split_element<D>(a, token, seq, head0 + h, split, d, out / l_all, m_all, l_all);
+  }
+}
+
+template <int D>
+void launch(const DecodeArgs& a, bool programmatic, cudaStream_t stream) {
+  using T = MmaTile<D>;
+  static const bool configured = [] {  // over 48 KB of shared memory needs the kernel's consent
+    INFERLAB_CUDA_CHECK(cudaFuncSetAttribute(stream_kernel<D>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             static_cast<int>(T::kSmemBytes)));
+    INFERLAB_CUDA_CHECK(cudaFuncSetAttribute(stream_kernel<D>,
+                                             cudaFuncAttributePreferredSharedMemoryCarveout,
+                                             cudaSharedmemCarveoutMaxShared));
+    return true;
+  }();
+  (void)configured;
+  const int head_tiles = (a.group + kHeads - 1) / kHeads;
+  const dim3 grid(static_cast<unsigned>(a.p.num_kv_heads * head_tiles),
+                  static_cast<unsigned>(a.p.num_seqs), static_cast<unsigned>(a.num_splits));
+  launch_kernel(stream_kernel<D>, grid, dim3(kThreads), T::kSmemBytes, programmatic, stream, a);
+}
+
+}  // namespace
+
+void launch_stream_decode(const DecodeArgs& a, bool programmatic, cudaStream_t stream) {
+  if (a.p.cache.format != DType::bf16) {
+    throw std::invalid_argument("paged_attention: the streamed decode kernel takes a bf16 cache");
+  }
+  if (a.p.head_dim == 64) {
+    launch<64>(a, programmatic, stream);
+  } else if (a.p.head_dim == 128) {
+    launch<128>(a, programmatic, stream);
+  } else {
+    throw std::invalid_argument("paged_attention: head_dim must be 64 or 128");
+  }
+}
+
+}  // namespace inferlab::engine::cuda::detail
