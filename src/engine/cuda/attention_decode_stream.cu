@@ -7,15 +7,15 @@
 // partials (the same combine kernel merges them). bf16 caches only: int8 and fp8 caches take the
 // chunked kernel.
 //
-// Why. The chunked kernel (attention_decode.cu) is built for batch 1, where the time is latency.
-// At batch 64 × context 1024 of Llama 3 8B (268 MB of keys and values per layer) it reached
-// 2.15 TB/s in its benchmark (1.57 TB/s in the engine) against the probe's 4.60 TB/s read
-// bandwidth. A first streaming version on the CUDA cores, each warp on its own rows with no CTA
-// barrier, ran no faster (2.11 TB/s): Nsight Compute counted about 1,360 instructions per warp
-// per 4 KB of keys and values and 47% of the SMs' issue used. With a group of 4 query heads,
-// every bf16 element read costs 4 FMAs for the scores and 4 for the output plus its conversion,
-// about 70% of the SM's FP32 rate at full bandwidth, before any softmax or addressing. The
-// tensor cores do that arithmetic in 32 mma per 16 positions, whatever the group.
+// Why (docs/MEASUREMENTS.md §23). The chunked kernel (attention_decode.cu) is built for batch 1,
+// where the time is latency. At batch 64 × context 1024 of Llama 3 8B (268 MB of keys and values
+// per layer) it reads 2.16 TB/s in its benchmark (1.6 TB/s in the engine) against the probe's
+// 4.60 TB/s. A first streaming version on the CUDA cores, each warp on its own rows with no CTA
+// barrier, ran no faster (2.11 TB/s; Nsight Compute: 47% SM throughput, 44% DRAM throughput):
+// with a group of 4 query heads every bf16 element read costs 4 FMAs for the scores and 4 for
+// the output, plus its conversion, about 70% of the SMs' FP32 rate at full bandwidth before any
+// softmax or addressing. On the tensor cores that arithmetic is 32 mma per 16 positions whatever
+// the group: 3.27 TB/s at that shape (68% DRAM throughput).
 #include <cuda_bf16.h>
 
 #include <cstdint>
