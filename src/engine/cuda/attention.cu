@@ -215,8 +215,10 @@ void launch_decode_path(const PagedAttentionParams& p, int64_t decode_seqs, cuda
   if (kernel == DecodeKernel::automatic) {
     kernel = 2 * ctas >= sms ? DecodeKernel::streamed : DecodeKernel::chunked;
   }
-  // (The streamed kernel reads bf16 caches only: int8 and fp8 ones take the chunked kernel.)
-  const bool streamed = kernel == DecodeKernel::streamed && p.cache.format == DType::bf16;
+  // (The streamed kernel reads bf16 caches in blocks of a multiple of 16 positions only; other
+  // caches take the chunked kernel.)
+  const bool streamed =
+      kernel == DecodeKernel::streamed && p.cache.format == DType::bf16 && p.block_size % 16 == 0;
   detail::launch_decode(p, static_cast<int>(splits), static_cast<int>(partition), streamed,
                         programmatic_launch(), stream);
 }

@@ -4,8 +4,8 @@
 // other rows zero) and keeps its own online softmax, so that no barrier of the whole CTA stands
 // between a chunk's copies and its math. The CTAs are (sequence, KV head, tile of 8 query heads,
 // split of the context), as in attention_decode.cu, and write the same outputs or split-K
-// partials (the same combine kernel merges them). bf16 caches only: int8 and fp8 caches take the
-// chunked kernel.
+// partials (the same combine kernel merges them). bf16 caches in blocks of a multiple of 16
+// positions only: other caches take the chunked kernel.
 //
 // Why (docs/MEASUREMENTS.md §23). The chunked kernel (attention_decode.cu) is built for batch 1,
 // where the time is latency. At batch 64 × context 1024 of Llama 3 8B (268 MB of keys and values
@@ -29,13 +29,13 @@ namespace {
 
 constexpr int kThreads = 128;
 constexpr int kWarps = kThreads / 32;
-constexpr int kStages = 3;      // chunks a warp has in its ring: two in flight while one is read
 constexpr int kPositions = 16;  // positions per chunk: the k of P·V's mma
 constexpr int kHeads = 8;       // query heads per tile: rows 0-7 of the mma's 16
 
-// Sizes for head_dim D. Rows of D bf16 in shared memory, their 16-byte pieces swizzled (piece c
+// Sizes for head_dim D and a ring of kStages chunks per warp (kStages − 1 in flight while one is
+// read). Rows of D bf16 in shared memory, their 16-byte pieces swizzled (piece c
 // of row r at c ^ (r % 8)) so that ldmatrix's eight rows of one piece fall in distinct banks.
-template <int D>
+template <int D, int kStages>
 struct MmaTile {
   static constexpr int kRowBytes = D * 2;
   static constexpr int kPieces = D / 8;                        // 16-byte pieces per row
@@ -61,9 +61,12 @@ struct BlockMath {
   __device__ int offset(int pos) const { return shift >= 0 ? pos & (size - 1) : pos % size; }
 };
 
-template <int D>
-__global__ void __launch_bounds__(kThreads) stream_kernel(const DecodeArgs a) {
-  using T = MmaTile<D>;
+// kMinBlocks: CTAs an SM must hold at once (the register budget per thread follows). Shipped:
+// 3 stages and 2 CTAs per SM; 2 stages and 3 CTAs (168 registers, a 16-byte spill) measured
+// slower from batch 32 (docs/MEASUREMENTS.md §23).
+template <int D, int kStages, int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, kMinBlocks) stream_kernel(const DecodeArgs a) {
+  using T = MmaTile<D, kStages>;
   extern __shared__ __align__(128) unsigned char smem[];
 
   wait_for_previous_grid();
@@ -96,35 +99,37 @@ __global__ void __launch_bounds__(kThreads) stream_kernel(const DecodeArgs a) {
     }
     return;
   }
-  // The split's positions in chunks of 16; warp w takes chunks w, w + kWarps, ...
-  const int chunks = (end - begin + kPositions - 1) / kPositions;
+  // The split's positions in chunks of 16 aligned to multiples of 16 (positions before `begin`
+  // masked); warp w takes chunks w, w + kWarps, ... The block size is a multiple of 16
+  // (launch_decode_path sends other sizes to the chunked kernel), so a chunk lies in one block:
+  // one table entry per chunk, and its rows a fixed stride apart in the cache.
+  const int first_chunk = begin & ~(kPositions - 1);
+  const int chunks = (end - first_chunk + kPositions - 1) / kPositions;
   const int mine = chunks > warp ? (chunks - warp + kWarps - 1) / kWarps : 0;
-  auto chunk_begin = [&](int i) { return begin + (warp + i * kWarps) * kPositions; };
+  auto chunk_begin = [&](int i) { return first_chunk + (warp + i * kWarps) * kPositions; };
+  const int64_t slot_bytes = static_cast<int64_t>(p.num_kv_heads) * T::kRowBytes;
 
   // Copies: lane L moves piece L % kPieces of rows L / kPieces + j·kRowStep, keys and values.
   const int copy_piece = lane % T::kPieces;
   const int copy_row0 = lane / T::kPieces;
-  auto load_entries = [&](int32_t(&entries)[T::kCopyRows], int i) {
-#pragma unroll
-    for (int j = 0; j < T::kCopyRows; ++j) {
-      const int pos = chunk_begin(i) + copy_row0 + j * T::kRowStep;
-      entries[j] = i < mine && pos < end ? __ldg(table + blocks.index(pos)) : 0;
-    }
+  auto load_entry = [&](int i) {
+    return i < mine ? __ldg(table + blocks.index(chunk_begin(i))) : 0;
   };
-  auto issue = [&](const int32_t(&entries)[T::kCopyRows], int i) {
+  auto issue = [&](int32_t entry, int i) {
     unsigned char* stage = ring + (i % kStages) * T::kStageBytes;
+    const int c0 = chunk_begin(i);
+    // Byte offset of this lane's piece of the chunk's row copy_row0.
+    const int64_t base =
+        ((static_cast<int64_t>(entry) * p.block_size + blocks.offset(c0) + copy_row0) *
+             p.num_kv_heads +
+         kv_head) *
+            T::kRowBytes +
+        copy_piece * 16;
 #pragma unroll
     for (int j = 0; j < T::kCopyRows; ++j) {
       const int r = copy_row0 + j * T::kRowStep;
-      const int pos = chunk_begin(i) + r;
-      const bool valid = i < mine && pos < end;
-      int64_t vector = 0;  // (slot, kv head) index
-      if (valid) {
-        vector = (static_cast<int64_t>(entries[j]) * p.block_size + blocks.offset(pos)) *
-                     p.num_kv_heads +
-                 kv_head;
-      }
-      const int64_t offset = vector * T::kRowBytes + copy_piece * 16;
+      const bool valid = i < mine && c0 + r >= begin && c0 + r < end;
+      const int64_t offset = valid ? base + j * T::kRowStep * slot_bytes : 0;
       unsigned char* dst = stage + r * T::kRowBytes + ((copy_piece ^ (r & 7)) * 16);
       cp_async16(dst, static_cast<const unsigned char*>(p.cache.k) + offset, valid ? 16 : 0);
       cp_async16(dst + T::kOperandBytes, static_cast<const unsigned char*>(p.cache.v) + offset,
@@ -134,17 +139,15 @@ __global__ void __launch_bounds__(kThreads) stream_kernel(const DecodeArgs a) {
 
   // The table entries of the first kStages chunks in one trip, then the first kStages - 1
   // chunks' copies (one cp.async group each; empty groups keep the counting uniform).
-  int32_t entries[kStages][T::kCopyRows];
+  int32_t entries[kStages];
 #pragma unroll
-  for (int i = 0; i < kStages; ++i) load_entries(entries[i], i);
+  for (int i = 0; i < kStages; ++i) entries[i] = load_entry(i);
 #pragma unroll
   for (int i = 0; i < kStages - 1; ++i) {
     issue(entries[i], i);
     cp_async_commit();
   }
-  int32_t next[T::kCopyRows];  // entries of the chunk the loop issues next
-#pragma unroll
-  for (int j = 0; j < T::kCopyRows; ++j) next[j] = entries[kStages - 1][j];
+  int32_t next = entries[kStages - 1];  // the entry of the chunk the loop issues next
   allow_next_grid();
 
   // Q as the mma's A fragments: row lane / 4 is query head head_lo + lane / 4 (zero past the
@@ -180,7 +183,7 @@ __global__ void __launch_bounds__(kThreads) stream_kernel(const DecodeArgs a) {
     // Chunk i + kStages - 1 into the stage chunk i - 1 used (read to the end last pass).
     issue(next, i + kStages - 1);
     cp_async_commit();
-    load_entries(next, i + kStages);
+    next = load_entry(i + kStages);
     cp_async_wait<kStages - 1>();  // chunk i has landed (this lane's copies)
     __syncwarp();                  // and every lane's
     const unsigned char* keys = ring + (i % kStages) * T::kStageBytes;
@@ -192,16 +195,20 @@ __global__ void __launch_bounds__(kThreads) stream_kernel(const DecodeArgs a) {
     float s[2][4];
 #pragma unroll
     for (int t = 0; t < 2; ++t) {
-      s[t][0] = s[t][1] = s[t][2] = s[t][3] = 0.0f;
+      // Even and odd k-steps into two accumulators: two chains of kKSteps / 2 dependent mma
+      // instead of one of kKSteps.
+      float even[4] = {0.0f, 0.0f, 0.0f, 0.0f}, odd[4] = {0.0f, 0.0f, 0.0f, 0.0f};
       const int row = t * 8 + ld_row;
 #pragma unroll
       for (int k = 0; k < T::kKSteps; k += 2) {
         uint32_t b[4];
         const int piece = k * 2 + ld_mat;
         ldmatrix_x4(b, keys + row * T::kRowBytes + ((piece ^ ld_row) * 16));
-        mma_bf16(s[t], qa[k], b[0], b[1]);
-        mma_bf16(s[t], qa[k + 1], b[2], b[3]);
+        mma_bf16(even, qa[k], b[0], b[1]);
+        mma_bf16(odd, qa[k + 1], b[2], b[3]);
       }
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[t][e] = even[e] + odd[e];
     }
     // Online softmax of row quad_row over the chunk: the quad's four lanes hold its 16 scores.
     float mx = m;
@@ -210,7 +217,7 @@ __global__ void __launch_bounds__(kThreads) stream_kernel(const DecodeArgs a) {
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
         const int pos = c0 + t * 8 + quad_col + j;
-        s[t][j] = pos < end ? s[t][j] * score_scale : -INFINITY;
+        s[t][j] = pos >= begin && pos < end ? s[t][j] * score_scale : -INFINITY;
         mx = fmaxf(mx, s[t][j]);
       }
     }
@@ -283,15 +290,14 @@ __global__ void __launch_bounds__(kThreads) stream_kernel(const DecodeArgs a) {
   }
 }
 
-template <int D>
+template <int D, int kStages, int kMinBlocks>
 void launch(const DecodeArgs& a, bool programmatic, cudaStream_t stream) {
-  using T = MmaTile<D>;
+  using T = MmaTile<D, kStages>;
+  constexpr auto kernel = stream_kernel<D, kStages, kMinBlocks>;
   static const bool configured = [] {  // over 48 KB of shared memory needs the kernel's consent
-    INFERLAB_CUDA_CHECK(cudaFuncSetAttribute(stream_kernel<D>,
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+    INFERLAB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              static_cast<int>(T::kSmemBytes)));
-    INFERLAB_CUDA_CHECK(cudaFuncSetAttribute(stream_kernel<D>,
-                                             cudaFuncAttributePreferredSharedMemoryCarveout,
+    INFERLAB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                              cudaSharedmemCarveoutMaxShared));
     return true;
   }();
@@ -299,7 +305,7 @@ void launch(const DecodeArgs& a, bool programmatic, cudaStream_t stream) {
   const int head_tiles = (a.group + kHeads - 1) / kHeads;
   const dim3 grid(static_cast<unsigned>(a.p.num_kv_heads * head_tiles),
                   static_cast<unsigned>(a.p.num_seqs), static_cast<unsigned>(a.num_splits));
-  launch_kernel(stream_kernel<D>, grid, dim3(kThreads), T::kSmemBytes, programmatic, stream, a);
+  launch_kernel(kernel, grid, dim3(kThreads), T::kSmemBytes, programmatic, stream, a);
 }
 
 }  // namespace
@@ -309,9 +315,9 @@ void launch_stream_decode(const DecodeArgs& a, bool programmatic, cudaStream_t s
     throw std::invalid_argument("paged_attention: the streamed decode kernel takes a bf16 cache");
   }
   if (a.p.head_dim == 64) {
-    launch<64>(a, programmatic, stream);
+    launch<64, 3, 2>(a, programmatic, stream);
   } else if (a.p.head_dim == 128) {
-    launch<128>(a, programmatic, stream);
+    launch<128, 3, 2>(a, programmatic, stream);
   } else {
     throw std::invalid_argument("paged_attention: head_dim must be 64 or 128");
   }
