@@ -188,8 +188,16 @@ double run(benchmark::State& state, AttentionSetup& setup) {
   return n > 0 ? total / static_cast<double>(n) : 0.0;
 }
 
-void label(benchmark::State& state, DType format, bool naive) {
-  state.SetLabel(std::string(inferlab::dtype_name(format)) + (naive ? " naive" : " flash"));
+std::string label_of(DType format, bool naive) {
+  return std::string(inferlab::dtype_name(format)) + (naive ? " naive" : " flash");
+}
+
+// Times a decode setup and reports its KV bytes read per second.
+void time_decode(benchmark::State& state, AttentionSetup& setup, const std::string& label) {
+  const double seconds = run(state, setup);
+  state.counters["GB/s"] = seconds > 0 ? setup.kv_bytes_per_call / seconds * 1e-9 : 0.0;
+  inferlab::bench::set_bandwidth_counters(state, setup.kv_bytes_per_call);
+  state.SetLabel(label);
 }
 
 void BM_Decode(benchmark::State& state) {
@@ -202,10 +210,7 @@ void BM_Decode(benchmark::State& state) {
   const DType format = format_of(state.range(2));
   const bool naive = state.range(3) != 0;
   AttentionSetup setup(batch, context, 1, format, naive);
-  const double seconds = run(state, setup);
-  state.counters["GB/s"] = seconds > 0 ? setup.kv_bytes_per_call / seconds * 1e-9 : 0.0;
-  inferlab::bench::set_bandwidth_counters(state, setup.kv_bytes_per_call);
-  label(state, format, naive);
+  time_decode(state, setup, label_of(format, naive));
 }
 BENCHMARK(BM_Decode)
     ->ArgNames({"batch", "context", "kv", "naive"})
@@ -228,11 +233,9 @@ void BM_DecodeKernels(benchmark::State& state) {
   AttentionSetup setup(batch, context, 1, format, false);
   setup.p.decode_kernel =
       state.range(3) == 1 ? cuda::DecodeKernel::chunked : cuda::DecodeKernel::streamed;
-  const double seconds = run(state, setup);
-  state.counters["GB/s"] = seconds > 0 ? setup.kv_bytes_per_call / seconds * 1e-9 : 0.0;
-  inferlab::bench::set_bandwidth_counters(state, setup.kv_bytes_per_call);
-  state.SetLabel(std::string(inferlab::dtype_name(format)) +
-                 (state.range(3) == 1 ? " chunked" : " streamed"));
+  time_decode(
+      state, setup,
+      std::string(inferlab::dtype_name(format)) + (state.range(3) == 1 ? " chunked" : " streamed"));
 }
 BENCHMARK(BM_DecodeKernels)
     ->ArgNames({"batch", "context", "kv", "kernel"})
@@ -255,7 +258,7 @@ void BM_Prefill(benchmark::State& state) {
   const double pairs = 0.5 * tokens * (tokens + 1.0);
   const double flops = 4.0 * kHeads * kHeadDim * pairs;
   state.counters["TFLOP/s"] = seconds > 0 ? flops / seconds * 1e-12 : 0.0;
-  label(state, format, naive);
+  state.SetLabel(label_of(format, naive));
 }
 BENCHMARK(BM_Prefill)
     ->ArgNames({"tokens", "kv", "naive"})

@@ -111,15 +111,8 @@ Synthetic make_synthetic() {
   for (EngineProfile& profile : s.profiles) {
     const EngineStepSetup setup = engine_step_setup(profile, s.hw);
     for (EngineProfilePoint& p : profile.points) {
-      StepContext c;
-      c.model = &setup.model;
-      c.cost = &truth;
-      c.precision = setup.precision;
-      c.plan = setup.plan;
-      c.shard = setup.shard;
-      c.framework = Framework::inferlab;
-      c.cuda_graphs = p.phase == Phase::decode && profile.switches.cuda_graphs;
-      const StepPrediction step = predict_step(c, engine_point_shape(p));
+      const StepPrediction step = predict_engine_step(
+          setup, p, truth, p.phase == Phase::decode && profile.switches.cuda_graphs);
       p.step_s = p.step_min_s = p.step_max_s = step.time_s;
       const auto ops = engine_point_ops(setup, p);
       for (const char* cls : kEngineKernelClasses) {

@@ -47,6 +47,32 @@ constexpr int kStageBytes = 16384;  // bytes of keys (and as many of values) per
 constexpr int kUnroll = 4;          // rows per thread between two shuffle reductions
 constexpr int kCombineUnroll = 16;  // splits whose partials the combine has in flight at once
 
+// Sums each of the N values over the lanes of an aligned group (xor offsets kOff, kOff/2, ..., 1)
+// and scatters the sums: on return this lane holds max(N / lanes, 1) of them, those of indices
+// first + j. Each step sends half of the values still held and keeps the other half.
+template <int N, int kOff>
+__device__ __forceinline__ void reduce_scatter(const float (&v)[N], int lane, float* out,
+                                               int& first) {
+  if constexpr (kOff == 0) {
+#pragma unroll
+    for (int j = 0; j < N; ++j) out[j] = v[j];
+  } else if constexpr (N == 1) {
+    const float next[1] = {v[0] + __shfl_xor_sync(0xffffffffu, v[0], kOff)};
+    reduce_scatter<1, kOff / 2>(next, lane, out, first);
+  } else {
+    const bool upper = (lane & kOff) != 0;  // keeps the upper half, sends the lower
+    float next[N / 2];
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) {
+      const float keep = upper ? v[N / 2 + i] : v[i];
+      const float send = upper ? v[i] : v[N / 2 + i];
+      next[i] = keep + __shfl_xor_sync(0xffffffffu, send, kOff);
+    }
+    if (upper) first += N / 2;
+    reduce_scatter<N / 2, kOff / 2>(next, lane, out, first);
+  }
+}
+
 // Sizes for head_dim D, a tile of GT query heads and cache format F. Two thread layouts: for the
 // copies, kPieces threads per row move 16 bytes each; for the math, kLanes = D / 8 threads per
 // row hold 8 elements each (16 bytes of bf16 or 8 of int8/fp8 from shared memory).

@@ -1,19 +1,18 @@
 #pragma once
 // Pieces the two decode kernels share (attention_decode.cu: a CTA per chunk of positions,
 // attention_decode_stream.cu: each warp streaming its own rows): the launch arguments, the
-// reduce-scatter of dot products over a row's lanes, and the launch with programmatic dependent
-// launch. Internal to the CUDA backend; C++17.
+// writing of a split's result, and the launch with programmatic dependent launch. Internal to
+// the CUDA backend; C++17.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
 #include "engine/cuda/attention.hpp"
+#include "engine/cuda/attention_device.cuh"
 #include "engine/cuda/cuda_check.hpp"
 
 namespace inferlab::engine::cuda::detail {
-
-constexpr float kLog2e = 1.4426950408889634f;
 
 struct DecodeArgs {
   PagedAttentionParams p;
@@ -28,32 +27,6 @@ struct DecodeArgs {
   bool every_sequence_single;
   int block_shift;  // log2(block_size) when that is a power of two, else -1
 };
-
-// Sums each of the N values over the lanes of an aligned group (xor offsets kOff, kOff/2, ..., 1)
-// and scatters the sums: on return this lane holds max(N / lanes, 1) of them, those of indices
-// first + j. Each step sends half of the values still held and keeps the other half.
-template <int N, int kOff>
-__device__ __forceinline__ void reduce_scatter(const float (&v)[N], int lane, float* out,
-                                               int& first) {
-  if constexpr (kOff == 0) {
-#pragma unroll
-    for (int j = 0; j < N; ++j) out[j] = v[j];
-  } else if constexpr (N == 1) {
-    const float next[1] = {v[0] + __shfl_xor_sync(0xffffffffu, v[0], kOff)};
-    reduce_scatter<1, kOff / 2>(next, lane, out, first);
-  } else {
-    const bool upper = (lane & kOff) != 0;  // keeps the upper half, sends the lower
-    float next[N / 2];
-#pragma unroll
-    for (int i = 0; i < N / 2; ++i) {
-      const float keep = upper ? v[N / 2 + i] : v[i];
-      const float send = upper ? v[i] : v[N / 2 + i];
-      next[i] = keep + __shfl_xor_sync(0xffffffffu, send, kOff);
-    }
-    if (upper) first += N / 2;
-    reduce_scatter<N / 2, kOff / 2>(next, lane, out, first);
-  }
-}
 
 // Element d of head `head`'s result for (token, seq, split): with one split the output itself,
 // else the split's normalized partial o and, once per head (d = 0), its (max, sum) pair in the

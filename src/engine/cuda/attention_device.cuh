@@ -13,6 +13,9 @@
 
 namespace inferlab::engine::cuda::detail {
 
+// log2(e): the kernels keep scores in the log2 domain and take exp2f.
+constexpr float kLog2e = 1.4426950408889634f;
+
 // One cache format: its element size, and eight consecutive elements as the raw word that holds
 // them (16 bytes of bf16, 8 bytes of int8 or E4M3) converted to fp32 *without* the vector's scale
 // (the kernels apply the per-(slot, head) scale to a dot product or a softmax weight, once per
@@ -147,13 +150,6 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
 // 16 bytes global → shared, bypassing L1; src_bytes 0 fills zeros without reading.
 __device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)),
-               "l"(__cvta_generic_to_global(src)), "r"(src_bytes)
-               : "memory");
-}
-// 8 bytes global → shared (eight int8/fp8 elements; through L1, as .cg takes only 16);
-// src_bytes 0 fills zeros without reading.
-__device__ __forceinline__ void cp_async8(void* dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(smem_addr(dst)),
                "l"(__cvta_generic_to_global(src)), "r"(src_bytes)
                : "memory");
 }

@@ -41,7 +41,6 @@ constexpr int kScoreUnroll = 4;  // one token per CTA: key rows each thread has 
 constexpr int kPvUnroll = 8;     // one token per CTA: value rows each thread has in flight
 constexpr int kSoftmaxThreads = 256;
 constexpr int kMaxGrid = 65535;  // grid y and z
-constexpr float kLog2e = 1.4426950408889634f;
 
 struct NaiveArgs {
   PagedAttentionParams p;

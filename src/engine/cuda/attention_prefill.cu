@@ -33,7 +33,6 @@ namespace inferlab::engine::cuda::detail {
 namespace {
 
 constexpr int kBN = 64;  // keys per tile
-constexpr float kLog2e = 1.4426950408889634f;
 
 // Gathers positions [start, start + kBN) of one KV head into a padded shared tile; positions at
 // or past `limit` (beyond every query of the tile, possibly beyond the context) become zeros, so
