@@ -239,7 +239,7 @@ void BM_DecodeKernels(benchmark::State& state) {
 }
 BENCHMARK(BM_DecodeKernels)
     ->ArgNames({"batch", "context", "kv", "kernel"})
-    ->ArgsProduct({{1, 16, 32, 64, 128}, {1024, 4096}, {0, 2}, {1, 2}})
+    ->ArgsProduct({{1, 2, 4, 8, 16, 32, 64, 128}, {1024, 4096}, {0, 2}, {1, 2}})
     ->MinTime(kMinCallSeconds)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);

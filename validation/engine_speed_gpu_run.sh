@@ -6,10 +6,16 @@
 #   tests      every Cuda* test (kernels, projections, attention, backend under every switch
 #              against the CPU reference)
 #   memcheck   compute-sanitizer memcheck on the fused GEMVs and the fused decode
+#   sanitize   compute-sanitizer memcheck, racecheck and synccheck on three decode-attention
+#              tests, and memcheck on the projections (streaming GEMV, quantized formats) and
+#              the Hopper prefill attention
 #   sass       the GEMV, attention and RoPE kernels' SASS: load widths, mma, local memory
 #   quick      bench of Llama 3 8B and 3.2 1B decode at batch 1, context 1024, every
 #              optimization on, in bf16, int4 and fp8
 #   ncu        Nsight Compute on the GEMV and decode-attention kernels (--clock-control none)
+#   gaps       Nsight Compute on the hot kernels of the issue's three missed cases: the
+#              cuBLASLt GEMMs at 64 rows (8B decode at batch 64),
+#              the streamed decode attention at batch 64, the 1B's fused GEMVs at one row
 #   decode     the two decode-attention kernels (chunked, streamed): their GPU tests (unless
 #              `tests` runs them all), both forced
 #              at batch 1-128 (and the streamed one at 2 and 4 splits), Llama 3 8B decode at batch
@@ -53,6 +59,18 @@ if has memcheck; then
     --gtest_filter='CudaProjection.FusedForms*:CudaProjection.Int4SmallGroups:CudaQuantBackend.Fused*' \
     > "$R/memcheck.txt" 2>&1
   note "memcheck rc=$? ($(grep -c 'Invalid' "$R/memcheck.txt") invalid accesses)"
+fi
+if has sanitize; then
+  decode_tests='CudaAttention/CudaAttentionCache.DecodeGroup4Head128/bf16:CudaAttention/CudaAttentionCache.SlidingWindowPrefillAndDecode/bf16:CudaAttention/CudaAttentionCache.DecodeGroup8Block32AndGroup2Head64/bf16'
+  for tool in memcheck racecheck synccheck; do
+    timeout 150 compute-sanitizer --tool $tool "$BIN/inferlab_tests" --gtest_filter="$decode_tests" \
+      > "$R/sanitize_decode_$tool.txt" 2>&1
+    note "sanitize decode $tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' "$R/sanitize_decode_$tool.txt" | tr '\n' ' ')"
+  done
+  timeout 240 compute-sanitizer --tool memcheck "$BIN/inferlab_tests" \
+    --gtest_filter='CudaProjection*:CudaQuant*:CudaHopper*:CudaAttention/CudaAttentionCache.Prefill*' \
+    > "$R/sanitize_projection_memcheck.txt" 2>&1
+  note "sanitize projections+prefill memcheck rc=$? $(grep -E 'ERROR SUMMARY|PASSED|FAILED' "$R/sanitize_projection_memcheck.txt" | tr '\n' ' ')"
 fi
 if has sass && command -v cuobjdump > /dev/null; then
   # The GEMV kernels' weight loads (LDG ... 128, no L1 allocation), mma instructions and any
@@ -108,7 +126,7 @@ if has decode; then
 fi
 if has kernels; then
   timeout 150 "$BIN/bench_engine_projection" --benchmark_min_time=0.05 \
-    --benchmark_filter='projection/.*/8b_.*rows:(1|2|4|8|16|32|64)' --benchmark_format=json \
+    --benchmark_filter='projection/.*/8b_.*rows:(1|2|4|8|16|32|64)/' --benchmark_format=json \
     > "$R/bench_projection_8b.json" 2> "$R/bench_projection_8b.err"
   note "bench projection rc=$?"
   timeout 60 "$BIN/bench_engine_attention" --benchmark_format=json \
@@ -139,6 +157,26 @@ if has ncu; then  # Nsight Compute on the decode hot kernels (clocks left alone)
   ncu_run gemv_bf16_o gemv bench_engine_projection 'projection/bf16/8b_o/gemv/rows:1/'
   ncu_run gemv_int4_gate_up gemv bench_engine_projection 'projection/int4/8b_gate_up/gemv/rows:1/'
   ncu_run attention_decode decode bench_engine_attention 'BM_Decode/batch:1/context:1024/kv:0/naive:0'
+fi
+if has gaps; then  # Nsight Compute on the hot kernels of the missed targets (clocks left alone)
+  gap_run() {  # name, kernel regex, bench binary, filter
+    timeout 90 ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis \
+      --section Occupancy --section WarpStateStats --section LaunchStats --section ComputeWorkloadAnalysis \
+      -k "regex:$2" --launch-skip 10 -c 1 "$BIN/$3" \
+      --benchmark_filter="$4" --benchmark_min_time=0.01 > "$R/gap_$1.txt" 2>&1
+    note "gap ncu $1 rc=$?"
+    grep -E "^  [a-zA-Z_].*\(|Memory Throughput|DRAM Throughput|Compute \(SM\) Throughput|Duration|Achieved Occupancy|Registers Per|Grid Size|Waves Per SM|No Eligible|Issued Warp" \
+      "$R/gap_$1.txt" | head -14 >> "$OUT/summary.txt"
+  }
+  gap_run gemm64_gate_up 'nvjet|gemm|xmma|cutlass' bench_engine_projection 'projection/bf16/8b_gate_up/lt/rows:64/'
+  gap_run gemm64_down 'nvjet|gemm|xmma|cutlass' bench_engine_projection 'projection/bf16/8b_down/lt/rows:64/'
+  gap_run stream_decode64 stream_kernel bench_engine_attention 'BM_DecodeKernels/batch:64/context:1024/kv:0/kernel:2'
+  gap_run gemv1b_gate_up gemv bench_engine_projection 'projection/bf16/1b_gate_up/fused/rows:1/'
+  gap_run gemv1b_down gemv bench_engine_projection 'projection/bf16/1b_down/fused/rows:1/'
+  timeout 120 "$BIN/bench_engine_projection" --benchmark_min_time=0.05 --benchmark_format=json \
+    --benchmark_filter='projection/bf16/(8b|1b)_.*/(lt|fused)/rows:(1|64)/' \
+    > "$R/bench_projection_gaps.json" 2> "$R/bench_projection_gaps.err"
+  note "bench projection gaps rc=$?"
 fi
 if has ablation; then
   for m in ${ABLATION_MODELS:-llama-3-8b llama-3.2-1b}; do

@@ -11,7 +11,7 @@ calibrated cost model and the engine's kernel list (--framework inferlab), and w
 their ratios. The simulator has no client: its capacity run admits every request at time 0,
 while loadgen keeps 256 in flight, so only the capacity's throughput is compared.
 
-usage: server_vs_sim.py BINARY LOADS_DIR OUT.json
+usage: server_vs_sim.py BINARY LOADS_DIR OUT.json [HARDWARE (default h100-sxm)]
 """
 import json
 import subprocess
@@ -21,8 +21,8 @@ FIELDS = [("ttft_ms", "p50"), ("ttft_ms", "p99"), ("tpot_ms", "p50"), ("tpot_ms"
           ("requests_per_s", None), ("output_tokens_per_s", None)]
 
 
-def simulate(binary, rate, requests):
-    cmd = [binary, "serve", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--executor", "sim",
+def simulate(binary, rate, requests, hardware):
+    cmd = [binary, "serve", "--model", "llama-3-8b", "--hardware", hardware, "--executor", "sim",
            "--framework", "inferlab", "--cost", "calibrated", "--cuda-graphs", "on", "--policy",
            "chunked", "--max-num-seqs", "256", "--max-num-batched-tokens", "2048", "--kv-tokens",
            "262144", "--rate", str(rate), "--requests", str(requests), "--input-dist",
@@ -38,17 +38,18 @@ def value(run, field, stat):
 
 def main():
     binary, loads_dir, out = sys.argv[1:4]
+    hardware = sys.argv[4] if len(sys.argv) > 4 else "h100-sxm"
     capacity = json.load(open(f"{loads_dir}/capacity.json"))
     rate_capacity = capacity["requests_per_s"]
     result = {"method": __doc__.split("\n\n")[1].replace("\n", " "),
-              "capacity_requests_per_s": rate_capacity, "runs": []}
+              "capacity_requests_per_s": rate_capacity, "hardware": hardware, "runs": []}
     loads = [("capacity", 0.0, capacity, 800)]
     for share in (25, 50, 90):
         measured = json.load(open(f"{loads_dir}/load_{share}.json"))
         loads.append((f"{share}%", round(rate_capacity * share / 100, 3), measured,
                       measured["requests"]))
     for name, rate, measured, requests in loads:
-        sim = simulate(binary, rate, requests)
+        sim = simulate(binary, rate, requests, hardware)
         fields = FIELDS[4:5] if name == "capacity" else FIELDS
         row = {"load": name, "rate_per_s": rate, "server": measured, "sim": sim,
                "sim_over_server": {}}

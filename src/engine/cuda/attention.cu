@@ -32,10 +32,18 @@ int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
 }
 
+// The context bound a decode graph is captured for, max(256, next power of two); a bound that
+// is already one maps to itself.
+int64_t graph_context_bucket(int64_t max_context_len) {
+  int64_t bucket = 256;
+  while (bucket < max_context_len) bucket *= 2;
+  return bucket;
+}
+
 // Rows of partials for `tokens` decode tokens: none when a context never needs splitting;
 // monotone in both arguments, so a workspace sized for the maxima serves every smaller call.
 int64_t split_rows(int64_t tokens, int64_t max_context_len) {
-  const int64_t max_splits = ceil_div(max_context_len, kMinPartition);
+  const int64_t max_splits = ceil_div(graph_context_bucket(max_context_len), kMinPartition);
   if (max_splits <= 1) return 0;
   return std::min(std::max(tokens, kSplitRowBudget), tokens * max_splits);
 }
@@ -187,8 +195,8 @@ int64_t decode_splits_override() {
 // keeps 32-64 KB of copies in flight, enough with one per SM for the whole bandwidth);
 // otherwise enough for about two CTAs per SM, each split at least kMinPartition positions and
 // all of them in the workspace (whose rows are indexed by sequence). For batch 1 × context 1024
-// with 8 KV heads that is 16 splits of 64 positions: 128 CTAs of 32 KB each. Small batches take
-// the chunked kernel, larger ones (half a CTA per SM or more without splitting) the streamed one.
+// with 8 KV heads that is 16 splits of 64 positions: 128 CTAs of 32 KB each. bf16 caches take
+// the streamed kernel at every batch, the others the chunked one.
 void launch_decode_path(const PagedAttentionParams& p, int64_t decode_seqs, cudaStream_t stream) {
   const int64_t group = p.num_heads / p.num_kv_heads;
   const int64_t head_tile = group == 1 ? 1 : group == 2 ? 2 : group <= 4 ? 4 : 8;
@@ -200,21 +208,24 @@ void launch_decode_path(const PagedAttentionParams& p, int64_t decode_seqs, cuda
       usable ? static_cast<int64_t>(p.workspace_bytes /
                                     detail::decode_row_bytes(p.num_heads, p.head_dim))
              : 0;
-  const int64_t max_splits = std::min({ceil_div(p.max_context_len, kMinPartition),
-                                       capacity / p.num_seqs, int64_t{detail::kMaxSplits}});
+  // Planned for the context bound a captured decode graph has (cuda_backend.cpp: a power of
+  // two of at least 256), not the exact maximum, so that an eager call and a graph replay of
+  // the same batch split alike and give the same bits; splits past a sequence's end are empty.
+  const int64_t plan_context = graph_context_bucket(p.max_context_len);
+  const int64_t max_splits = std::min(
+      {ceil_div(plan_context, kMinPartition), capacity / p.num_seqs, int64_t{detail::kMaxSplits}});
   int64_t splits = 1;
   if (ctas < sms && max_splits > 1) splits = std::min(max_splits, ceil_div(2 * sms, ctas));
   if (decode_splits_override() > 0)
     splits = std::clamp(decode_splits_override(), int64_t{1}, std::max(max_splits, int64_t{1}));
-  const int64_t partition = ceil_div(p.max_context_len, splits);
-  splits = ceil_div(p.max_context_len, partition);
+  const int64_t partition = ceil_div(plan_context, splits);
+  splits = ceil_div(plan_context, partition);
   DecodeKernel kernel = p.decode_kernel;
   if (kernel == DecodeKernel::automatic) kernel = decode_kernel_override();
-  // The streamed kernel from half a CTA per SM: on the H200 it was faster from batch 16 of
-  // Llama 3 8B (128 CTAs, 132 SMs) and slower at batch 1 (docs/MEASUREMENTS.md §23).
-  if (kernel == DecodeKernel::automatic) {
-    kernel = 2 * ctas >= sms ? DecodeKernel::streamed : DecodeKernel::chunked;
-  }
+  // The streamed kernel at every batch: on the H200 it was faster than the chunked one at
+  // batch 1 (7.1 against 7.9 µs at context 1024, 12.8 against 15.4 at 4096) and from 16 on
+  // (docs/MEASUREMENTS.md §23-24).
+  if (kernel == DecodeKernel::automatic) kernel = DecodeKernel::streamed;
   // (The streamed kernel reads bf16 caches in blocks of a multiple of 16 positions only; other
   // caches take the chunked kernel.)
   const bool streamed =

@@ -50,11 +50,9 @@ inline int kv_element_bytes(DType format) {
   return format == DType::bf16 ? 2 : 1;
 }
 
-// The decode kernel for the sequences with one new token. `automatic`: the chunked kernel while
-// the batch alone gives the GPU fewer CTAs than half its SMs (small batches, where the time is
-// latency), else the streamed one (large batches, where it is bandwidth: tensor cores, bf16
-// caches in blocks of a multiple of 16 positions only; other caches always take the chunked
-// kernel);
+// The decode kernel for the sequences with one new token. `automatic`: the streamed one
+// (tensor cores, a cp.async ring per warp) for bf16 caches in blocks of a multiple of 16
+// positions, the chunked one for every other cache;
 // INFERLAB_ENGINE_DECODE_KERNEL=chunked|streamed overrides that choice (A/B without rebuilding).
 // The others force one kernel (tests, benchmarks).
 enum class DecodeKernel { automatic, chunked, streamed };
