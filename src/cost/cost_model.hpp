@@ -48,6 +48,9 @@ struct FittedStepCosts {
   double eager_step_s = 0.0;
   double graph_per_kernel_s = 0.0;
   double graph_step_s = 0.0;
+  // EngineCosts::matrix_clock_gain: compute-bound tensor-core kernels run faster by this much
+  // times the share of the step the tensor cores are idle.
+  double matrix_clock_gain = 0.0;
 };
 
 // Prices operators on one device. Implementations: roofline (spec sheet + delay factors),

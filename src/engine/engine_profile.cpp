@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "engine/rng.hpp"
 #include "util/error.hpp"
@@ -86,8 +87,19 @@ std::vector<ProfileMeasurement> run_engine_profile(Backend& backend,
   const int64_t vocab = backend.config().model.vocab_size;
   Xoshiro256 rng(seed);
   backend.fill_kv_cache_random(seed);
-  std::vector<ProfileMeasurement> out;
-  for (const ProfilePoint& point : points) {
+  // Decode points first, then the prefills, each written to its place in the grid: on the H200
+  // the first decode points measured right after the long prefills ran up to 23% slower than the
+  // same shapes later (the GPU's clock recovering from seconds of tensor-core load,
+  // docs/MEASUREMENTS.md §24), which no per-step model can follow.
+  std::vector<size_t> order;
+  for (bool prefill : {false, true}) {
+    for (size_t i = 0; i < points.size(); ++i) {
+      if (points[i].prefill == prefill) order.push_back(i);
+    }
+  }
+  std::vector<std::optional<ProfileMeasurement>> measured(points.size());
+  for (size_t index : order) {
+    const ProfilePoint& point = points[index];
     BlockAllocator allocator(layout.num_blocks);
     ForwardBatch batch = batch_of(point, point.prefill ? 0 : kMaxDecodeSteps, allocator,
                                   layout.block_size, vocab, rng);
@@ -107,10 +119,12 @@ std::vector<ProfileMeasurement> run_engine_profile(Backend& backend,
     }
     backend.set_profiling(true);
     device_time_of(backend, batch, greedy, ids);
-    ProfileMeasurement m{point, timing_stats(samples), backend.last_forward_profile()};
+    measured[index] =
+        ProfileMeasurement{point, timing_stats(samples), backend.last_forward_profile()};
     backend.set_profiling(false);
-    out.push_back(std::move(m));
   }
+  std::vector<ProfileMeasurement> out;
+  for (auto& m : measured) out.push_back(std::move(*m));
   return out;
 }
 

@@ -1,6 +1,7 @@
 #include "fit/engine_kernel_fit.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 namespace inferlab {
@@ -12,28 +13,33 @@ constexpr double kMaxT0_s = 1e-3;
 constexpr int kGridSteps = 48;        // per log-efficiency axis
 constexpr double kFinestStep = 1e-5;  // of the compass search, in log-efficiency
 
+// A point of the search: log-efficiencies (compute, memory, per-CTA).
+using LogEff = std::array<double, 3>;
+
 struct Problem {
   const std::vector<EngineKernelSample>& samples;
   const EngineKernelPrior& prior;
 
-  // Sum of the max terms (work) and of the launches of one sample at efficiencies (c, m).
-  static void parts(const EngineKernelSample& s, double c, double m, double& work_s,
+  // Sum of the max terms (work) and of the launches of one sample at efficiencies e.
+  static void parts(const EngineKernelSample& s, const std::array<double, 3>& e, double& work_s,
                     double& launches) {
     work_s = 0.0;
     launches = 0.0;
     for (const auto& t : s.terms) {
-      work_s += std::max(t.compute_s / c, t.memory_s / m);
+      double w = std::max(t.compute_s / e[0], t.memory_s / e[1]);
+      if (t.cta_s > 0.0) w = std::max(w, t.cta_s / e[2]);
+      work_s += w;
       launches += t.launches;
     }
   }
 
   // The best t0 for fixed efficiencies (the loss is quadratic in it), clamped to its range.
-  double best_t0(double c, double m) const {
+  double best_t0(const std::array<double, 3>& e) const {
     const double w = prior.weight / (prior.t0_scale_s * prior.t0_scale_s);
     double num = w * prior.t0_s, den = w;
     for (const auto& s : samples) {
       double work_s, launches;
-      parts(s, c, m, work_s, launches);
+      parts(s, e, work_s, launches);
       const double a = launches / s.target_s;
       num += a * (1.0 - work_s / s.target_s);
       den += a * a;
@@ -41,25 +47,25 @@ struct Problem {
     return std::clamp(num / den, 0.0, kMaxT0_s);
   }
 
-  double loss(double t0, double log_c, double log_m) const {
-    const double c = std::exp(log_c), m = std::exp(log_m);
+  double loss(double t0, const LogEff& log_e) const {
+    const std::array<double, 3> e = {std::exp(log_e[0]), std::exp(log_e[1]), std::exp(log_e[2])};
     double sum = 0.0;
     for (const auto& s : samples) {
       double work_s, launches;
-      parts(s, c, m, work_s, launches);
+      parts(s, e, work_s, launches);
       const double r = (launches * t0 + work_s) / s.target_s - 1.0;
       sum += r * r;
     }
     const double dt = (t0 - prior.t0_s) / prior.t0_scale_s;
-    const double dc = log_c - std::log(prior.compute_efficiency);
-    const double dm = log_m - std::log(prior.memory_efficiency);
+    const double dc = log_e[0] - std::log(prior.compute_efficiency);
+    const double dm = log_e[1] - std::log(prior.memory_efficiency);
     return sum + prior.weight * (dt * dt + dc * dc + dm * dm);
   }
 
   // The loss at the best t0 for these efficiencies.
-  double profile_loss(double log_c, double log_m, double& t0) const {
-    t0 = best_t0(std::exp(log_c), std::exp(log_m));
-    return loss(t0, log_c, log_m);
+  double profile_loss(const LogEff& log_e, double& t0) const {
+    t0 = best_t0({std::exp(log_e[0]), std::exp(log_e[1]), std::exp(log_e[2])});
+    return loss(t0, log_e);
   }
 };
 
@@ -68,7 +74,9 @@ struct Problem {
 EngineBound engine_bound_of_path(const std::string& path) {
   // The GEMVs are both: bandwidth at bf16, arithmetic for the dequantizing formats (the
   // streaming GEMV's CUDA-core math, the tensor-core GEMV's row tiles; H200, 2026-11-25).
-  if (path == "gemm" || path == "naive" || path.rfind("gemv", 0) == 0) return EngineBound::either;
+  if (path == "gemm" || path.rfind("naive", 0) == 0 || path.rfind("gemv", 0) == 0) {
+    return EngineBound::either;
+  }
   if (path == "flash_prefill") return EngineBound::compute;
   return EngineBound::memory;
 }
@@ -76,8 +84,9 @@ EngineBound engine_bound_of_path(const std::string& path) {
 double engine_sample_time_s(const EngineKernelSample& sample, const EngineKernelParams& p) {
   double total = 0.0;
   for (const auto& t : sample.terms) {
-    total += t.launches * p.t0_s +
-             std::max(t.compute_s / p.compute_efficiency, t.memory_s / p.memory_efficiency);
+    double w = std::max(t.compute_s / p.compute_efficiency, t.memory_s / p.memory_efficiency);
+    if (t.cta_s > 0.0 && p.cta_efficiency > 0.0) w = std::max(w, t.cta_s / p.cta_efficiency);
+    total += t.launches * p.t0_s + w;
   }
   return total;
 }
@@ -85,8 +94,12 @@ double engine_sample_time_s(const EngineKernelSample& sample, const EngineKernel
 EngineKernelParams fit_engine_kernel(const std::vector<EngineKernelSample>& all,
                                      const EngineKernelPrior& prior, EngineBound bound) {
   std::vector<EngineKernelSample> samples;
+  bool has_cta = false;
   for (const auto& s : all) {
-    if (s.target_s > 0.0 && std::isfinite(s.target_s)) samples.push_back(s);
+    if (s.target_s > 0.0 && std::isfinite(s.target_s)) {
+      samples.push_back(s);
+      for (const auto& t : s.terms) has_cta |= t.cta_s > 0.0;
+    }
   }
   EngineKernelParams out;
   out.t0_s = prior.t0_s;
@@ -95,49 +108,65 @@ EngineKernelParams fit_engine_kernel(const std::vector<EngineKernelSample>& all,
   if (samples.empty()) return out;
   const Problem problem{samples, prior};
   const double lo = std::log(kMinEfficiency), hi = std::log(kMaxEfficiency);
-  const double grid_step = (hi - lo) / kGridSteps;
-  // An efficiency not fitted stays at the prior: its range is that one value.
-  const double c_prior = std::log(prior.compute_efficiency);
-  const double m_prior = std::log(prior.memory_efficiency);
-  const bool fit_c = bound != EngineBound::memory, fit_m = bound != EngineBound::compute;
-  const double c_lo = fit_c ? lo : c_prior, c_hi = fit_c ? hi : c_prior;
-  const double m_lo = fit_m ? lo : m_prior, m_hi = fit_m ? hi : m_prior;
-  // A grid over both log-efficiencies first: the max() makes the loss piecewise, with flat
-  // directions where one part never binds, so a local search alone can stall.
-  double best_c = std::log(prior.compute_efficiency), best_m = std::log(prior.memory_efficiency);
+  // An efficiency not fitted stays at its prior (the per-CTA one at the top of the range, where
+  // it never binds): its range is that one value.
+  const std::array<bool, 3> fitted = {bound != EngineBound::memory, bound != EngineBound::compute,
+                                      has_cta};
+  const LogEff prior_e = {std::log(prior.compute_efficiency), std::log(prior.memory_efficiency),
+                          hi};
+  LogEff e_lo, e_hi;
+  for (int a = 0; a < 3; ++a) {
+    e_lo[a] = fitted[a] ? lo : prior_e[a];
+    e_hi[a] = fitted[a] ? hi : prior_e[a];
+  }
+  // A grid over the fitted log-efficiencies first: the max() makes the loss piecewise, with
+  // flat directions where one part never binds, so a local search alone can stall. The
+  // per-CTA axis is coarser: it binds only on the few shapes whose CTAs are few or slow.
+  const std::array<int, 3> steps = {fitted[0] ? kGridSteps : 0, fitted[1] ? kGridSteps : 0,
+                                    fitted[2] ? kGridSteps / 4 : 0};
+  LogEff best_e = prior_e;
   double best_t0 = 0.0;
-  double best = problem.profile_loss(best_c, best_m, best_t0);
-  for (int i = 0; i <= (fit_c ? kGridSteps : 0); ++i) {
-    for (int j = 0; j <= (fit_m ? kGridSteps : 0); ++j) {
-      const double lc = fit_c ? lo + i * grid_step : c_prior;
-      const double lm = fit_m ? lo + j * grid_step : m_prior;
-      double t0 = 0.0;
-      const double l = problem.profile_loss(lc, lm, t0);
-      if (l < best) best = l, best_c = lc, best_m = lm, best_t0 = t0;
+  double best = problem.profile_loss(best_e, best_t0);
+  for (int i = 0; i <= steps[0]; ++i) {
+    for (int j = 0; j <= steps[1]; ++j) {
+      for (int k = 0; k <= steps[2]; ++k) {
+        const std::array<int, 3> idx = {i, j, k};
+        LogEff e;
+        for (int a = 0; a < 3; ++a) {
+          e[a] = steps[a] > 0 ? e_lo[a] + idx[a] * (e_hi[a] - e_lo[a]) / steps[a] : prior_e[a];
+        }
+        double t0 = 0.0;
+        const double l = problem.profile_loss(e, t0);
+        if (l < best) best = l, best_e = e, best_t0 = t0;
+      }
     }
   }
   // Then a compass search from the best grid point, halving its step until it is fine.
-  for (double step = grid_step; step > kFinestStep;) {
+  for (double step = (hi - lo) / kGridSteps; step > kFinestStep;) {
     bool moved = false;
-    const double moves[4][2] = {{step, 0}, {-step, 0}, {0, step}, {0, -step}};
-    for (const auto& mv : moves) {
-      const double lc = std::clamp(best_c + mv[0], c_lo, c_hi);
-      const double lm = std::clamp(best_m + mv[1], m_lo, m_hi);
-      if (lc == best_c && lm == best_m) continue;
-      double t0 = 0.0;
-      const double l = problem.profile_loss(lc, lm, t0);
-      if (l < best) {
-        best = l, best_c = lc, best_m = lm, best_t0 = t0;
-        moved = true;
-        break;
+    for (int a = 0; a < 3 && !moved; ++a) {
+      if (!fitted[a]) continue;
+      for (double sign : {1.0, -1.0}) {
+        LogEff e = best_e;
+        e[a] = std::clamp(e[a] + sign * step, e_lo[a], e_hi[a]);
+        if (e[a] == best_e[a]) continue;
+        double t0 = 0.0;
+        const double l = problem.profile_loss(e, t0);
+        if (l < best) {
+          best = l, best_e = e, best_t0 = t0;
+          moved = true;
+          break;
+        }
       }
     }
     if (!moved) step /= 2.0;
   }
   out.t0_s = best_t0;
   // exp(log(x)) may land a rounding step outside the range a file is checked against.
-  out.compute_efficiency = std::clamp(std::exp(best_c), kMinEfficiency, kMaxEfficiency);
-  out.memory_efficiency = std::clamp(std::exp(best_m), kMinEfficiency, kMaxEfficiency);
+  out.compute_efficiency = std::clamp(std::exp(best_e[0]), kMinEfficiency, kMaxEfficiency);
+  out.memory_efficiency = std::clamp(std::exp(best_e[1]), kMinEfficiency, kMaxEfficiency);
+  out.cta_efficiency =
+      has_cta ? std::clamp(std::exp(best_e[2]), kMinEfficiency, kMaxEfficiency) : 0.0;
   out.points = static_cast<int>(samples.size());
   double ape = 0.0;
   for (const auto& s : samples) ape += std::fabs(engine_sample_time_s(s, out) / s.target_s - 1.0);

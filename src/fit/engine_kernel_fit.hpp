@@ -1,7 +1,9 @@
 #pragma once
-// The fit of one engine (class, path, format): (t0, e_compute, e_memory) of
-//   class time = sum over its kernels of  t0 + max(FLOPs / (peak e_compute), bytes / (BW e_memory))
-// from measured class times. Pure arithmetic, deterministic (a grid, then a compass search).
+// The fit of one engine (class, path, format): (t0, e_compute, e_memory[, e_cta]) of
+//   class time = sum over its kernels of
+//                t0 + max(FLOPs / (peak e_compute), bytes / (BW e_memory), cta_s / e_cta)
+// from measured class times (cta_s: engine_cta_stream_s, for ops that give their grid). Pure
+// arithmetic, deterministic (a grid, then a compass search).
 #include <string>
 #include <vector>
 
@@ -16,6 +18,7 @@ struct EngineWorkTerm {
   double launches = 0.0;
   double compute_s = 0.0;
   double memory_s = 0.0;
+  double cta_s = 0.0;  // the per-CTA streaming term at efficiency 1 (0: the op gives no grid)
 };
 
 // One (point, class): the class's in-stream time and the work terms of its ops.
@@ -48,7 +51,8 @@ EngineBound engine_bound_of_path(const std::string& path);
 double engine_sample_time_s(const EngineKernelSample& sample, const EngineKernelParams& params);
 
 // Minimises sum over samples of (predicted / target - 1)^2 plus the prior's pull; t0 in
-// [0, 1 ms], efficiencies in [0.01, 4]. points and mape (of the in-stream targets) are set.
+// [0, 1 ms], efficiencies in [0.01, 4]; e_cta only where some term has a cta_s (else 0, no
+// term). points and mape (of the in-stream targets) are set.
 // Samples with a non-positive target are ignored; none left: the prior, points 0.
 EngineKernelParams fit_engine_kernel(const std::vector<EngineKernelSample>& samples,
                                      const EngineKernelPrior& prior = {},

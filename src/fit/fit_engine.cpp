@@ -118,12 +118,23 @@ double fit_profile_mark(const std::vector<FitPoint>& all) {
   return solve(a, b)[0];
 }
 
+// The tensor cores' clock at each point (EngineCosts::matrix_clock_gain): its duty, the share
+// of its measured class time in classes whose ops `cost` prices as compute-bound tensor-core
+// kernels; none yet (gain 0) while the kernels are first fitted.
+struct ClockAtPoints {
+  double gain = 0.0;
+  std::vector<double> duty;  // by point
+};
+
 // Stage 2: the samples of each (class, path, format) key.
 std::map<std::string, std::vector<EngineKernelSample>> class_samples(
     const std::vector<FitPoint>& points, const EngineCeilings& ceilings, double mark_s,
-    std::vector<std::string>& notes) {
+    std::vector<std::string>& notes, const ClockAtPoints& clock = {}) {
   std::map<std::string, std::vector<EngineKernelSample>> by_key;
-  for (const FitPoint& p : points) {
+  for (size_t i = 0; i < points.size(); ++i) {
+    const FitPoint& p = points[i];
+    const double clock_factor =
+        clock.gain > 0.0 ? engine_clock_factor(clock.gain, clock.duty[i]) : 1.0;
     if (p.point->kernels.empty()) continue;
     for (const auto& measured : p.point->kernels) {
       const auto ops = ops_of_class(p.ops, measured.kernel);
@@ -152,9 +163,11 @@ std::map<std::string, std::vector<EngineKernelSample>> class_samples(
       for (const Op* op : ops) {
         if (key.empty() || op->tag.marks > 0) key = engine_kernel_key(op->tag);
         const double n = static_cast<double>(op->count);
+        const double clock = engine_tensor_core_op(*op) ? clock_factor : 1.0;
         sample.terms.push_back({n * std::max(1, op->kernels),
-                                n * op->flops / engine_op_peak(*op, ceilings),
-                                n * op->bytes() / ceilings.memory_bandwidth_bps});
+                                n * op->flops / engine_op_peak(*op, ceilings) * clock,
+                                n * op->bytes() / ceilings.memory_bandwidth_bps,
+                                n * engine_cta_stream_s(*op, ceilings)});
       }
       by_key[key].push_back(std::move(sample));
     }
@@ -313,6 +326,78 @@ nlohmann::json step_summary(const std::vector<FitPoint>& points, const CostModel
   return out;
 }
 
+std::vector<double> measured_tensor_core_duty(const std::vector<FitPoint>& points,
+                                              const CostModel& cost) {
+  std::vector<double> duty;
+  for (const FitPoint& p : points) {
+    std::map<std::string, bool> busy;  // class -> has a compute-bound tensor-core op
+    for (const Op& op : p.ops) {
+      const bool tc = engine_tensor_core_op(op) && cost.price(op).bound == Bound::compute;
+      busy[op.tag.kernel_class] = busy[op.tag.kernel_class] || tc;
+    }
+    double busy_s = 0.0, all_s = 0.0;
+    for (const auto& k : p.point->kernels) {
+      all_s += k.seconds;
+      if (busy[k.kernel]) busy_s += k.seconds;
+    }
+    duty.push_back(all_s > 0.0 ? busy_s / all_s : 0.0);
+  }
+  return duty;
+}
+
+// The keys of tensor-core kernels refitted at `clock`; their summed loss (squared relative
+// errors) over their samples, and how many samples.
+struct ClockLoss {
+  double loss = 0.0;
+  int samples = 0;
+};
+ClockLoss refit_tensor_core_keys(const std::vector<FitPoint>& points, EngineCosts& costs,
+                                 const EngineKernelPrior& prior, const ClockAtPoints& clock) {
+  std::vector<std::string> unused_notes;
+  const auto samples =
+      class_samples(points, costs.ceilings, costs.profile_mark_s, unused_notes, clock);
+  ClockLoss out;
+  for (const auto& [key, list] : samples) {
+    const std::string path = key.substr(key.find('/') + 1, key.rfind('/') - key.find('/') - 1);
+    if (path != "gemm" && path != "flash_prefill") continue;
+    const EngineKernelParams params = fit_engine_kernel(list, prior, engine_bound_of_path(path));
+    costs.kernels[key] = params;
+    for (const auto& s : list) {
+      if (!(s.target_s > 0.0)) continue;
+      out.loss += std::pow(engine_sample_time_s(s, params) / s.target_s - 1.0, 2);
+      ++out.samples;
+    }
+  }
+  return out;
+}
+
+// Stage 4: the clock gain, by its loss over the tensor-core keys on a grid of gains; kept only
+// where it lowers their mean squared relative error by kMinClockGainGain (about a point of rms
+// error), else 0: steps of one kind cannot tell it from the efficiencies.
+constexpr double kMaxClockGain = 0.3, kClockGainStep = 0.01, kMinClockGainGain = 1e-4;
+
+double fit_clock_gain(const std::vector<FitPoint>& points, EngineCosts& costs,
+                      const EngineKernelPrior& prior, const CostModel& fallback) {
+  ClockAtPoints clock;
+  {
+    const EngineCostModel priced(costs, std::make_unique<BorrowedCost>(fallback));
+    clock.duty = measured_tensor_core_duty(points, priced);
+  }
+  double best_gain = 0.0, best_loss = 0.0, no_gain_loss = 0.0;
+  int samples = 0;
+  for (int i = 0; i * kClockGainStep <= kMaxClockGain + 1e-12; ++i) {
+    clock.gain = i * kClockGainStep;
+    EngineCosts trial = costs;
+    const ClockLoss l = refit_tensor_core_keys(points, trial, prior, clock);
+    if (i == 0) no_gain_loss = l.loss, samples = l.samples;
+    if (i == 0 || l.loss < best_loss) best_loss = l.loss, best_gain = clock.gain;
+  }
+  if (samples == 0 || no_gain_loss - best_loss < kMinClockGainGain * samples) best_gain = 0.0;
+  clock.gain = best_gain;
+  refit_tensor_core_keys(points, costs, prior, clock);
+  return best_gain;
+}
+
 }  // namespace
 
 EngineFit fit_engine_costs(const std::vector<EngineProfile>& profiles, const HardwareSpec& hw,
@@ -356,6 +441,16 @@ EngineFit fit_engine_costs(const std::vector<EngineProfile>& profiles, const Har
       fit.costs.kernels[key] = fit_engine_kernel(list, prior, engine_bound_of_path(path));
       fit.class_samples += static_cast<int>(list.size());
     }
+    const EngineCostModel priced(fit.costs, std::make_unique<BorrowedCost>(fallback));
+    const StepFit steps = fit_step_constants(points, priced);
+    fit.costs.graph_per_kernel_s = steps.graph_per_kernel_s;
+    fit.costs.graph_step_s = steps.graph_step_s;
+    fit.costs.eager_step_s = steps.eager_step_s;
+    fit.costs.host_per_kernel_s = steps.host_per_kernel_s;
+  }
+  // The tensor cores' clock last, on the kernels as fitted, then the step constants again.
+  fit.costs.matrix_clock_gain = fit_clock_gain(points, fit.costs, prior, fallback);
+  if (fit.costs.matrix_clock_gain > 0.0) {
     const EngineCostModel priced(fit.costs, std::make_unique<BorrowedCost>(fallback));
     const StepFit steps = fit_step_constants(points, priced);
     fit.costs.graph_per_kernel_s = steps.graph_per_kernel_s;

@@ -80,6 +80,9 @@ const char* engine_kv_format_label(DType kv) {
 
 namespace {
 
+// Query tokens per CTA of the naive P·V kernel in prefills (attention_naive.cu's kGroup).
+constexpr int64_t kNaiveGroup = 16;
+
 // What the engine does around a GEMV's product when fusion is on (GemvFused in
 // engine/cuda/projection.hpp).
 enum class Fused { none, norm_prologue, residual_epilogue, norm_swiglu };
@@ -227,7 +230,9 @@ class EngineBuilder {
     const double kv = static_cast<double>(a.kv_len);
     const double scores = b * hq * q * kv;
     const double q_bytes = b * q * hq * d * fb_;
-    const KernelTag naive = tag("attention", "naive", kv_label_);
+    // Prefills (tokens grouped per CTA) and decodes (one token per CTA) run the kernels in two
+    // ways (attention_naive.cu), each with its own calibration.
+    const KernelTag naive = tag("attention", a.q_len > 1 ? "naive_prefill" : "naive", kv_label_);
     Op qk;
     qk.name = "attn_scores";
     qk.kind = OpKind::attention_scores;
@@ -255,6 +260,16 @@ class EngineBuilder {
     pv.kv_bytes = kv_read_bytes() / 2.0;  // the values
     pv.context_dependent = true;
     pv.tag = naive;
+    // Its CTAs walk their positions one value row after another (attention_naive.cu): one
+    // (token, head) each in decode and mixed batches, a group of kNaiveGroup tokens of a head in
+    // prefills, reading the rows their tokens see (causal: on average the cached ones and half
+    // the new) and those tokens' P rows.
+    const bool grouped = a.q_len > 1;
+    const int64_t group = grouped ? kNaiveGroup : 1;
+    const double visible = kv - (q - 1.0) / 2.0;
+    pv.grid_ctas = a.q_heads * ((a.batch * a.q_len + group - 1) / group);
+    pv.bytes_per_cta =
+        visible * (engine_kv_vector_bytes(s_.head_dim, p_.kv) + 4.0 * static_cast<double>(group));
     add(pv, Scope::per_layer, model_.num_layers);
   }
 

@@ -92,6 +92,11 @@ struct Op {
   // output, rows 2 x intermediate apart): PyTorch cannot vectorize it and runs its generic
   // elementwise kernel, 1.6-1.7x slower than on contiguous tensors (H100, 2026-11-23).
   bool strided_input = false;
+  // Where the engine's CTAs each stream their share in order, too few to fill the GPU or too
+  // slow alone to reach its bandwidth (naive attention's P·V walks a whole context per (token,
+  // head)): the CTAs launched and the bytes each reads. 0 when not modelled.
+  int64_t grid_ctas = 0;
+  double bytes_per_cta = 0.0;
   KernelTag tag{};
 
   double bytes() const { return weight_bytes + activation_bytes + kv_bytes; }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "cost/engine/engine_cost.hpp"
+
 namespace inferlab {
 
 namespace {
@@ -61,6 +63,26 @@ void apply_sustained_slowdown(double slowdown, StepPrediction& step) {
   }
 }
 
+double tensor_core_duty(const StepPrediction& step) {
+  double busy_s = 0.0;
+  for (const auto& p : step.ops) {
+    if (p.cost.bound == Bound::compute && engine_tensor_core_op(p.op)) busy_s += p.total_s();
+  }
+  return step.gpu_s > 0.0 ? busy_s / step.gpu_s : 0.0;
+}
+
+void apply_matrix_clock(double gain, StepPrediction& step) {
+  const double factor = engine_clock_factor(gain, tensor_core_duty(step));
+  step.gpu_s = 0.0;
+  for (auto& p : step.ops) {
+    if (p.cost.bound == Bound::compute && engine_tensor_core_op(p.op)) {
+      p.cost.compute_s *= factor;
+      p.cost.combine_parts();
+    }
+    step.gpu_s += p.total_s();
+  }
+}
+
 StepPrediction predict_step(const StepContext& c, const StepShape& shape) {
   std::vector<Op> ops;
   build_step_graph(*c.model, shape, c.precision, c.plan, c.shard, ops);
@@ -77,6 +99,9 @@ StepPrediction predict_step(const StepContext& c, const StepShape& shape) {
   // The engine's calibration was fitted on its whole steps: its own host constants.
   const auto fitted = c.framework == Framework::inferlab ? c.cost->fitted_step_costs()
                                                          : std::optional<FittedStepCosts>();
+  if (fitted && fitted->matrix_clock_gain > 0.0) {
+    apply_matrix_clock(fitted->matrix_clock_gain, step);
+  }
   if (fitted) {
     step.time_s =
         c.cuda_graphs

@@ -54,6 +54,12 @@ StepPrediction predict_step(const StepContext& context, const StepShape& shape);
 // compute-bound share of GPU time (CostModel::sustained_compute_slowdown) and re-sums gpu_s.
 void apply_sustained_slowdown(double slowdown, StepPrediction& step);
 
+// The share of the step's GPU time in compute-bound tensor-core kernels of the engine
+// (engine_tensor_core_op), and those kernels' compute term scaled by engine_clock_factor at that
+// share (EngineCosts::matrix_clock_gain); gpu_s re-summed.
+double tensor_core_duty(const StepPrediction& step);
+void apply_matrix_clock(double gain, StepPrediction& step);
+
 // Wall time of a queue of kernels with the given GPU durations, launched host_per_kernel_s
 // apart from the host (host_per_layer_kernel_s apart inside the layers when given, >= 0).
 // Exposed for tests.

@@ -14,6 +14,7 @@
 #include "fit/validate_engine.hpp"
 #include "model/engine_blocks.hpp"
 #include "predict/step_predictor.hpp"
+#include "util/error.hpp"
 
 namespace inferlab {
 namespace {
@@ -222,6 +223,90 @@ TEST(EngineKernelFit, OneSampleLandsOnThePriorWhereTheDataCannotTell) {
   EXPECT_NEAR(p.t0_s + 20e-6 / p.memory_efficiency, 30e-6, 0.01e-6);
   EXPECT_NEAR(p.memory_efficiency, 0.8, 0.1);
   EXPECT_EQ(p.compute_efficiency, EngineKernelPrior{}.compute_efficiency);
+}
+
+TEST(EngineKernelFit, RecoversAPlantedPerCtaEfficiency) {
+  // A kernel with 8 CTAs per sequence: below 53 CTAs (batch 1-4) the per-CTA term binds
+  // (132 / CTAs / 2 > 1 / 0.8), above it the bandwidth. Truth: t0 5 us, e_memory 0.8, e_cta 2;
+  // two launches per sample.
+  const EngineKernelParams truth{5e-6, 0.6, 0.8, 2.0};
+  std::vector<EngineKernelSample> samples;
+  for (double batch : {1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0}) {
+    for (double context : {256.0, 1024.0, 4096.0}) {
+      const double bytes = batch * context * 2048.0, ctas = batch * 8.0, sms = 132.0;
+      const EngineWorkTerm term{2.0, 1e-9, 2.0 * bytes / 4e12,
+                                2.0 * bytes / ctas * std::max(ctas, sms) / 4e12};
+      EngineKernelSample sample{0.0, {term}};
+      sample.target_s = engine_sample_time_s(sample, truth);
+      samples.push_back(sample);
+    }
+  }
+  const EngineKernelParams p = fit_engine_kernel(samples, {}, EngineBound::memory);
+  EXPECT_NEAR(p.cta_efficiency, 2.0, 0.02);
+  EXPECT_NEAR(p.memory_efficiency, 0.8, 0.008);
+  EXPECT_NEAR(p.t0_s, 5e-6, 0.1e-6);
+  EXPECT_LT(p.mape, 1e-3);
+}
+
+TEST(EngineKernelFit, NoGridNoPerCtaTerm) {
+  EngineKernelSample sample{30e-6, {{1.0, 0.0, 20e-6}}};
+  EXPECT_EQ(fit_engine_kernel({sample}, {}, EngineBound::memory).cta_efficiency, 0.0);
+}
+
+TEST(EngineCost, PerCtaTermBindsWhenCtasAreFew) {
+  // 32 CTAs of 1 MB on 132 SMs at 4 TB/s: 1e6 x 132 / 4e12 = 33 us at e_cta 1, 132 us at 0.25;
+  // the bandwidth term is 32 MB / (4 TB/s x 0.8) = 10 us, so the per-CTA term prices it.
+  EngineCeilings ceilings;
+  ceilings.memory_bandwidth_bps = 4e12;
+  ceilings.fp32_flops_per_s = 6e13;
+  ceilings.sm_count = 132;
+  Op op;
+  op.kind = OpKind::attention_context;
+  op.kv_bytes = 32e6;
+  op.grid_ctas = 32;
+  op.bytes_per_cta = 1e6;
+  EXPECT_DOUBLE_EQ(engine_cta_stream_s(op, ceilings), 33e-6);
+  ceilings.matrix_flops_per_s["bf16"] = 8e14;
+  const EngineKernelParams params{0.0, 0.6, 0.8, 0.25};
+  EXPECT_NEAR(engine_op_cost(op, params, ceilings).memory_s, 132e-6, 1e-12);
+  op.grid_ctas = 1320;  // ten per SM: 1e6 x 1320 / 4e12 = 330 us at e_cta 1
+  EXPECT_DOUBLE_EQ(engine_cta_stream_s(op, ceilings), 330e-6);
+  ceilings.sm_count = 0;  // a calibration without an SM count: no per-CTA term
+  EXPECT_EQ(engine_cta_stream_s(op, ceilings), 0.0);
+  EXPECT_NEAR(engine_op_cost(op, params, ceilings).memory_s, 10e-6, 1e-12);
+}
+
+TEST(EngineCost, MatrixClockSpeedsTensorCoreWorkByTheIdleShare) {
+  // A compute-bound GEMM of 1 ms beside 3 ms of memory-bound work: duty 0.25, so at gain 0.2
+  // the GEMM's compute term is x (1 - 0.2 x 0.75) = 0.85: 0.85 ms, the step 3.85 ms.
+  StepPrediction step;
+  PricedOp gemm;
+  gemm.op.tag.path = "gemm";
+  gemm.cost.compute_s = 1e-3;
+  gemm.cost.memory_s = 0.2e-3;
+  gemm.cost.combine_parts();
+  PricedOp other;
+  other.op.tag.path = "gemv";
+  other.cost.memory_s = 3e-3;
+  other.cost.combine_parts();
+  step.ops = {gemm, other};
+  step.gpu_s = 4e-3;
+  EXPECT_DOUBLE_EQ(tensor_core_duty(step), 0.25);
+  apply_matrix_clock(0.2, step);
+  EXPECT_NEAR(step.ops[0].cost.time_s, 0.85e-3, 1e-12);
+  EXPECT_NEAR(step.ops[1].cost.time_s, 3e-3, 1e-12);
+  EXPECT_NEAR(step.gpu_s, 3.85e-3, 1e-12);
+  EXPECT_DOUBLE_EQ(engine_clock_factor(0.2, 1.0), 1.0);  // tensor cores never idle: no gain
+}
+
+TEST(EngineCosts, ClockGainOutsideItsRangeIsAnInputError) {
+  const Synthetic s = make_synthetic();
+  nlohmann::json json = engine_costs_to_json(fit_engine_costs(s.profiles, s.hw, *s.fallback).costs);
+  EXPECT_EQ(json["steps"]["matrix_clock_gain"], 0.0);  // data drawn without one: none fitted
+  json["steps"]["matrix_clock_gain"] = 0.9;
+  EXPECT_THROW(engine_costs_from_json(json, "test"), InputError);
+  json["steps"].erase("matrix_clock_gain");  // files fitted before the term read as none
+  EXPECT_EQ(engine_costs_from_json(json, "test").matrix_clock_gain, 0.0);
 }
 
 }  // namespace

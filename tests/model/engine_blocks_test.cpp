@@ -243,7 +243,21 @@ TEST(EngineBlocks, NaiveAttentionWritesAndReadsFp32ScoresTwice) {
   EXPECT_DOUBLE_EQ(pv.activation_bytes, 4 * scores + q);  // scores in, O out
   EXPECT_DOUBLE_EQ(qk.kv_bytes + pv.kv_bytes, 2.0 * 64 * 128);
   EXPECT_EQ(calls(ops, "attention"), 2);  // one call per layer, three kernels
-  for (const Op* op : {&qk, &sm, &pv}) EXPECT_STREQ(op->tag.path, "naive");
+  for (const Op* op : {&qk, &sm, &pv}) EXPECT_STREQ(op->tag.path, "naive_prefill");
+  // P·V's CTAs: 2 heads x 64 tokens / 16 per CTA; each sees 64 - 63/2 = 32.5 positions on
+  // average and reads a 128-byte value row and 16 fp32 probabilities per position.
+  EXPECT_EQ(pv.grid_ctas, 8);
+  EXPECT_DOUBLE_EQ(pv.bytes_per_cta, 32.5 * (128 + 16 * 4));
+  EXPECT_EQ(qk.grid_ctas, 0);  // plenty of CTAs: no per-CTA term
+}
+
+TEST(EngineBlocks, NaiveDecodeGivesOneCtaPerTokenAndHead) {
+  const auto ops =
+      step({Phase::decode, 3, 1, 100}, precision(DType::bf16), engine_plan(true, false, false));
+  const Op& pv = find(ops, "attn_context");
+  EXPECT_STREQ(pv.tag.path, "naive");
+  EXPECT_EQ(pv.grid_ctas, 3 * 2);                         // 3 sequences x 2 query heads
+  EXPECT_DOUBLE_EQ(pv.bytes_per_cta, 100.0 * (128 + 4));  // each walks all 100 positions
 }
 
 TEST(EngineBlocks, OtherFamiliesAndTensorParallelKeepTheFusedList) {

@@ -1,6 +1,7 @@
 #include "cost/engine/engine_cost.hpp"
 
 #include <algorithm>
+#include <string_view>
 #include <utility>
 
 #include "util/error.hpp"
@@ -35,6 +36,23 @@ double engine_op_peak(const Op& op, const EngineCeilings& ceilings) {
                    std::string(dtype_name(op.compute_dtype)) + " matrix peak");
 }
 
+bool engine_tensor_core_op(const Op& op) {
+  const std::string_view path = op.tag.path;
+  return path == "gemm" || path == "flash_prefill";
+}
+
+double engine_clock_factor(double gain, double duty) {
+  return 1.0 - gain * (1.0 - std::clamp(duty, 0.0, 1.0));
+}
+
+double engine_cta_stream_s(const Op& op, const EngineCeilings& ceilings) {
+  if (op.grid_ctas <= 0 || ceilings.sm_count <= 0 || ceilings.memory_bandwidth_bps <= 0.0) {
+    return 0.0;
+  }
+  const double waves_of_sms = static_cast<double>(std::max(op.grid_ctas, ceilings.sm_count));
+  return op.bytes_per_cta * waves_of_sms / ceilings.memory_bandwidth_bps;
+}
+
 OpCost engine_op_cost(const Op& op, const EngineKernelParams& p, const EngineCeilings& ceilings) {
   OpCost cost;
   cost.op_class = classify_op(op);
@@ -42,6 +60,10 @@ OpCost engine_op_cost(const Op& op, const EngineKernelParams& p, const EngineCei
   cost.ideal_s = std::max(op.flops / peak, op.bytes() / ceilings.memory_bandwidth_bps);
   cost.compute_s = op.flops / (peak * p.compute_efficiency);
   cost.memory_s = op.bytes() / (ceilings.memory_bandwidth_bps * p.memory_efficiency);
+  const double serial_s = engine_cta_stream_s(op, ceilings);
+  if (serial_s > 0.0 && p.cta_efficiency > 0.0) {
+    cost.memory_s = std::max(cost.memory_s, serial_s / p.cta_efficiency);
+  }
   cost.latency_s = std::max(1, op.kernels) * p.t0_s;
   cost.combine_parts();
   return cost;
@@ -51,6 +73,8 @@ std::vector<std::string> engine_key_candidates(const KernelTag& tag) {
   const std::string cls = tag.kernel_class, path = tag.path, format = tag.format;
   std::vector<std::string> keys = {engine_kernel_key(cls, path, format)};
   if (path == "gemv_fused") keys.push_back(engine_kernel_key(cls, "gemv", format));
+  // (Calibrations fitted before naive prefills had their own key price them as naive decodes.)
+  if (path == "naive_prefill") keys.push_back(engine_kernel_key(cls, "naive", format));
   if (format != "bf16") {
     keys.push_back(engine_kernel_key(cls, path, "bf16"));
     if (path == "gemv_fused") keys.push_back(engine_kernel_key(cls, "gemv", "bf16"));
@@ -87,7 +111,7 @@ double EngineCostModel::isolated_time_s(const Op& op) const {
 
 std::optional<FittedStepCosts> EngineCostModel::fitted_step_costs() const {
   return FittedStepCosts{costs_.host_per_kernel_s, costs_.eager_step_s, costs_.graph_per_kernel_s,
-                         costs_.graph_step_s};
+                         costs_.graph_step_s, costs_.matrix_clock_gain};
 }
 
 nlohmann::json EngineCostModel::describe(const Op& op) const {

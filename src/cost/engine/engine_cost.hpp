@@ -43,6 +43,19 @@ class EngineCostModel : public CostModel {
 // GEMMs and attention, the fp32 SIMT rate for everything else.
 double engine_op_peak(const Op& op, const EngineCeilings& ceilings);
 
+// Whether the engine runs `op` on the tensor cores (cuBLASLt GEMMs, the tiled prefill
+// attention): the kernels whose clock EngineCosts::matrix_clock_gain describes when their
+// compute term binds.
+bool engine_tensor_core_op(const Op& op);
+// The multiplier of those kernels' compute term in a step that keeps the tensor cores busy for
+// `duty` (0-1) of its GPU time.
+double engine_clock_factor(double gain, double duty);
+
+// The per-CTA streaming term of `op` at cta_efficiency 1: its CTAs' bytes in order, one CTA per
+// SM at a time, each at one SM's share of the bandwidth (bytes_per_cta x max(SMs, CTAs) /
+// bandwidth); 0 when the op gives no grid or the ceilings no SM count.
+double engine_cta_stream_s(const Op& op, const EngineCeilings& ceilings);
+
 // The time of one op under (t0, efficiencies) against `ceilings`; the fit uses it too.
 OpCost engine_op_cost(const Op& op, const EngineKernelParams& params,
                       const EngineCeilings& ceilings);

@@ -15,6 +15,7 @@ namespace inferlab {
 namespace {
 constexpr double kMaxEfficiency = 4.0;  // above 1: L2 serves what the model counts as HBM bytes
 constexpr double kMaxTime_s = 1e-2;
+constexpr double kMaxClockGain = 0.5;
 
 double checked(const nlohmann::json& object, const std::string& key, double min_value,
                double max_value, const std::string& context, bool open_min = false) {
@@ -36,6 +37,7 @@ EngineCeilings engine_ceilings_of(const HardwareSpec& hw) {
   for (DType d : {DType::bf16, DType::fp16, DType::fp8, DType::int8}) {
     if (auto peak = hw.peak_flops(d)) c.matrix_flops_per_s[std::string(dtype_name(d))] = *peak;
   }
+  c.sm_count = hw.sm_count;
   c.source = hw.name + " " + hw.ceiling_source();
   return c;
 }
@@ -55,6 +57,7 @@ nlohmann::json engine_costs_to_json(const EngineCosts& costs) {
     kernels[key] = {{"t0_s", k.t0_s},
                     {"compute_efficiency", k.compute_efficiency},
                     {"memory_efficiency", k.memory_efficiency},
+                    {"cta_efficiency", k.cta_efficiency},
                     {"points", k.points},
                     {"mape", k.mape}};
   }
@@ -67,13 +70,15 @@ nlohmann::json engine_costs_to_json(const EngineCosts& costs) {
            {{"memory_bandwidth_bps", costs.ceilings.memory_bandwidth_bps},
             {"fp32_flops_per_s", costs.ceilings.fp32_flops_per_s},
             {"matrix_flops_per_s", matrix},
+            {"sm_count", costs.ceilings.sm_count},
             {"source", costs.ceilings.source}}},
           {"steps",
            {{"profile_mark_s", costs.profile_mark_s},
             {"host_per_kernel_s", costs.host_per_kernel_s},
             {"eager_step_s", costs.eager_step_s},
             {"graph_per_kernel_s", costs.graph_per_kernel_s},
-            {"graph_step_s", costs.graph_step_s}}},
+            {"graph_step_s", costs.graph_step_s},
+            {"matrix_clock_gain", costs.matrix_clock_gain}}},
           {"kernels", kernels},
           {"fit", costs.fit_summary}};
 }
@@ -98,6 +103,10 @@ EngineCosts engine_costs_from_json(const nlohmann::json& json, const std::string
   c.ceilings.memory_bandwidth_bps = checked(ceilings, "memory_bandwidth_bps", 0, 1e15, cctx, true);
   c.ceilings.fp32_flops_per_s = checked(ceilings, "fp32_flops_per_s", 0, 1e18, cctx, true);
   c.ceilings.source = optional_string(ceilings, "source", "", cctx);
+  // (Files fitted before the per-CTA term have no SM count: the term stays off for them.)
+  if (ceilings.contains("sm_count")) {
+    c.ceilings.sm_count = static_cast<int64_t>(checked(ceilings, "sm_count", 0, 1e5, cctx));
+  }
   const nlohmann::json& matrix = object(ceilings, "matrix_flops_per_s", cctx);
   for (const auto& [name, value] : matrix.items()) {
     parse_dtype(name);  // an unknown dtype name is an InputError listing the known ones
@@ -111,6 +120,10 @@ EngineCosts engine_costs_from_json(const nlohmann::json& json, const std::string
   c.eager_step_s = checked(steps, "eager_step_s", -kMaxTime_s, kMaxTime_s, sctx);
   c.graph_per_kernel_s = checked(steps, "graph_per_kernel_s", -1e-4, 1e-4, sctx);
   c.graph_step_s = checked(steps, "graph_step_s", -kMaxTime_s, kMaxTime_s, sctx);
+  // (Absent from files fitted before the clock term: none.)
+  if (steps.contains("matrix_clock_gain")) {
+    c.matrix_clock_gain = checked(steps, "matrix_clock_gain", 0, kMaxClockGain, sctx);
+  }
   const nlohmann::json& kernels = object(json, "kernels", context);
   for (const auto& [key, k] : kernels.items()) {
     const std::string kctx = context + " kernels['" + key + "']";
@@ -126,6 +139,9 @@ EngineCosts engine_costs_from_json(const nlohmann::json& json, const std::string
     p.t0_s = checked(k, "t0_s", 0, kMaxTime_s, kctx);
     p.compute_efficiency = checked(k, "compute_efficiency", 0, kMaxEfficiency, kctx, true);
     p.memory_efficiency = checked(k, "memory_efficiency", 0, kMaxEfficiency, kctx, true);
+    if (k.contains("cta_efficiency")) {
+      p.cta_efficiency = checked(k, "cta_efficiency", 0, kMaxEfficiency, kctx);
+    }
     p.points = static_cast<int>(require_count(k, "points", kctx, 0, 1 << 30));
     p.mape = checked(k, "mape", 0, 1e6, kctx);
     c.kernels[key] = p;

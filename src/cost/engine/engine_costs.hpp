@@ -13,12 +13,16 @@
 namespace inferlab {
 
 // One (kernel class, path, format) of the engine: each of its kernels takes
-//   t0_s + max(FLOPs / (peak x compute_efficiency), bytes / (bandwidth x memory_efficiency))
-// in a stream (a CUDA graph), the ceilings being the ones recorded in the file.
+//   t0_s + max(FLOPs / (peak x compute_efficiency), bytes / (bandwidth x memory_efficiency),
+//              per-CTA bytes x max(SMs, CTAs) / (bandwidth x cta_efficiency))
+// in a stream (a CUDA graph), the ceilings being the ones recorded in the file. The third term,
+// for ops that give their grid (Op::grid_ctas), is a CTA streaming its share at a fitted
+// fraction of one SM's share of the bandwidth, one CTA per SM at a time; cta_efficiency 0: none.
 struct EngineKernelParams {
   double t0_s = 3e-6;
   double compute_efficiency = 0.6;
   double memory_efficiency = 0.9;
+  double cta_efficiency = 0.0;
   int points = 0;     // (profile point, class) samples it was fitted on
   double mape = 0.0;  // on those samples, of the class times less their profile marks
 };
@@ -29,6 +33,7 @@ struct EngineCeilings {
   double memory_bandwidth_bps = 0.0;
   double fp32_flops_per_s = 0.0;                     // non-matrix kernels (norms, elementwise)
   std::map<std::string, double> matrix_flops_per_s;  // by dtype name: bf16, fp16, fp8, int8
+  int64_t sm_count = 0;                              // 0: the per-CTA term is off
   std::string source;
 };
 EngineCeilings engine_ceilings_of(const HardwareSpec& hardware);
@@ -46,6 +51,12 @@ struct EngineCosts {
   double eager_step_s = 0.0;
   double graph_per_kernel_s = 0.0;
   double graph_step_s = 0.0;
+  // The tensor cores' clock under power limits: a step's compute-bound tensor-core kernels
+  // (cuBLASLt GEMMs, the tiled prefill attention) take their compute term times
+  //   1 - matrix_clock_gain x (1 - duty),
+  // duty being their share of the step's GPU time; on the H200 the same GEMMs ran ~8% faster
+  // between naive attention's memory-bound kernels than back to back. 0: no such term.
+  double matrix_clock_gain = 0.0;
   std::string source;
   nlohmann::json fit_summary = nlohmann::json::object();
 };
