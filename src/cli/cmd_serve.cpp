@@ -21,7 +21,7 @@ namespace {
 struct ServeCommandArgs {
   CommonArgs common;
   ServeArgs serve;
-  std::string slo, requests_csv, iterations_csv, svg_prefix;
+  std::string slo, requests_csv, iterations_csv, svg_prefix, kernel_profile_csv;
   std::string executor = "sim", device = "auto";
   int64_t kv_tokens = 0;
 };
@@ -76,7 +76,19 @@ ServeResult run_on_engine(const ServeCommandArgs& a, const std::vector<ServeRequ
   auto backend = make_engine_backend(model, options);
   engine.kv_blocks = backend->kv_layout().num_blocks;
   engine::ServingExecutor executor(*backend, requests, a.serve.seed);
-  return run_serving(requests, engine, executor);
+  executor.profile_kernels(!a.kernel_profile_csv.empty());
+  ServeResult result = run_serving(requests, engine, executor);
+  if (!a.kernel_profile_csv.empty()) {
+    std::ofstream out = open_output(a.kernel_profile_csv, "--kernel-profile-csv");
+    out << "iteration,prefill_tokens,decode_seqs,class,ms,launches\n";
+    for (const auto& it : executor.kernel_profiles()) {
+      for (const auto& k : it.classes) {
+        out << fmt::format("{},{},{},{},{:.4f},{}\n", it.iteration, it.prefill_tokens,
+                           it.decode_seqs, k.name, k.seconds * 1e3, k.launches);
+      }
+    }
+  }
+  return result;
 }
 
 // --slo sets the goodput targets; without it every finished request counts.
@@ -121,6 +133,9 @@ void register_serve(CLI::App& app) {
                   "Per-request targets for goodput: ttft_p99=MS,tpot_p99=MS (ms, or 's' unit)");
   cmd->add_option("--requests-csv", args->requests_csv, "Write one row per request here");
   cmd->add_option("--iterations-csv", args->iterations_csv, "Write one row per iteration here");
+  cmd->add_option("--kernel-profile-csv", args->kernel_profile_csv,
+                  "With --executor engine: profile every iteration and write its GPU time per "
+                  "kernel class here (iterations run eagerly, so they take longer)");
   cmd->add_option("--svg-prefix", args->svg_prefix,
                   "Write PREFIX-ttft-cdf.svg, PREFIX-tpot-cdf.svg and PREFIX-kv.svg");
   cmd->add_option("--executor", args->executor,
@@ -136,6 +151,10 @@ void register_serve(CLI::App& app) {
     OutputFormat format = parse_output_format(a.common.format);
     if (a.executor != "sim" && a.executor != "engine") {
       throw InputError("unknown --executor '" + a.executor + "'; known: sim, engine");
+    }
+    if (!a.kernel_profile_csv.empty() && a.executor != "engine") {
+      throw InputError(
+          "--kernel-profile-csv needs --executor engine (the simulator runs no kernels)");
     }
     ModelConfig model = load_model(
         is_checkpoint_folder(a.common.model) ? a.common.model + "/config.json" : a.common.model);

@@ -107,6 +107,7 @@ IterationOutcome ServingExecutor::execute(const ScheduledIteration& iteration) {
     batch.sequences.push_back(std::move(chunk));
     samples.push_back(w.decode || w.seq->computed + w.new_tokens >= w.seq->target);
   }
+  if (profile_kernels_) backend_.set_profiling(true);
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::vector<int32_t>> emitted(iteration.work.size());
   if (!speculating) {  // the fast path: sampled where the logits are
@@ -140,6 +141,20 @@ IterationOutcome ServingExecutor::execute(const ScheduledIteration& iteration) {
   }
   outcome.duration_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // The CPU backend measures no device time (negative): all of it is the host's.
+  const double device_s = backend_.last_forward_device_s();
+  outcome.device_s = device_s >= 0.0 ? device_s : outcome.duration_s;
+  if (profile_kernels_) {
+    IterationKernels record{forward_passes_, 0, 0, backend_.last_forward_profile()};
+    for (const Work& w : iteration.work) {
+      if (w.decode) {
+        ++record.decode_seqs;
+      } else {
+        record.prefill_tokens += w.new_tokens;
+      }
+    }
+    kernel_profiles_.push_back(std::move(record));
+  }
   ++forward_passes_;
   for (size_t i = 0; i < iteration.work.size(); ++i) {
     const Work& w = iteration.work[i];

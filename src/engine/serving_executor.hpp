@@ -51,6 +51,17 @@ class ServingExecutor : public Executor {
   int64_t forward_passes() const { return forward_passes_; }
   int64_t drafts_proposed() const { return drafts_proposed_; }  // n-gram hits, not padding
 
+  // With `on`, every forward pass is profiled (Backend::set_profiling: a CUDA backend then runs
+  // decode-only iterations eagerly too, so iterations take longer) and its GPU time per kernel
+  // class kept, one record per iteration.
+  struct IterationKernels {
+    int64_t iteration = 0;
+    int64_t prefill_tokens = 0, decode_seqs = 0;
+    std::vector<KernelClassTime> classes;
+  };
+  void profile_kernels(bool on) { profile_kernels_ = on; }
+  const std::vector<IterationKernels>& kernel_profiles() const { return kernel_profiles_; }
+
  private:
   // Token at `position` of request i: its prompt, then what it generated.
   int32_t token_at(size_t request, int64_t position) const;
@@ -71,6 +82,8 @@ class ServingExecutor : public Executor {
   size_t first_id_ = 0;
   int64_t forward_passes_ = 0, drafts_proposed_ = 0;
   int64_t ngram_max_;
+  bool profile_kernels_ = false;
+  std::vector<IterationKernels> kernel_profiles_;
 };
 
 }  // namespace inferlab::engine

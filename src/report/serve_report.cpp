@@ -144,12 +144,13 @@ std::string serve_requests_csv(const ServeResult& r) {
 std::string serve_iterations_csv(const ServeResult& r) {
   std::string out =
       "start_s,duration_ms,prefill_tokens,decode_seqs,batch_seqs,running,waiting,"
-      "kv_blocks_used,kv_use,preemptions\n";
+      "kv_blocks_used,kv_use,preemptions,device_ms\n";
   for (const auto& it : r.iterations) {
-    out += fmt::format(
-        "{:.6f},{:.4f},{},{},{},{},{},{},{:.4f},{}\n", it.start_s, it.duration_s * 1e3,
-        it.prefill_tokens, it.decode_seqs, it.batch_seqs, it.running, it.waiting, it.kv_blocks_used,
-        static_cast<double>(it.kv_blocks_used) / static_cast<double>(r.kv_blocks), it.preemptions);
+    out += fmt::format("{:.6f},{:.4f},{},{},{},{},{},{},{:.4f},{},{:.4f}\n", it.start_s,
+                       it.duration_s * 1e3, it.prefill_tokens, it.decode_seqs, it.batch_seqs,
+                       it.running, it.waiting, it.kv_blocks_used,
+                       static_cast<double>(it.kv_blocks_used) / static_cast<double>(r.kv_blocks),
+                       it.preemptions, it.device_s * 1e3);
   }
   return out;
 }

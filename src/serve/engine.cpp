@@ -66,6 +66,7 @@ ServeResult run_serving(const std::vector<ServeRequest>& requests, const EngineC
     record.batch_seqs = static_cast<int64_t>(iteration.work.size());
     const IterationOutcome outcome = executor.execute(iteration);
     record.duration_s = outcome.duration_s;
+    record.device_s = outcome.device_s;
     now += outcome.duration_s;
     scheduler.update(iteration, outcome, now, record);
     record.running = scheduler.running_count();

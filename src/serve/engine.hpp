@@ -46,6 +46,7 @@ struct EngineConfig {
 // One engine iteration, for timelines.
 struct IterationRecord {
   double start_s = 0.0, duration_s = 0.0;
+  double device_s = 0.0;       // IterationOutcome::device_s
   int64_t prefill_tokens = 0;  // prompt tokens computed
   int64_t decode_seqs = 0;     // sequences decoding
   int64_t batch_seqs = 0;      // sequences in the batch, prefilling or decoding

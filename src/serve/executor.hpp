@@ -19,6 +19,9 @@ struct ScheduledIteration {
 // accepted draft tokens.
 struct IterationOutcome {
   double duration_s = 0.0;
+  // The GPU's part of it where the executor measures one (the engine: CUDA events from the
+  // forward's first kernel to its last), else the same as duration_s; the rest is the host's.
+  double device_s = 0.0;
   std::vector<int64_t> advance;
 };
 

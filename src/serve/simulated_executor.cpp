@@ -38,6 +38,7 @@ int64_t SimulatedExecutor::accepted_drafts(int64_t proposed) {
 IterationOutcome SimulatedExecutor::execute(const ScheduledIteration& iteration) {
   IterationOutcome outcome;
   outcome.duration_s = cost_.time_s(to_batch(iteration));
+  outcome.device_s = outcome.duration_s;
   for (const auto& w : iteration.work) {
     if (w.decode) {
       outcome.advance.push_back(w.new_tokens > 1 ? 1 + accepted_drafts(w.new_tokens - 1) : 1);

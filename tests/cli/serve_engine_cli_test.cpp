@@ -52,6 +52,55 @@ TEST_F(ServeOnEngine, RunsEveryRequestAndReportsLikeTheSimulation) {
   EXPECT_GT(e["prefix_hit_rate"].get<double>(), 0.0);
 }
 
+// One row per iteration; device_ms is the GPU's part of duration_ms where the executor measures
+// one, so on the CPU backend (no device time) and in the simulation the two are equal.
+TEST_F(ServeOnEngine, IterationsCsvGivesEachIterationsWallAndDeviceTime) {
+  const std::string workload =
+      " --rate 100 --requests 8 --input-dist uniform:10,40 --output-dist uniform:2,6 "
+      "--kv-tokens 640 --seed 5 --format json --iterations-csv ";
+  for (const std::string executor : {" --executor engine --device cpu", " --executor sim"}) {
+    const auto csv = dir_ / "iterations.csv";
+    auto run = run_inferlab("serve --model " + model_ + executor + workload + csv.string());
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    std::ifstream in(csv);
+    std::string line;
+    std::getline(in, line);
+    EXPECT_EQ(line,
+              "start_s,duration_ms,prefill_tokens,decode_seqs,batch_seqs,running,waiting,"
+              "kv_blocks_used,kv_use,preemptions,device_ms");
+    int rows = 0;
+    while (std::getline(in, line)) {
+      ++rows;
+      const std::string duration =
+          line.substr(line.find(',') + 1, line.find(',', line.find(',') + 1) - line.find(',') - 1);
+      EXPECT_EQ(line.substr(line.rfind(',') + 1), duration) << executor << ": " << line;
+    }
+    EXPECT_GT(rows, 0) << executor;
+  }
+}
+
+// --kernel-profile-csv: one row per (iteration, kernel class) where the backend profiles its
+// kernels (the CPU reference does not: the header alone); the simulator runs none and refuses it.
+TEST_F(ServeOnEngine, KernelProfileCsvNeedsTheEngine) {
+  const auto csv = dir_ / "kernels.csv";
+  const std::string workload =
+      " --rate 100 --requests 4 --input-dist uniform:10,40 --output-dist uniform:2,6 "
+      "--kv-tokens 640 --seed 5 --format json --kernel-profile-csv " +
+      csv.string();
+  auto engine =
+      run_inferlab("serve --model " + model_ + " --executor engine --device cpu" + workload);
+  ASSERT_EQ(engine.exit_code, 0) << engine.err;
+  std::ifstream in(csv);
+  std::string header;
+  std::getline(in, header);
+  EXPECT_EQ(header, "iteration,prefill_tokens,decode_seqs,class,ms,launches");
+  auto sim = run_inferlab("serve --model " + model_ + workload);
+  EXPECT_EQ(sim.exit_code, 2);
+  EXPECT_NE(sim.err.find("inferlab: error: --kernel-profile-csv needs --executor engine"),
+            std::string::npos)
+      << sim.err;
+}
+
 TEST_F(ServeOnEngine, NgramSpeculationRunsAndReportsTheMeasuredAcceptance) {
   const std::string workload =
       " --rate 100 --requests 12 --input-dist uniform:10,60 --output-dist uniform:4,12 "
