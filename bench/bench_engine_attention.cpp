@@ -200,17 +200,25 @@ void time_decode(benchmark::State& state, AttentionSetup& setup, const std::stri
   state.SetLabel(label);
 }
 
+// A decode benchmark's shape from its arguments (batch, context, kv format, then its own).
+struct DecodeShape {
+  int batch, context;
+  DType format;
+};
+DecodeShape decode_shape_of(const benchmark::State& state) {
+  return {static_cast<int>(state.range(0)), static_cast<int>(state.range(1)),
+          format_of(state.range(2))};
+}
+
 void BM_Decode(benchmark::State& state) {
   if (!cuda_device_available()) {
     state.SkipWithError("no CUDA GPU");
     return;
   }
-  const int batch = static_cast<int>(state.range(0));
-  const int context = static_cast<int>(state.range(1));
-  const DType format = format_of(state.range(2));
+  const DecodeShape s = decode_shape_of(state);
   const bool naive = state.range(3) != 0;
-  AttentionSetup setup(batch, context, 1, format, naive);
-  time_decode(state, setup, label_of(format, naive));
+  AttentionSetup setup(s.batch, s.context, 1, s.format, naive);
+  time_decode(state, setup, label_of(s.format, naive));
 }
 BENCHMARK(BM_Decode)
     ->ArgNames({"batch", "context", "kv", "naive"})
@@ -220,22 +228,19 @@ BENCHMARK(BM_Decode)
     ->Unit(benchmark::kMicrosecond);
 
 // The two decode kernels forced (kernel: 1 chunked, 2 streamed), whatever BM_Decode's automatic
-// choice would be, at the batches around the switch between them; run with
-// INFERLAB_ENGINE_DECODE_SPLITS=N to set the split count as well.
+// choice would be (the streamed one for bf16 caches); run with INFERLAB_ENGINE_DECODE_SPLITS=N to
+// set the split count as well.
 void BM_DecodeKernels(benchmark::State& state) {
   if (!cuda_device_available()) {
     state.SkipWithError("no CUDA GPU");
     return;
   }
-  const int batch = static_cast<int>(state.range(0));
-  const int context = static_cast<int>(state.range(1));
-  const DType format = format_of(state.range(2));
-  AttentionSetup setup(batch, context, 1, format, false);
-  setup.p.decode_kernel =
-      state.range(3) == 1 ? cuda::DecodeKernel::chunked : cuda::DecodeKernel::streamed;
-  time_decode(
-      state, setup,
-      std::string(inferlab::dtype_name(format)) + (state.range(3) == 1 ? " chunked" : " streamed"));
+  const DecodeShape s = decode_shape_of(state);
+  const bool chunked = state.range(3) == 1;
+  AttentionSetup setup(s.batch, s.context, 1, s.format, false);
+  setup.p.decode_kernel = chunked ? cuda::DecodeKernel::chunked : cuda::DecodeKernel::streamed;
+  time_decode(state, setup,
+              std::string(inferlab::dtype_name(s.format)) + (chunked ? " chunked" : " streamed"));
 }
 BENCHMARK(BM_DecodeKernels)
     ->ArgNames({"batch", "context", "kv", "kernel"})

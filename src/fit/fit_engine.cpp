@@ -187,6 +187,18 @@ struct StepFit {
   double graph_per_kernel_s = 0.0, graph_step_s = 0.0, eager_step_s = 0.0, host_per_kernel_s = 0.0;
 };
 
+void set_step_constants(const StepFit& steps, EngineCosts& costs) {
+  costs.graph_per_kernel_s = steps.graph_per_kernel_s;
+  costs.graph_step_s = steps.graph_step_s;
+  costs.eager_step_s = steps.eager_step_s;
+  costs.host_per_kernel_s = steps.host_per_kernel_s;
+}
+
+// "class/path/format" -> "path".
+std::string path_of_key(const std::string& key) {
+  return key.substr(key.find('/') + 1, key.rfind('/') - key.find('/') - 1);
+}
+
 struct GraphStep {
   double gpu_s, kernels, step_s;
 };
@@ -358,8 +370,8 @@ ClockLoss refit_tensor_core_keys(const std::vector<FitPoint>& points, EngineCost
       class_samples(points, costs.ceilings, costs.profile_mark_s, unused_notes, clock);
   ClockLoss out;
   for (const auto& [key, list] : samples) {
-    const std::string path = key.substr(key.find('/') + 1, key.rfind('/') - key.find('/') - 1);
-    if (path != "gemm" && path != "flash_prefill") continue;
+    const std::string path = path_of_key(key);
+    if (!engine_tensor_core_path(path)) continue;
     const EngineKernelParams params = fit_engine_kernel(list, prior, engine_bound_of_path(path));
     costs.kernels[key] = params;
     for (const auto& s : list) {
@@ -437,26 +449,20 @@ EngineFit fit_engine_costs(const std::vector<EngineProfile>& profiles, const Har
     const auto samples =
         class_samples(points, fit.costs.ceilings, fit.costs.profile_mark_s, fit.notes);
     for (const auto& [key, list] : samples) {
-      const std::string path = key.substr(key.find('/') + 1, key.rfind('/') - key.find('/') - 1);
+      const std::string path = path_of_key(key);
       fit.costs.kernels[key] = fit_engine_kernel(list, prior, engine_bound_of_path(path));
       fit.class_samples += static_cast<int>(list.size());
     }
     const EngineCostModel priced(fit.costs, std::make_unique<BorrowedCost>(fallback));
     const StepFit steps = fit_step_constants(points, priced);
-    fit.costs.graph_per_kernel_s = steps.graph_per_kernel_s;
-    fit.costs.graph_step_s = steps.graph_step_s;
-    fit.costs.eager_step_s = steps.eager_step_s;
-    fit.costs.host_per_kernel_s = steps.host_per_kernel_s;
+    set_step_constants(steps, fit.costs);
   }
   // The tensor cores' clock last, on the kernels as fitted, then the step constants again.
   fit.costs.matrix_clock_gain = fit_clock_gain(points, fit.costs, prior, fallback);
   if (fit.costs.matrix_clock_gain > 0.0) {
     const EngineCostModel priced(fit.costs, std::make_unique<BorrowedCost>(fallback));
     const StepFit steps = fit_step_constants(points, priced);
-    fit.costs.graph_per_kernel_s = steps.graph_per_kernel_s;
-    fit.costs.graph_step_s = steps.graph_step_s;
-    fit.costs.eager_step_s = steps.eager_step_s;
-    fit.costs.host_per_kernel_s = steps.host_per_kernel_s;
+    set_step_constants(steps, fit.costs);
   }
   const EngineCostModel fitted(fit.costs, std::make_unique<BorrowedCost>(fallback));
   std::vector<std::string> files;

@@ -36,9 +36,12 @@ double engine_op_peak(const Op& op, const EngineCeilings& ceilings) {
                    std::string(dtype_name(op.compute_dtype)) + " matrix peak");
 }
 
-bool engine_tensor_core_op(const Op& op) {
-  const std::string_view path = op.tag.path;
+bool engine_tensor_core_path(std::string_view path) {
   return path == "gemm" || path == "flash_prefill";
+}
+
+bool engine_tensor_core_op(const Op& op) {
+  return engine_tensor_core_path(op.tag.path);
 }
 
 double engine_clock_factor(double gain, double duty) {

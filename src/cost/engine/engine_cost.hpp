@@ -1,6 +1,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cost/cost_model.hpp"
@@ -47,6 +48,7 @@ double engine_op_peak(const Op& op, const EngineCeilings& ceilings);
 // attention): the kernels whose clock EngineCosts::matrix_clock_gain describes when their
 // compute term binds.
 bool engine_tensor_core_op(const Op& op);
+bool engine_tensor_core_path(std::string_view path);  // the same, by the key's path
 // The multiplier of those kernels' compute term in a step that keeps the tensor cores busy for
 // `duty` (0-1) of its GPU time.
 double engine_clock_factor(double gain, double duty);
