@@ -27,17 +27,15 @@ struct ServeCommandArgs {
 };
 
 // The engine's run of the same schedule: the model on --device, its KV pool holding
-// --kv-tokens (default on a GPU: what its memory holds; the CPU needs it given), each
-// iteration timed on the wall clock. `engine.kv_blocks` becomes the pool's size.
+// --kv-tokens (default on a GPU: what its memory holds, less the draft model's share where
+// --speculative names one; the CPU needs it given), each iteration timed on the wall clock.
+// `engine.kv_blocks` becomes the pool's size.
 ServeResult run_on_engine(const ServeCommandArgs& a, const std::vector<ServeRequest>& requests,
                           EngineConfig& engine) {
-  if (engine.speculative.k > 0 && parse_speculative(a.serve.speculative).draft_model != "ngram") {
-    throw InputError(
-        "--executor engine drafts by n-gram lookup only: --speculative draft=ngram,k=K");
-  }
-  if (engine.preemption == PreemptionMode::swap) {
-    throw InputError("--executor engine preempts by recompute only; drop --preemption swap");
-  }
+  // draft=ngram: prompt lookup on the host; any other name: a draft model beside the target.
+  std::string draft_model =
+      engine.speculative.k > 0 ? parse_speculative(a.serve.speculative).draft_model : "";
+  if (draft_model == "ngram") draft_model.clear();
   EngineOptions options;
   options.device = resolve_device(a.device);
   options.seed = a.serve.seed;
@@ -73,9 +71,10 @@ ServeResult run_on_engine(const ServeCommandArgs& a, const std::vector<ServeRequ
         "--weights fp8");
   }
   const std::string model = a.common.model;
-  auto backend = make_engine_backend(model, options);
-  engine.kv_blocks = backend->kv_layout().num_blocks;
-  engine::ServingExecutor executor(*backend, requests, a.serve.seed);
+  const EngineBackends backends = make_engine_backends(model, draft_model, options);
+  engine.kv_blocks = backends.target->kv_layout().num_blocks;
+  engine::ServingExecutor executor(*backends.target, requests, a.serve.seed);
+  if (backends.draft) executor.set_draft_model(*backends.draft);
   executor.profile_kernels(!a.kernel_profile_csv.empty());
   ServeResult result = run_serving(requests, engine, executor);
   if (!a.kernel_profile_csv.empty()) {

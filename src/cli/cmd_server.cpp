@@ -72,13 +72,15 @@ void run_server(const ServerArgs& a) {
   config.max_num_batched_tokens = a.max_num_batched_tokens;
   config.block_size = a.block_size;
   config.prefix_caching = a.prefix_caching;
+  std::string draft_model;  // empty: n-gram lookup (ngram,k=K or, as serve spells it, draft=ngram)
   if (!a.speculative.empty()) {
-    std::string draft_model;
     const auto spec = engine::parse_speculative(a.speculative, draft_model);
-    if (!draft_model.empty()) {
-      throw InputError("the server drafts by n-gram lookup only: --speculative draft=ngram,k=K");
-    }
+    if (draft_model == "ngram") draft_model.clear();
     config.speculative.k = static_cast<int>(spec.k);
+  }
+  if (!draft_model.empty()) {  // refused before the tokenizer and any weight load
+    engine::check_draft_vocabulary(engine::load_llama_config(a.model),
+                                   engine::load_llama_config(draft_model));
   }
   const engine::Tokenizer tokenizer =
       engine::Tokenizer::from_file(tokenizer_path(a.model, a.tokenizer));
@@ -124,17 +126,19 @@ void run_server(const ServerArgs& a) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);  // a client that went away is a failed write, not a signal
 
-  auto backend = make_engine_backend(a.model, options);
+  const EngineBackends backends = make_engine_backends(a.model, draft_model, options);
+  const engine::Backend* backend = backends.target.get();
   server::ServingMetrics metrics;
-  server::LoopOptions loop_options{config, a.max_queue};
-  server::EngineLoop loop(*backend, loop_options, metrics);
+  server::LoopOptions loop_options{config, a.max_queue, backends.draft.get()};
+  server::EngineLoop loop(*backends.target, loop_options, metrics);
   server::OpenAiServer http(loop, tokenizer, metrics, http_options);
   const int port = http.bind();
   std::cerr << fmt::format(
                    "inferlab: serving {} on http://{}:{} ({}, KV cache {} tokens, max model "
-                   "length {})\n",
+                   "length {}{})\n",
                    http_options.served_model_name, a.host, port, options.device,
-                   backend->kv_layout().slots(), max_model_len)
+                   backend->kv_layout().slots(), max_model_len,
+                   draft_model.empty() ? "" : ", draft model " + draft_model)
             << std::flush;
   serve_until_signalled(http);
   std::cerr << "inferlab: server stopped\n";
@@ -174,7 +178,9 @@ void register_server(CLI::App& app) {
   cmd->add_option("--policy", args->policy, "chunked or vllm")->capture_default_str();
   cmd->add_flag("--prefix-caching", args->prefix_caching,
                 "Share KV blocks of identical prompt prefixes (hash chain over their tokens)");
-  cmd->add_option("--speculative", args->speculative, "draft=ngram,k=K: prompt-lookup drafting");
+  cmd->add_option("--speculative", args->speculative,
+                  "ngram,k=K: prompt-lookup drafting; draft=MODEL,k=K: a draft model (a checkpoint "
+                  "folder or shipped name sharing the vocabulary) beside the target");
   cmd->add_option("--cuda-graphs", args->cuda_graphs, "on|off: decode iterations replay graphs")
       ->capture_default_str();
   cmd->add_option("--gpu-memory-utilization", args->gpu_memory_utilization,

@@ -12,6 +12,7 @@
 #include "engine/cuda_backend.hpp"
 #include "engine/init_weights.hpp"
 #include "engine/quant/quantized_model.hpp"
+#include "engine/speculative.hpp"
 #include "engine/tensor_source.hpp"
 #include "engine/tp/shard.hpp"
 #include "engine/tp/tp_cpu_backend.hpp"
@@ -123,11 +124,9 @@ void check_cpu_memory(const engine::LlamaConfig& config, int64_t kv_tokens, int6
   }
 }
 
-}  // namespace
-
-std::unique_ptr<engine::Backend> make_engine_backend(const std::string& model,
-                                                     const EngineOptions& options) {
-  const engine::LlamaConfig config = engine::load_llama_config(model);
+// The number formats `config` runs in: --weights auto takes the checkpoint's own.
+engine::QuantConfig resolved_quant(const engine::LlamaConfig& config,
+                                   const EngineOptions& options) {
   engine::QuantConfig quant = options.quant;
   if (options.weights_from_checkpoint) {
     quant.weights = engine::checkpoint_weight_format(config);
@@ -135,6 +134,36 @@ std::unique_ptr<engine::Backend> make_engine_backend(const std::string& model,
       throw InputError("--activations int8 is W8A8 and needs --weights int8");
     }
   }
+  return quant;
+}
+
+engine::CudaBackendOptions cuda_backend_options(const EngineOptions& options,
+                                                const engine::QuantConfig& quant) {
+  engine::CudaBackendOptions cuda;
+  cuda.gpu_memory_utilization = options.gpu_memory_utilization;
+  cuda.max_batch_tokens = options.max_batch_tokens;
+  cuda.max_sequences = options.max_sequences;
+  cuda.block_size = options.block_size;
+  cuda.cuda_graphs = options.cuda_graphs;
+  cuda.max_kv_tokens = options.kv_pool_tokens;
+  cuda.reserved_bytes = options.reserved_bytes;
+  cuda.reserved_bytes_per_kv_block = options.reserved_bytes_per_kv_block;
+  cuda.gemv = options.gemv;
+  cuda.fusion = options.fusion;
+  cuda.naive_attention = options.naive_attention;
+  cuda.quant = quant;
+  // A switch for checking the GPU sampler against the host's: logits to the host, picked there.
+  const char* host_sampling = std::getenv("INFERLAB_ENGINE_HOST_SAMPLING");
+  cuda.sample_on_device = host_sampling == nullptr || std::string(host_sampling) != "1";
+  return cuda;
+}
+
+}  // namespace
+
+std::unique_ptr<engine::Backend> make_engine_backend(const std::string& model,
+                                                     const EngineOptions& options) {
+  const engine::LlamaConfig config = engine::load_llama_config(model);
+  engine::QuantConfig quant = resolved_quant(config, options);
   if (config.gptq && quant.weights == DType::int4) quant.group_size = config.gptq->group_size;
   engine::check_quant_config(quant, config.model.hidden_size, config.model.intermediate_size,
                              config.model.q_dim());
@@ -156,20 +185,7 @@ std::unique_ptr<engine::Backend> make_engine_backend(const std::string& model,
         "is not built yet); --device cpu runs the sharded model on the CPU reference",
         options.tp));
   }
-  engine::CudaBackendOptions cuda;
-  cuda.gpu_memory_utilization = options.gpu_memory_utilization;
-  cuda.max_batch_tokens = options.max_batch_tokens;
-  cuda.max_sequences = options.max_sequences;
-  cuda.block_size = options.block_size;
-  cuda.cuda_graphs = options.cuda_graphs;
-  cuda.max_kv_tokens = options.kv_pool_tokens;
-  cuda.gemv = options.gemv;
-  cuda.fusion = options.fusion;
-  cuda.naive_attention = options.naive_attention;
-  cuda.quant = quant;
-  // A switch for checking the GPU sampler against the host's: logits to the host, picked there.
-  const char* host_sampling = std::getenv("INFERLAB_ENGINE_HOST_SAMPLING");
-  cuda.sample_on_device = host_sampling == nullptr || std::string(host_sampling) != "1";
+  const engine::CudaBackendOptions cuda = cuda_backend_options(options, quant);
   if (!engine::cuda_device_available()) {
     throw InputError("--device cuda: no CUDA GPU is visible on this machine; use --device cpu");
   }
@@ -188,6 +204,37 @@ std::unique_ptr<engine::Backend> make_engine_backend(const std::string& model,
                                  backend->kv_layout().slots(), options.kv_tokens));
   }
   return backend;
+}
+
+EngineBackends make_engine_backends(const std::string& model, const std::string& draft_model,
+                                    const EngineOptions& options) {
+  EngineBackends backends;
+  if (draft_model.empty()) {
+    backends.target = make_engine_backend(model, options);
+    return backends;
+  }
+  const engine::LlamaConfig draft_config = engine::load_llama_config(draft_model);
+  engine::check_draft_vocabulary(engine::load_llama_config(model), draft_config);
+  EngineOptions target = options;
+  if (options.device == "cuda") {
+    // The target's pool is otherwise all that --gpu-memory-utilization leaves. The draft needs
+    // its weights and buffers and a KV block for each of the target's, so the target leaves the
+    // draft's fixed bytes and sizes its pool by both models' KV bytes per block: blocks =
+    // (budget − both models' fixed bytes) / (target's + draft's bytes per block).
+    const engine::CudaBackendOptions draft_cuda =
+        cuda_backend_options(options, resolved_quant(draft_config, options));
+    target.reserved_bytes = engine::cuda_backend_fixed_bytes(draft_config, draft_cuda);
+    target.reserved_bytes_per_kv_block = engine::cuda_kv_block_bytes(draft_config, draft_cuda);
+  }
+  backends.target = make_engine_backend(model, target);
+  EngineOptions draft = options;
+  draft.kv_tokens = backends.target->kv_layout().slots();  // the target's blocks, no more
+  draft.kv_pool_tokens = draft.kv_tokens;
+  // The draft takes the room the target left: its budget is all the GPU has left (capped at the
+  // target's blocks above), so that rounding in the target's allocations cannot cost it a block.
+  draft.gpu_memory_utilization = 1.0;
+  backends.draft = make_engine_backend(draft_model, draft);
+  return backends;
 }
 
 }  // namespace inferlab::cli

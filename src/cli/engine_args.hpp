@@ -42,6 +42,8 @@ struct EngineOptions {
   engine::QuantConfig quant;
   double gpu_memory_utilization = 0.90;
   int64_t tp = 1;  // tensor-parallel ranks (CPU: threads over the sharded reference)
+  // GPU: room the pool leaves for a second model (a draft: its fixed bytes, KV bytes per block).
+  int64_t reserved_bytes = 0, reserved_bytes_per_kv_block = 0;
 };
 
 // The engine's optimization switches as every engine command spells them (--cuda-graphs stays
@@ -67,5 +69,16 @@ std::string resolve_device(const std::string& device);
 // at the shipped shapes), quantized while they load.
 std::unique_ptr<engine::Backend> make_engine_backend(const std::string& model,
                                                      const EngineOptions& options);
+
+// The target's backend and, with `draft_model` (a checkpoint folder or shipped name; empty:
+// none), a draft model's for speculative decoding: same device, switches and block size, and a
+// KV pool of the target's blocks, so the scheduler's block tables serve both
+// (engine/serving_drafter.hpp). A draft whose vocabulary is not the target's is an InputError
+// before any weight is read.
+struct EngineBackends {
+  std::unique_ptr<engine::Backend> target, draft;
+};
+EngineBackends make_engine_backends(const std::string& model, const std::string& draft_model,
+                                    const EngineOptions& options);
 
 }  // namespace inferlab::cli

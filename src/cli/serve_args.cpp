@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "cli/engine_args.hpp"
 #include "cli/workload_grammar.hpp"
 #include "util/error.hpp"
 #include "util/text.hpp"
@@ -44,7 +45,7 @@ void add_serve_options(CLI::App* app, ServeArgs& a, bool with_rate) {
   app->add_option(
       "--speculative", a.speculative,
       "Speculative decoding: draft=MODEL,k=K,accept=P (draft=ngram: prompt lookup, no draft "
-      "model; --executor engine drafts by n-gram and measures its acceptance)");
+      "model; --executor engine runs the draft model or the lookup and measures the acceptance)");
 }
 
 std::vector<ServeRequest> make_workload(const ServeArgs& a, double rate) {
@@ -127,7 +128,10 @@ std::unique_ptr<ModelConfig> load_draft_model(const ServeArgs& args) {
   const SpeculativeArgs spec = parse_speculative(args.speculative);
   // draft=ngram: prompt lookup on the host, no draft model to price.
   if (spec.draft_model.empty() || spec.draft_model == "ngram") return nullptr;
-  return std::make_unique<ModelConfig>(load_model(spec.draft_model));
+  // A checkpoint folder is priced by its config.json, as the target is.
+  const bool folder = is_checkpoint_folder(spec.draft_model);
+  return std::make_unique<ModelConfig>(
+      load_model(folder ? spec.draft_model + "/config.json" : spec.draft_model));
 }
 
 }  // namespace inferlab::cli

@@ -67,7 +67,8 @@ OpClass classify_op(const Op& op, int64_t gemv_max_rows) {
 }
 
 void OpCost::combine_parts() {
-  double work_s = std::max(compute_s, memory_s);
+  const double work_s =
+      std::max(compute_s, memory_s) + serial_fraction * std::min(compute_s, memory_s);
   time_s = work_s + latency_s;
   if (latency_s > work_s) {
     bound = Bound::latency;

@@ -33,10 +33,14 @@ struct OpCost {
   double memory_s = 0.0;   // bytes over attainable bandwidth (delay factor included)
   double latency_s = 0.0;  // fixed per-kernel cost
   double ideal_s = 0.0;    // max(FLOPs / peak, bytes / peak bandwidth): the roofline floor
+  // The share of the smaller of compute_s and memory_s that does not hide under the larger (0:
+  // the roofline's max; 1: they add). The engine's calibration fits it for cuBLASLt GEMMs.
+  double serial_fraction = 0.0;
   Bound bound = Bound::memory;
   OpClass op_class = OpClass::elementwise;
   double efficiency() const { return time_s > 0.0 ? ideal_s / time_s : 0.0; }
-  // time = max(compute, memory) + latency; bound = the largest of the three parts.
+  // time = max(compute, memory) + serial_fraction min(compute, memory) + latency; bound = the
+  // largest of the three parts.
   void combine_parts();
 };
 

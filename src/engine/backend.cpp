@@ -51,4 +51,17 @@ std::vector<int32_t> Backend::forward_sample(const ForwardBatch& batch,
   return ids;
 }
 
+void check_swap_blocks(std::span<const int32_t> blocks, const KvCacheLayout& layout,
+                       int64_t host_bytes, int64_t block_bytes) {
+  for (const int32_t block : blocks) {
+    if (block < 0 || block >= layout.num_blocks) {
+      throw std::invalid_argument("KV swap: block " + std::to_string(block) +
+                                  " is outside the pool of " + std::to_string(layout.num_blocks));
+    }
+  }
+  if (host_bytes >= 0 && host_bytes < static_cast<int64_t>(blocks.size()) * block_bytes) {
+    throw std::invalid_argument("KV swap: the host copy holds fewer blocks than asked back");
+  }
+}
+
 }  // namespace inferlab::engine

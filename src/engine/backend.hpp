@@ -1,4 +1,5 @@
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -83,7 +84,20 @@ class Backend {
   // step at a long context costs what its reads cost, whatever the values, so the context need
   // not be prefilled).
   virtual void fill_kv_cache_random(uint64_t seed) = 0;
+
+  // Preemption by swap (serve --preemption swap): the contents of KV blocks (every layer's keys,
+  // values and scales) copied to host memory, block after block in an order only this backend
+  // reads, and back from there into blocks that need not be the same ones. A block outside the
+  // pool is std::invalid_argument; copying back reads the leading blocks' bytes of `host`.
+  virtual int64_t kv_block_host_bytes() const = 0;
+  virtual std::vector<std::byte> copy_kv_blocks_to_host(std::span<const int32_t> blocks) = 0;
+  virtual void copy_kv_blocks_from_host(std::span<const int32_t> blocks,
+                                        std::span<const std::byte> host) = 0;
 };
+
+// Checks the blocks of a swap against the pool and, copying back, the host copy's size.
+void check_swap_blocks(std::span<const int32_t> blocks, const KvCacheLayout& layout,
+                       int64_t host_bytes = -1, int64_t block_bytes = 0);
 
 // Checks a batch against a model and cache layout (the checks forward() promises).
 void validate_batch(const ForwardBatch& batch, const LlamaConfig& config,

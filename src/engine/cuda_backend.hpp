@@ -26,6 +26,10 @@ struct CudaBackendOptions {
   int64_t max_batch_tokens = 4096;       // new tokens per forward pass (activation buffers)
   int64_t max_sequences = 256;           // sequences per forward pass
   bool sample_on_device = true;          // false: logits to the host, sampled there
+  // Room the cache leaves for a second model on the GPU (speculative decoding's draft, whose pool
+  // has as many blocks): its bytes beside its KV cache, and its KV bytes per block.
+  int64_t reserved_bytes = 0;
+  int64_t reserved_bytes_per_kv_block = 0;
   // Decode-only forward_sample calls replay a CUDA graph captured per (batch padded to a power
   // of two, context bound rounded up to a power of two), instead of launching each kernel.
   bool cuda_graphs = false;
@@ -46,6 +50,8 @@ struct CudaBackendOptions {
 // Device memory the CUDA backend needs before its KV cache: the weights in options.quant's format
 // (QKV and gate/up fused), activation buffers for max_batch_tokens, logits and workspaces.
 int64_t cuda_backend_fixed_bytes(const LlamaConfig& config, const CudaBackendOptions& options);
+// Device memory of one KV block (options.block_size tokens in options.quant.kv's format).
+int64_t cuda_kv_block_bytes(const LlamaConfig& config, const CudaBackendOptions& options);
 
 // The CUDA backend over bf16 tensors from `source` (a checkpoint or random weights), quantized
 // at load as options.quant says; with `checkpoint` given and GPTQ-quantized, its modules are

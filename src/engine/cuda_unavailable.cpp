@@ -14,6 +14,9 @@ std::string cuda_device_name() {
 int64_t cuda_backend_fixed_bytes(const LlamaConfig&, const CudaBackendOptions&) {
   return 0;
 }
+int64_t cuda_kv_block_bytes(const LlamaConfig&, const CudaBackendOptions&) {
+  return 0;
+}
 
 std::unique_ptr<Backend> make_cuda_backend(const LlamaConfig&, const TensorSource&,
                                            const CudaBackendOptions&, const Checkpoint*) {

@@ -58,6 +58,12 @@ std::vector<ProfilePoint> profile_grid(int64_t max_context, int64_t kv_slots,
   for (int64_t context : kDecodeContexts) {
     for (int64_t batch : kDecodeBatches) grid.push_back({false, batch, 1, context});
   }
+  // Prefills between 128 and 512 tokens, the sizes of chunked prefill in serving: cuBLASLt's
+  // GEMMs there grow about linearly with the rows (H200 serving iterations, MEASUREMENTS §24),
+  // which the multiples of 512 alone do not show. Last, so the points above keep their splits.
+  for (int64_t tokens : {160, 192, 224, 256, 320, 384, 448}) {
+    grid.push_back({true, 1, tokens, tokens});
+  }
   std::vector<ProfilePoint> fitting;
   for (const ProfilePoint& p : grid) {
     const int64_t extra = p.prefill ? 0 : kMaxDecodeSteps;  // decode steps grow the context

@@ -1,5 +1,6 @@
 #include "engine/kv_cache.hpp"
 
+#include <cstring>
 #include <stdexcept>
 
 #include "engine/rng.hpp"
@@ -57,6 +58,40 @@ CpuKvCache::CpuKvCache(const KvCacheLayout& layout) : layout_(layout) {
                                               layout.num_kv_heads * layout.head_dim);
   keys_.assign(elements, 0.0f);
   values_.assign(elements, 0.0f);
+}
+
+int64_t CpuKvCache::block_bytes() const {
+  return 2 * layout_.num_layers * layout_.block_size * layout_.num_kv_heads * layout_.head_dim *
+         static_cast<int64_t>(sizeof(float));
+}
+
+std::vector<std::byte> CpuKvCache::copy_blocks_out(std::span<const int32_t> blocks) const {
+  // A block's slots are contiguous within a layer: one run of keys and one of values per layer.
+  const size_t run = static_cast<size_t>(block_bytes() / (2 * layout_.num_layers));
+  std::vector<std::byte> host(blocks.size() * static_cast<size_t>(block_bytes()));
+  std::byte* at = host.data();
+  for (const int32_t block : blocks) {
+    const int64_t slot = int64_t{block} * layout_.block_size;
+    for (int64_t layer = 0; layer < layout_.num_layers; ++layer) {
+      std::memcpy(at, key(layer, slot), run);
+      std::memcpy(at + run, value(layer, slot), run);
+      at += 2 * run;
+    }
+  }
+  return host;
+}
+
+void CpuKvCache::copy_blocks_in(std::span<const int32_t> blocks, std::span<const std::byte> host) {
+  const size_t run = static_cast<size_t>(block_bytes() / (2 * layout_.num_layers));
+  const std::byte* at = host.data();
+  for (const int32_t block : blocks) {
+    const int64_t slot = int64_t{block} * layout_.block_size;
+    for (int64_t layer = 0; layer < layout_.num_layers; ++layer) {
+      std::memcpy(key(layer, slot), at, run);
+      std::memcpy(value(layer, slot), at + run, run);
+      at += 2 * run;
+    }
+  }
 }
 
 }  // namespace inferlab::engine

@@ -1,4 +1,5 @@
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -61,6 +62,11 @@ class CpuKvCache {
   }
   // Every key and value uniform in [-1, 1), drawn from `seed`.
   void fill_random(uint64_t seed);
+  // Bytes of one block's keys and values over every layer, and the copies of blocks to and from
+  // such bytes, block after block (the Backend's swap to host memory).
+  int64_t block_bytes() const;
+  std::vector<std::byte> copy_blocks_out(std::span<const int32_t> blocks) const;
+  void copy_blocks_in(std::span<const int32_t> blocks, std::span<const std::byte> host);
 
  private:
   size_t offset(int64_t layer, int64_t slot) const {

@@ -69,6 +69,19 @@ int32_t pick_token(const std::vector<std::pair<int32_t, double>>& distribution, 
   return distribution.back().first;
 }
 
+int32_t sample_token(std::span<const float> logits, const SamplingParams& params, Xoshiro256& rng,
+                     std::vector<std::pair<int32_t, double>>* distribution_out) {
+  if (!sampling_draws(params)) {
+    const int32_t best = argmax(logits);
+    if (distribution_out != nullptr) *distribution_out = {{best, 1.0}};
+    return best;
+  }
+  auto distribution = sampling_distribution(logits, params);
+  const int32_t token = pick_token(distribution, rng.uniform());
+  if (distribution_out != nullptr) *distribution_out = std::move(distribution);
+  return token;
+}
+
 int32_t Sampler::sample(std::span<const float> logits, const SamplingParams& params) {
   if (!sampling_draws(params)) return argmax(logits);
   const auto distribution = sampling_distribution(logits, params);

@@ -31,6 +31,12 @@ bool sampling_draws(const SamplingParams& params);
 // probability exceeds u (the last one when rounding leaves u above the total).
 int32_t pick_token(const std::vector<std::pair<int32_t, double>>& distribution, double u);
 
+// The token sampling with `params` picks from one row of logits, drawing from `rng` (greedy: the
+// argmax, no draw); `distribution_out`, where given, gets the distribution it was picked from
+// (greedy: all mass on the argmax), which speculative verification needs of a draft model.
+int32_t sample_token(std::span<const float> logits, const SamplingParams& params, Xoshiro256& rng,
+                     std::vector<std::pair<int32_t, double>>* distribution_out = nullptr);
+
 // Draws tokens with its own xoshiro256** generator (seeded once, one uniform draw per sampled
 // token, none for greedy): the same seed and logits give the same tokens.
 class Sampler {

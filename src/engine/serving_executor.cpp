@@ -1,6 +1,8 @@
 #include "engine/serving_executor.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <span>
 #include <stdexcept>
 
 #include "engine/rng.hpp"
@@ -16,6 +18,14 @@ std::vector<int32_t> draw_ids(uint64_t seed, uint64_t stream, int64_t count, int
   std::vector<int32_t> ids(static_cast<size_t>(count));
   for (auto& id : ids) id = static_cast<int32_t>(rng.next() % static_cast<uint64_t>(vocab));
   return ids;
+}
+
+BlockTable table_of(const ScheduledIteration& iteration, int64_t seq) {
+  BlockTable table;
+  for (int64_t block : iteration.blocks->blocks_of(seq)) {
+    table.push_back(static_cast<int32_t>(block));
+  }
+  return table;
 }
 
 }  // namespace
@@ -49,10 +59,12 @@ void ServingExecutor::add_request(int64_t id, std::vector<int32_t> prompt,
 }
 
 void ServingExecutor::release(int64_t id) {
+  host_kv_.erase(id);  // a request ended while swapped out
   Record& record = at(static_cast<size_t>(id));
   record.released = true;
   record.prompt = {};
   record.generated = {};
+  if (drafter_) drafter_->forget(id);
   while (!records_.empty() && records_.front().released) {
     records_.pop_front();
     ++first_id_;
@@ -75,15 +87,64 @@ std::vector<int32_t> ServingExecutor::draft(size_t request, int64_t k) {
   return tokens;
 }
 
+void ServingExecutor::set_draft_model(Backend& draft) {
+  drafter_ = std::make_unique<BatchDrafter>(draft, backend_);
+}
+
+BatchDrafter::Proposals ServingExecutor::model_drafts(const ScheduledIteration& iteration) {
+  std::vector<BlockTable> tables;
+  tables.reserve(iteration.work.size());  // the items point into it
+  std::vector<BatchDrafter::Item> items;
+  for (const Work& w : iteration.work) {
+    Record& record = at(static_cast<size_t>(w.seq->id));
+    tables.push_back(table_of(iteration, w.seq->id));
+    items.push_back({w.seq->id, w.seq->computed, w.new_tokens, w.decode, &tables.back(),
+                     &record.sampling, &record.rng});
+  }
+  BatchDrafter::Proposals proposals =
+      drafter_->propose(items, [this](int64_t seq, int64_t position) {
+        return token_at(static_cast<size_t>(seq), position);
+      });
+  for (const auto& tokens : proposals.tokens) {
+    drafts_proposed_ += static_cast<int64_t>(tokens.size());
+  }
+  return proposals;
+}
+
+double ServingExecutor::apply_swaps(const std::vector<KvSwap>& swaps) {
+  if (swaps.empty()) return 0.0;
+  const auto start = std::chrono::steady_clock::now();
+  for (const KvSwap& swap : swaps) {
+    const std::vector<int32_t> blocks(swap.blocks.begin(), swap.blocks.end());
+    if (drafter_) drafter_->swap(swap.seq, swap.to_host, blocks);  // the draft's KV moves too
+    if (swap.to_host) {
+      host_kv_[swap.seq] = backend_.copy_kv_blocks_to_host(blocks);
+      continue;
+    }
+    auto it = host_kv_.find(swap.seq);
+    if (it == host_kv_.end()) {
+      throw std::logic_error("serving executor: a swap-in of a sequence never swapped out");
+    }
+    backend_.copy_kv_blocks_from_host(blocks, it->second);
+    host_kv_.erase(it);
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 IterationOutcome ServingExecutor::execute(const ScheduledIteration& iteration) {
   IterationOutcome outcome;
-  if (iteration.work.empty()) return outcome;  // a swap-only iteration: nothing to compute
-  if (iteration.swap_bytes > 0) {
-    throw std::invalid_argument("the engine does not swap KV to host memory yet; use recompute");
-  }
+  // Swaps first, on the wall clock and counted as the device's (they are copies over the host
+  // link); a swap-only iteration is nothing else.
+  const double swap_s = apply_swaps(iteration.swaps);
+  outcome.duration_s = outcome.device_s = swap_s;
+  if (iteration.work.empty()) return outcome;
   ForwardBatch batch;
   std::vector<bool> samples;
   std::vector<std::vector<int32_t>> drafts(iteration.work.size());
+  // The draft model's passes come first: the target scores their proposals. Without one, the
+  // proposals stay empty and drafts come from n-gram lookup.
+  BatchDrafter::Proposals proposals;
+  if (drafter_) proposals = model_drafts(iteration);
   bool speculating = false;
   for (size_t i = 0; i < iteration.work.size(); ++i) {
     const Work& w = iteration.work[i];
@@ -92,7 +153,7 @@ IterationOutcome ServingExecutor::execute(const ScheduledIteration& iteration) {
     chunk.cached_tokens = w.seq->computed;
     if (w.decode && w.new_tokens > 1) {  // the last token, then the drafts
       chunk.tokens.push_back(token_at(request, w.seq->computed));
-      drafts[i] = draft(request, w.new_tokens - 1);
+      drafts[i] = drafter_ ? std::move(proposals.tokens[i]) : draft(request, w.new_tokens - 1);
       chunk.tokens.insert(chunk.tokens.end(), drafts[i].begin(), drafts[i].end());
       chunk.all_logits = true;
       speculating = true;
@@ -101,9 +162,7 @@ IterationOutcome ServingExecutor::execute(const ScheduledIteration& iteration) {
         chunk.tokens.push_back(token_at(request, p));
       }
     }
-    for (int64_t block : iteration.blocks->blocks_of(w.seq->id)) {
-      chunk.block_table.push_back(static_cast<int32_t>(block));
-    }
+    chunk.block_table = table_of(iteration, w.seq->id);
     batch.sequences.push_back(std::move(chunk));
     samples.push_back(w.decode || w.seq->computed + w.new_tokens >= w.seq->target);
   }
@@ -136,14 +195,22 @@ IterationOutcome ServingExecutor::execute(const ScheduledIteration& iteration) {
       std::vector<std::span<const float>> rows;
       for (int64_t r = 0; r < result.rows(i); ++r)
         rows.push_back(result.row(result.first_row[i] + r));
-      emitted[i] = verify_draft(rows, drafts[i], {}, params, at(request).rng).tokens;
+      // The draft model's distributions for sampling requests; none for n-gram drafts (a point
+      // mass) or greedy requests.
+      const std::span<const BatchDrafter::Distribution> qs =
+          drafter_ ? std::span<const BatchDrafter::Distribution>(proposals.distributions[i])
+                   : std::span<const BatchDrafter::Distribution>();
+      emitted[i] = verify_draft(rows, drafts[i], qs, params, at(request).rng).tokens;
     }
   }
+  // The draft model's passes are part of the iteration, on the wall clock and on the device.
   outcome.duration_s =
+      swap_s + proposals.wall_s +
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   // The CPU backend measures no device time (negative): all of it is the host's.
   const double device_s = backend_.last_forward_device_s();
-  outcome.device_s = device_s >= 0.0 ? device_s : outcome.duration_s;
+  outcome.device_s =
+      device_s >= 0.0 ? swap_s + device_s + std::max(proposals.device_s, 0.0) : outcome.duration_s;
   if (profile_kernels_) {
     IterationKernels record{forward_passes_, 0, 0, backend_.last_forward_profile()};
     for (const Work& w : iteration.work) {

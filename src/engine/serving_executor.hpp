@@ -1,11 +1,15 @@
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/backend.hpp"
 #include "engine/rng.hpp"
 #include "engine/sampling.hpp"
+#include "engine/serving_drafter.hpp"
 #include "serve/executor.hpp"
 
 namespace inferlab::engine {
@@ -25,7 +29,10 @@ namespace inferlab::engine {
 // lookup finds fewer, so the target always scores 1 + k positions, as the simulator prices it);
 // the target scores them in the iteration's one forward pass and the verdict keeps the drafts
 // the target accepts (greedy: those that match its argmax), then its own token: the same tokens
-// as without speculation.
+// as without speculation. With a draft model (set_draft_model), the drafts are its proposals
+// instead, k batched passes of it per iteration (engine/serving_drafter.hpp), which count in the
+// iteration's time; sampling requests draw them from the draft's distribution and the verdict
+// keeps the target's distribution (verify_draft).
 //
 // The server's requests carry real prompts instead: add_request() gives a request's ids, its
 // sampling parameters and its seed (one generator per request, so a request's tokens do not
@@ -42,6 +49,9 @@ class ServingExecutor : public Executor {
   // Lets go of a finished request: its record goes once every request before it is released
   // too (a long-running server holds only what is in flight). Its id is then no longer valid.
   void release(int64_t id);
+  // Drafts with `draft` (kept by the caller) instead of n-gram lookup: InputError unless it has
+  // the target's vocabulary and block size and at least its KV blocks.
+  void set_draft_model(Backend& draft);
 
   IterationOutcome execute(const ScheduledIteration& iteration) override;
 
@@ -50,6 +60,7 @@ class ServingExecutor : public Executor {
   const std::vector<int32_t>& generated(size_t request) const { return at(request).generated; }
   int64_t forward_passes() const { return forward_passes_; }
   int64_t drafts_proposed() const { return drafts_proposed_; }  // n-gram hits, not padding
+  int64_t draft_passes() const { return drafter_ ? drafter_->passes() : 0; }
 
   // With `on`, every forward pass is profiled (Backend::set_profiling: a CUDA backend then runs
   // decode-only iterations eagerly too, so iterations take longer) and its GPU time per kernel
@@ -67,6 +78,8 @@ class ServingExecutor : public Executor {
   int32_t token_at(size_t request, int64_t position) const;
   // k draft tokens for request i from n-gram lookup over its prompt and output.
   std::vector<int32_t> draft(size_t request, int64_t k);
+  // The draft model's proposals for every work item (in order) of the iteration.
+  BatchDrafter::Proposals model_drafts(const ScheduledIteration& iteration);
 
   struct Record {
     std::vector<int32_t> prompt, generated;
@@ -78,11 +91,16 @@ class ServingExecutor : public Executor {
   Record& at(size_t request) { return records_[request - first_id_]; }
 
   Backend& backend_;
+  // Carries out the iteration's swaps in order; the seconds they took.
+  double apply_swaps(const std::vector<KvSwap>& swaps);
+
+  std::unordered_map<int64_t, std::vector<std::byte>> host_kv_;  // swapped-out sequences' KV
   std::deque<Record> records_;  // requests first_id_, first_id_ + 1, ...
   size_t first_id_ = 0;
   int64_t forward_passes_ = 0, drafts_proposed_ = 0;
   int64_t ngram_max_;
   bool profile_kernels_ = false;
+  std::unique_ptr<BatchDrafter> drafter_;  // null: n-gram drafts
   std::vector<IterationKernels> kernel_profiles_;
 };
 

@@ -41,20 +41,6 @@ double probability_of(const Distribution& distribution, int32_t token) {
   return 0.0;
 }
 
-// The token a sampler with `params` picks from one row of logits (greedy: the argmax, no draw).
-int32_t sample_row(std::span<const float> logits, const SamplingParams& params, Xoshiro256& rng,
-                   Distribution* distribution_out = nullptr) {
-  if (!sampling_draws(params)) {
-    const int32_t best = argmax(logits);
-    if (distribution_out != nullptr) *distribution_out = {{best, 1.0}};
-    return best;
-  }
-  Distribution distribution = sampling_distribution(logits, params);
-  const int32_t token = pick_token(distribution, rng.uniform());
-  if (distribution_out != nullptr) *distribution_out = std::move(distribution);
-  return token;
-}
-
 // max(0, p − q) renormalized, in p's order; q empty means a point mass on `drafted`.
 Distribution residual(const Distribution& p, const Distribution& q, int32_t drafted) {
   std::unordered_map<int32_t, double> q_of;
@@ -162,8 +148,16 @@ Verdict verify_draft(std::span<const std::span<const float>> target_rows,
     verdict.tokens.push_back(pick_token(residual(p, q, draft[i]), rng.uniform()));
     return verdict;
   }
-  verdict.tokens.push_back(sample_row(target_rows.back(), params, rng));
+  verdict.tokens.push_back(sample_token(target_rows.back(), params, rng));
   return verdict;
+}
+
+void check_draft_vocabulary(const LlamaConfig& target, const LlamaConfig& draft) {
+  if (draft.model.vocab_size != target.model.vocab_size) {
+    throw InputError("the draft model's vocabulary (" + std::to_string(draft.model.vocab_size) +
+                     " tokens) is not the target's (" + std::to_string(target.model.vocab_size) +
+                     "); they must share the tokenizer");
+  }
 }
 
 namespace {
@@ -191,7 +185,7 @@ class ModelDrafter {
       int32_t token = 0;
       if (sampling_draws(params)) {  // the verdict needs the draft's whole distribution
         const ForwardResult result = draft_.forward(batch);
-        token = sample_row(result.last(0), params, rng, &q);
+        token = sample_token(result.last(0), params, rng, &q);
       } else {  // greedy: the argmax picked where the logits are (a GPU's sampler, graphs)
         const SampleSpec greedy{params, 0.0};
         token = draft_.forward_sample(batch, std::span<const SampleSpec>(&greedy, 1))[0];
@@ -220,12 +214,7 @@ void check_sizes(Backend& target, Backend* draft, int64_t prompt_tokens,
   if (draft != nullptr) check_generation_fits(*draft, prompt_tokens, options, slots);
   if (speculative.drafter == SpeculativeOptions::Drafter::model) {
     if (draft == nullptr) throw InputError("speculative decoding with a draft model needs one");
-    if (draft->config().model.vocab_size != target.config().model.vocab_size) {
-      throw InputError(
-          "the draft model's vocabulary (" + std::to_string(draft->config().model.vocab_size) +
-          " tokens) is not the target's (" + std::to_string(target.config().model.vocab_size) +
-          "); they must share the tokenizer");
-    }
+    check_draft_vocabulary(target.config(), draft->config());
   }
 }
 }  // namespace
@@ -268,7 +257,7 @@ GenerateResult generate_speculative(Backend& target, Backend* draft,
   chunk.block_table = table;
   {
     const ForwardResult prefill = target.forward(batch);
-    done = emit(sample_row(prefill.last(0), options.sampling, rng));
+    done = emit(sample_token(prefill.last(0), options.sampling, rng));
   }
   while (!done) {
     const int64_t remaining = options.max_new_tokens - static_cast<int64_t>(result.tokens.size());

@@ -59,6 +59,10 @@ Verdict verify_draft(std::span<const std::span<const float>> target_rows,
                      std::span<const std::vector<std::pair<int32_t, double>>> draft_distributions,
                      const SamplingParams& params, Xoshiro256& rng);
 
+// InputError unless the draft model shares the target's vocabulary (its token ids are the
+// target's: the same tokenizer).
+void check_draft_vocabulary(const LlamaConfig& target, const LlamaConfig& draft);
+
 // generate() with speculation: same contract, tokens and stop rules; `draft` is the draft model
 // for Drafter::model (sharing the tokenizer), unused for n-gram. Stats, where given, are filled.
 GenerateResult generate_speculative(Backend& target, Backend* draft,

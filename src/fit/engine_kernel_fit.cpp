@@ -13,28 +13,43 @@ constexpr double kMaxT0_s = 1e-3;
 constexpr int kGridSteps = 48;        // per log-efficiency axis
 constexpr double kFinestStep = 1e-5;  // of the compass search, in log-efficiency
 
-// A point of the search: log-efficiencies (compute, memory, per-CTA).
-using LogEff = std::array<double, 3>;
+// A point of the search: log-efficiencies (compute, memory, per-CTA), then the serial
+// fraction (linear, in [0, 1]).
+using LogEff = std::array<double, 4>;
+using Eff = std::array<double, 4>;  // the efficiencies themselves, then the serial fraction
+constexpr int kAxes = 4;
+constexpr int kSerialGridSteps = 8;
+
+// One term's work: the roofline's max of compute and memory plus the serial share of the
+// smaller, or the per-CTA stream where that is longer.
+double term_work_s(const EngineWorkTerm& t, double e_compute, double e_memory, double e_cta,
+                   double serial) {
+  const double c = t.compute_s / e_compute, m = t.memory_s / e_memory;
+  double w = std::max(c, m) + serial * std::min(c, m);
+  if (t.cta_s > 0.0 && e_cta > 0.0) w = std::max(w, t.cta_s / e_cta);
+  return w;
+}
+
+Eff efficiencies(const LogEff& log_e) {
+  return {std::exp(log_e[0]), std::exp(log_e[1]), std::exp(log_e[2]), log_e[3]};
+}
 
 struct Problem {
   const std::vector<EngineKernelSample>& samples;
   const EngineKernelPrior& prior;
 
   // Sum of the max terms (work) and of the launches of one sample at efficiencies e.
-  static void parts(const EngineKernelSample& s, const std::array<double, 3>& e, double& work_s,
-                    double& launches) {
+  static void parts(const EngineKernelSample& s, const Eff& e, double& work_s, double& launches) {
     work_s = 0.0;
     launches = 0.0;
     for (const auto& t : s.terms) {
-      double w = std::max(t.compute_s / e[0], t.memory_s / e[1]);
-      if (t.cta_s > 0.0) w = std::max(w, t.cta_s / e[2]);
-      work_s += w;
+      work_s += term_work_s(t, e[0], e[1], e[2], e[3]);
       launches += t.launches;
     }
   }
 
   // The best t0 for fixed efficiencies (the loss is quadratic in it), clamped to its range.
-  double best_t0(const std::array<double, 3>& e) const {
+  double best_t0(const Eff& e) const {
     const double w = prior.weight / (prior.t0_scale_s * prior.t0_scale_s);
     double num = w * prior.t0_s, den = w;
     for (const auto& s : samples) {
@@ -48,7 +63,7 @@ struct Problem {
   }
 
   double loss(double t0, const LogEff& log_e) const {
-    const std::array<double, 3> e = {std::exp(log_e[0]), std::exp(log_e[1]), std::exp(log_e[2])};
+    const Eff e = efficiencies(log_e);
     double sum = 0.0;
     for (const auto& s : samples) {
       double work_s, launches;
@@ -64,7 +79,7 @@ struct Problem {
 
   // The loss at the best t0 for these efficiencies.
   double profile_loss(const LogEff& log_e, double& t0) const {
-    t0 = best_t0({std::exp(log_e[0]), std::exp(log_e[1]), std::exp(log_e[2])});
+    t0 = best_t0(efficiencies(log_e));
     return loss(t0, log_e);
   }
 };
@@ -81,18 +96,22 @@ EngineBound engine_bound_of_path(const std::string& path) {
   return EngineBound::memory;
 }
 
+bool engine_serial_path(const std::string& path) {
+  return path == "gemm";
+}
+
 double engine_sample_time_s(const EngineKernelSample& sample, const EngineKernelParams& p) {
   double total = 0.0;
   for (const auto& t : sample.terms) {
-    double w = std::max(t.compute_s / p.compute_efficiency, t.memory_s / p.memory_efficiency);
-    if (t.cta_s > 0.0 && p.cta_efficiency > 0.0) w = std::max(w, t.cta_s / p.cta_efficiency);
-    total += t.launches * p.t0_s + w;
+    total += t.launches * p.t0_s + term_work_s(t, p.compute_efficiency, p.memory_efficiency,
+                                               p.cta_efficiency, p.serial_fraction);
   }
   return total;
 }
 
 EngineKernelParams fit_engine_kernel(const std::vector<EngineKernelSample>& all,
-                                     const EngineKernelPrior& prior, EngineBound bound) {
+                                     const EngineKernelPrior& prior, EngineBound bound,
+                                     bool fit_serial) {
   std::vector<EngineKernelSample> samples;
   bool has_cta = false;
   for (const auto& s : all) {
@@ -110,41 +129,45 @@ EngineKernelParams fit_engine_kernel(const std::vector<EngineKernelSample>& all,
   const double lo = std::log(kMinEfficiency), hi = std::log(kMaxEfficiency);
   // An efficiency not fitted stays at its prior (the per-CTA one at the top of the range, where
   // it never binds): its range is that one value.
-  const std::array<bool, 3> fitted = {bound != EngineBound::memory, bound != EngineBound::compute,
-                                      has_cta};
-  const LogEff prior_e = {std::log(prior.compute_efficiency), std::log(prior.memory_efficiency),
-                          hi};
+  // The serial fraction starts at 0 (the roofline's max) and is fitted only where asked.
+  const std::array<bool, kAxes> fitted = {bound != EngineBound::memory,
+                                          bound != EngineBound::compute, has_cta, fit_serial};
+  const LogEff prior_e = {std::log(prior.compute_efficiency), std::log(prior.memory_efficiency), hi,
+                          0.0};
   LogEff e_lo, e_hi;
-  for (int a = 0; a < 3; ++a) {
-    e_lo[a] = fitted[a] ? lo : prior_e[a];
-    e_hi[a] = fitted[a] ? hi : prior_e[a];
+  for (int a = 0; a < kAxes; ++a) {
+    e_lo[a] = fitted[a] ? (a == 3 ? 0.0 : lo) : prior_e[a];
+    e_hi[a] = fitted[a] ? (a == 3 ? 1.0 : hi) : prior_e[a];
   }
   // A grid over the fitted log-efficiencies first: the max() makes the loss piecewise, with
   // flat directions where one part never binds, so a local search alone can stall. The
   // per-CTA axis is coarser: it binds only on the few shapes whose CTAs are few or slow.
-  const std::array<int, 3> steps = {fitted[0] ? kGridSteps : 0, fitted[1] ? kGridSteps : 0,
-                                    fitted[2] ? kGridSteps / 4 : 0};
+  const std::array<int, kAxes> steps = {fitted[0] ? kGridSteps : 0, fitted[1] ? kGridSteps : 0,
+                                        fitted[2] ? kGridSteps / 4 : 0,
+                                        fitted[3] ? kSerialGridSteps : 0};
   LogEff best_e = prior_e;
   double best_t0 = 0.0;
   double best = problem.profile_loss(best_e, best_t0);
   for (int i = 0; i <= steps[0]; ++i) {
     for (int j = 0; j <= steps[1]; ++j) {
       for (int k = 0; k <= steps[2]; ++k) {
-        const std::array<int, 3> idx = {i, j, k};
-        LogEff e;
-        for (int a = 0; a < 3; ++a) {
-          e[a] = steps[a] > 0 ? e_lo[a] + idx[a] * (e_hi[a] - e_lo[a]) / steps[a] : prior_e[a];
+        for (int l = 0; l <= steps[3]; ++l) {
+          const std::array<int, kAxes> idx = {i, j, k, l};
+          LogEff e;
+          for (int a = 0; a < kAxes; ++a) {
+            e[a] = steps[a] > 0 ? e_lo[a] + idx[a] * (e_hi[a] - e_lo[a]) / steps[a] : prior_e[a];
+          }
+          double t0 = 0.0;
+          const double loss = problem.profile_loss(e, t0);
+          if (loss < best) best = loss, best_e = e, best_t0 = t0;
         }
-        double t0 = 0.0;
-        const double l = problem.profile_loss(e, t0);
-        if (l < best) best = l, best_e = e, best_t0 = t0;
       }
     }
   }
   // Then a compass search from the best grid point, halving its step until it is fine.
   for (double step = (hi - lo) / kGridSteps; step > kFinestStep;) {
     bool moved = false;
-    for (int a = 0; a < 3 && !moved; ++a) {
+    for (int a = 0; a < kAxes && !moved; ++a) {
       if (!fitted[a]) continue;
       for (double sign : {1.0, -1.0}) {
         LogEff e = best_e;
@@ -167,6 +190,7 @@ EngineKernelParams fit_engine_kernel(const std::vector<EngineKernelSample>& all,
   out.memory_efficiency = std::clamp(std::exp(best_e[1]), kMinEfficiency, kMaxEfficiency);
   out.cta_efficiency =
       has_cta ? std::clamp(std::exp(best_e[2]), kMinEfficiency, kMaxEfficiency) : 0.0;
+  out.serial_fraction = fit_serial ? std::clamp(best_e[3], 0.0, 1.0) : 0.0;
   out.points = static_cast<int>(samples.size());
   double ape = 0.0;
   for (const auto& s : samples) ape += std::fabs(engine_sample_time_s(s, out) / s.target_s - 1.0);

@@ -1,7 +1,9 @@
 #pragma once
 // The fit of one engine (class, path, format): (t0, e_compute, e_memory[, e_cta]) of
 //   class time = sum over its kernels of
-//                t0 + max(FLOPs / (peak e_compute), bytes / (BW e_memory), cta_s / e_cta)
+//                t0 + max(c + s min(FLOPs / (peak e_compute), bytes / (BW e_memory)), cta_s /
+//                e_cta)
+// with c the larger of the two and s the serial fraction (fitted for cuBLASLt GEMMs only)
 // from measured class times (cta_s: engine_cta_stream_s, for ops that give their grid). Pure
 // arithmetic, deterministic (a grid, then a compass search).
 #include <string>
@@ -54,8 +56,13 @@ double engine_sample_time_s(const EngineKernelSample& sample, const EngineKernel
 // [0, 1 ms], efficiencies in [0.01, 4]; e_cta only where some term has a cta_s (else 0, no
 // term). points and mape (of the in-stream targets) are set.
 // Samples with a non-positive target are ignored; none left: the prior, points 0.
+// With fit_serial the serial fraction (EngineKernelParams::serial_fraction, in [0, 1]) is
+// fitted too; else it is 0.
 EngineKernelParams fit_engine_kernel(const std::vector<EngineKernelSample>& samples,
                                      const EngineKernelPrior& prior = {},
-                                     EngineBound bound = EngineBound::either);
+                                     EngineBound bound = EngineBound::either,
+                                     bool fit_serial = false);
+// The paths whose kernels get a serial fraction: cuBLASLt's GEMMs.
+bool engine_serial_path(const std::string& path);
 
 }  // namespace inferlab

@@ -372,7 +372,8 @@ ClockLoss refit_tensor_core_keys(const std::vector<FitPoint>& points, EngineCost
   for (const auto& [key, list] : samples) {
     const std::string path = path_of_key(key);
     if (!engine_tensor_core_path(path)) continue;
-    const EngineKernelParams params = fit_engine_kernel(list, prior, engine_bound_of_path(path));
+    const EngineKernelParams params =
+        fit_engine_kernel(list, prior, engine_bound_of_path(path), engine_serial_path(path));
     costs.kernels[key] = params;
     for (const auto& s : list) {
       if (!(s.target_s > 0.0)) continue;
@@ -450,7 +451,8 @@ EngineFit fit_engine_costs(const std::vector<EngineProfile>& profiles, const Har
         class_samples(points, fit.costs.ceilings, fit.costs.profile_mark_s, fit.notes);
     for (const auto& [key, list] : samples) {
       const std::string path = path_of_key(key);
-      fit.costs.kernels[key] = fit_engine_kernel(list, prior, engine_bound_of_path(path));
+      fit.costs.kernels[key] =
+          fit_engine_kernel(list, prior, engine_bound_of_path(path), engine_serial_path(path));
       fit.class_samples += static_cast<int>(list.size());
     }
     const EngineCostModel priced(fit.costs, std::make_unique<BorrowedCost>(fallback));

@@ -7,9 +7,19 @@
 
 namespace inferlab {
 
+// A sequence's KV blocks copied to host memory (preempted by swap) or back (swapped in), before
+// the iteration's forward pass and in the order the scheduler made them: a block a swap-out
+// gives up may be the one a later swap-in or the forward pass writes.
+struct KvSwap {
+  int64_t seq = 0;
+  bool to_host = true;
+  std::vector<int64_t> blocks;  // in position order
+};
+
 // What the scheduler hands an executor for one iteration.
 struct ScheduledIteration {
   std::vector<Work> work;
+  std::vector<KvSwap> swaps;
   double swap_bytes = 0.0;               // KV copied between host and device before it runs
   const BlockManager* blocks = nullptr;  // the sequences' KV blocks
 };

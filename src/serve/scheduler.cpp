@@ -114,9 +114,11 @@ void Scheduler::arrive(double now) {
 ScheduledIteration Scheduler::schedule() {
   iteration_preemptions_ = 0;
   swap_bytes_ = 0.0;
+  swaps_.clear();
   ScheduledIteration iteration;
   iteration.work = policy_(*this);
   iteration.swap_bytes = swap_bytes_;
+  iteration.swaps = std::move(swaps_);
   iteration.blocks = &blocks_;
   return iteration;
 }
@@ -151,6 +153,7 @@ Seq* Scheduler::preempt() {
   ++outcome_ref(victim->id).preemptions;
   if (config_.preemption == PreemptionMode::swap) {
     swap_bytes_ += static_cast<double>(blocks_.held_blocks(victim->id)) * config_.kv_block_bytes;
+    swaps_.push_back({victim->id, true, blocks_.blocks_of(victim->id)});
     swapped_.push_back(victim);
     victim->state = SeqState::swapped;
     blocks_.release(victim->id);
@@ -250,6 +253,7 @@ void Scheduler::swap_in() {
     Seq* s = swapped_.front();
     if (!blocks_.grow(s->id, s->computed)) break;
     swap_bytes_ += static_cast<double>(blocks_.held_blocks(s->id)) * config_.kv_block_bytes;
+    swaps_.push_back({s->id, false, blocks_.blocks_of(s->id)});
     swapped_.pop_front();
     s->state = SeqState::running;
     running_.push_back(s);

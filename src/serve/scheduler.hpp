@@ -121,6 +121,7 @@ class Scheduler {
   ServeResult result_;
   int64_t iteration_preemptions_ = 0;
   double swap_bytes_ = 0.0;
+  std::vector<KvSwap> swaps_;  // this iteration's, in order
 };
 
 }  // namespace inferlab

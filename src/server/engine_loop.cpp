@@ -26,6 +26,7 @@ EngineLoop::EngineLoop(engine::Backend& backend, LoopOptions options, ServingMet
       scheduler_(kNoRequests, with_pool(options_.config, backend)),
       executor_(backend) {
   options_.config = with_pool(options_.config, backend);
+  if (options_.draft != nullptr) executor_.set_draft_model(*options_.draft);
   publish_gauges();
   thread_ = std::thread([this] { run(); });
 }

@@ -32,6 +32,9 @@ struct GenerationJob {
 struct LoopOptions {
   EngineConfig config;         // scheduling policy, limits, prefix caching, speculative k
   int64_t max_waiting = 1024;  // requests queued beyond the running ones; more: 429
+  // Speculative decoding's draft model (config.speculative.k drafts per step), kept by the
+  // caller; null: n-gram lookup.
+  engine::Backend* draft = nullptr;
 };
 
 // The server's serving loop on its own thread: serve's one scheduler (schedule → execute →

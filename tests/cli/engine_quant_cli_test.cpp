@@ -76,7 +76,7 @@ TEST(EngineQuantCli, ProfileWritesTheFitsFile) {
     EXPECT_GT(p["step_ms"].get<double>(), 0.0);
     EXPECT_EQ(p["repeats"].get<int>(), 2);
   }
-  EXPECT_EQ(prefill, 8);
+  EXPECT_EQ(prefill, 15);
   EXPECT_GE(decode, 7);
   EXPECT_EQ(holdout, static_cast<int>(j["points"].size()) / 3);
 }

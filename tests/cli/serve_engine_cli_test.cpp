@@ -120,15 +120,42 @@ TEST_F(ServeOnEngine, NgramSpeculationRunsAndReportsTheMeasuredAcceptance) {
   EXPECT_EQ(p["draft_acceptance"].get<double>(), 0.0);  // nothing drafted without speculation
 }
 
+// A draft model beside the target: its KV in the target's block ids, its passes in each
+// iteration's time. The target as its own draft (the same config and seed: the same random
+// weights) has every draft accepted.
+TEST_F(ServeOnEngine, DraftModelSpeculationRunsAndTheTargetAsItsOwnDraftKeepsEveryDraft) {
+  nlohmann::json shallow = testing::tiny_llama_config(128, 512);
+  shallow["num_hidden_layers"] = 1;
+  const std::string draft = (dir_ / "draft.json").string();
+  std::ofstream(draft) << shallow.dump();
+  const std::string workload =
+      " --rate 100 --requests 12 --input-dist uniform:10,60 --output-dist uniform:4,12 "
+      "--kv-tokens 640 --seed 5 --format json --prefix-caching --shared-prefix tokens=16,groups=2";
+  const std::string engine = "serve --model " + model_ + " --executor engine --device cpu";
+  auto other = run_inferlab(engine + workload + " --speculative draft=" + draft + ",k=3");
+  auto itself = run_inferlab(engine + workload + " --speculative draft=" + model_ + ",k=3");
+  ASSERT_EQ(other.exit_code, 0) << other.err;
+  ASSERT_EQ(itself.exit_code, 0) << itself.err;
+  auto o = nlohmann::json::parse(other.out), s = nlohmann::json::parse(itself.out);
+  EXPECT_EQ(o["completed"].get<int>(), 12);
+  EXPECT_EQ(s["completed"].get<int>(), 12);
+  EXPECT_GE(o["draft_acceptance"].get<double>(), 0.0);
+  EXPECT_LE(o["draft_acceptance"].get<double>(), 1.0);
+  EXPECT_EQ(s["draft_acceptance"].get<double>(), 1.0);
+  EXPECT_EQ(s["kv_cache"]["blocks"].get<int>(), 40);  // the target's pool, as without a draft
+}
+
 TEST_F(ServeOnEngine, RefusesWhatItCannotRun) {
+  nlohmann::json wide = testing::tiny_llama_config(256, 512);  // another vocabulary
+  const std::string other_vocab = (dir_ / "other_vocab.json").string();
+  std::ofstream(other_vocab) << wide.dump();
   const std::string m = "serve --model " + model_ + " --requests 3 ";
   const std::vector<std::string> cases = {
       m + "--executor gpu",
       m + "--executor engine --device cpu",  // the CPU cache needs --kv-tokens
       m + "--kv-tokens -5",
-      m + "--executor engine --device cpu --kv-tokens 512 --speculative draft=" + model_ +
-          ",k=2,accept=0.5",
-      m + "--executor engine --device cpu --kv-tokens 512 --preemption swap",
+      m + "--executor engine --device cpu --kv-tokens 512 --speculative draft=" + other_vocab +
+          ",k=2",
   };
   testing::expect_refused(cases);
 }

@@ -1,6 +1,7 @@
 // serve's scheduler running the engine's CPU reference backend: a request's greedy tokens are
 // the same alone or batched with others, with chunked prefill, with prefix caching and after
-// preemption by recompute; the block manager's tables drive the backend's paged cache.
+// preemption by recompute or by swap to host memory; the block manager's tables drive the
+// backend's paged cache.
 #include "engine/serving_executor.hpp"
 
 #include <gtest/gtest.h>
@@ -110,19 +111,63 @@ TEST(ServingExecutor, SpeculationByNgramKeepsEveryRequestsGreedyTokens) {
   }
 }
 
-TEST(ServingExecutor, RefusesWhatItDoesNotRunYet) {
+TEST(ServingExecutor, PreemptionBySwapKeepsEveryRequestsTokens) {
+  const auto requests = workload();
+  const auto reference = alone(requests);
+  // Everything at once into 11 blocks of 8 (the longest request needs 10): sequences are
+  // preempted, their KV copied to host memory and back into other blocks.
+  auto at_once = requests;
+  for (auto& r : at_once) r.arrival_s = 0;
+  for (SchedulePolicy policy : {SchedulePolicy::chunked, SchedulePolicy::vllm}) {
+    EngineConfig swapping;
+    swapping.policy = policy;
+    swapping.block_size = 8;
+    swapping.max_num_batched_tokens = 32;
+    swapping.preemption = PreemptionMode::swap;
+    swapping.kv_block_bytes = 1024;
+    auto swapped = serve_on_cpu(at_once, swapping, 11);
+    EXPECT_GT(swapped.result.preemptions, 0) << static_cast<int>(policy);
+    EXPECT_EQ(swapped.tokens, reference) << static_cast<int>(policy);
+  }
+}
+
+TEST(ServingExecutor, SwappedBlocksComeBackIntoOtherBlocksUnchanged) {
+  const LlamaConfig model = tiny();
+  CpuBackend backend(model, random_llama_weights(model, 3), 8, 8);
+  // A 20-token prompt in blocks 0-2, its next token's logits; then the blocks to host memory,
+  // the pool scribbled over, the copy back into blocks 5, 3, 7: the same logits from there.
+  ForwardBatch prompt;
+  prompt.sequences.push_back({std::vector<int32_t>(20, 0), 0, {0, 1, 2}, false});
+  for (int32_t i = 0; i < 20; ++i) prompt.sequences[0].tokens[static_cast<size_t>(i)] = i * 3 % 97;
+  backend.forward(prompt);
+  const auto next = [&](std::vector<int32_t> table) {
+    ForwardBatch step;
+    step.sequences.push_back({{5}, 20, std::move(table), false});
+    const ForwardResult r = backend.forward(step);
+    return std::vector<float>(r.last(0).begin(), r.last(0).end());
+  };
+  const std::vector<float> before = next({0, 1, 2});
+  const std::vector<int32_t> from = {0, 1, 2}, to = {5, 3, 7};
+  const std::vector<std::byte> host = backend.copy_kv_blocks_to_host(from);
+  EXPECT_EQ(static_cast<int64_t>(host.size()), 3 * backend.kv_block_host_bytes());
+  backend.fill_kv_cache_random(11);
+  backend.copy_kv_blocks_from_host(to, host);
+  EXPECT_EQ(next({5, 3, 7}), before);
+
+  const std::vector<int32_t> outside = {8};
+  EXPECT_THROW(backend.copy_kv_blocks_to_host(outside), std::invalid_argument);
+  const std::vector<int32_t> four = {0, 1, 2, 4};
+  EXPECT_THROW(backend.copy_kv_blocks_from_host(four, host), std::invalid_argument);
+}
+
+TEST(ServingExecutor, RefusesASwapInOfASequenceNeverSwappedOut) {
   const LlamaConfig model = tiny();
   CpuBackend backend(model, random_llama_weights(model, 3), 8, 6);
-  const std::vector<ServeRequest> requests = {{0.0, 20, 10, -1, 0}, {0.0, 20, 10, -1, 0}};
-  EngineConfig config;
-  config.block_size = 8;
-  // Both prompts fit (3 blocks each); decoding past 24 positions needs a 4th block each, so one
-  // is preempted, by swapping, which the engine does not do yet.
-  config.kv_blocks = 6;
-  config.kv_block_bytes = 1024;  // the swap traffic the executor sees
-  config.preemption = PreemptionMode::swap;
+  const std::vector<ServeRequest> requests = {{0.0, 20, 10, -1, 0}};
   ServingExecutor executor(backend, requests, 1);
-  EXPECT_THROW(run_serving(requests, config, executor), std::invalid_argument);
+  ScheduledIteration iteration;
+  iteration.swaps.push_back({0, false, {1, 2}});
+  EXPECT_THROW(executor.execute(iteration), std::logic_error);
 }
 
 }  // namespace

@@ -270,6 +270,39 @@ TEST(OpenAiServer, SpeculationKeepsTheGreedyAnswers) {
   EXPECT_NE(metrics->body.find("inferlab:spec_decode_num_draft_tokens_total"), std::string::npos);
 }
 
+// A draft model beside the target (its twin: every draft is kept), greedy and sampled requests
+// batched together.
+TEST(OpenAiServer, SpeculationWithADraftModelKeepsTheGreedyAnswers) {
+  SKIP_WITHOUT_TOKENIZER();
+  testing::ServerSetup setup;
+  setup.speculative_k = 3;
+  setup.draft_model = true;
+  setup.prefix_caching = true;
+  TestServer server(setup);
+  const std::vector<std::string> prompts = {"the cat the cat the cat", "Hello", "Hello there"};
+  std::vector<std::future<json>> answers;
+  for (const auto& p : prompts) {
+    answers.push_back(std::async(
+        std::launch::async, [&, p] { return post(server, "/v1/completions", greedy(p, 20)); }));
+  }
+  json sampled = greedy("Once upon a time", 20);
+  sampled["temperature"] = 0.8;
+  sampled["seed"] = 7;
+  const json first = post(server, "/v1/completions", sampled);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const json answer = answers[i].get();
+    EXPECT_EQ(answer["choices"][0]["text"], reference_text(server, prompts[i], 20)) << prompts[i];
+    EXPECT_EQ(answer["usage"]["completion_tokens"], 20);
+  }
+  EXPECT_EQ(first["usage"]["completion_tokens"], 20);
+  // The same seed, the same draws: the same text.
+  EXPECT_EQ(post(server, "/v1/completions", sampled)["choices"][0]["text"],
+            first["choices"][0]["text"]);
+  const LoopGauges g = server.metrics().gauges();
+  EXPECT_GT(g.draft_tokens, 0);
+  EXPECT_EQ(g.accepted_draft_tokens, g.draft_tokens);  // the twin agrees with the target
+}
+
 TEST(OpenAiServer, PrefixCachingReusesBlocksAndKeepsTheAnswer) {
   SKIP_WITHOUT_TOKENIZER();
   testing::ServerSetup setup;

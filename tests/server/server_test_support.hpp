@@ -36,6 +36,8 @@ struct ServerSetup {
   int64_t max_num_seqs = 8, max_queue = 64, kv_blocks = 64;
   bool prefix_caching = false;
   int speculative_k = 0;  // n-gram drafts verified per decode step
+  // With speculative_k: drafts by a draft model, a twin of the target (the same weights).
+  bool draft_model = false;
   size_t max_body_bytes = size_t{1} << 20;
 };
 
@@ -44,7 +46,8 @@ class TestServer {
   explicit TestServer(ServerSetup setup = {})
       : tokenizer_(
             engine::Tokenizer::from_file(fetched_tokenizer_dir("llama3") / "tokenizer.json")),
-        backend_(tiny_backend(setup.kv_blocks)) {
+        backend_(tiny_backend(setup.kv_blocks)),
+        draft_(setup.draft_model ? tiny_backend(setup.kv_blocks) : nullptr) {
     LoopOptions loop;
     loop.config.policy = SchedulePolicy::chunked;
     loop.config.max_num_seqs = setup.max_num_seqs;
@@ -52,6 +55,7 @@ class TestServer {
     loop.config.prefix_caching = setup.prefix_caching;
     loop.config.speculative.k = setup.speculative_k;
     loop.max_waiting = setup.max_queue;
+    loop.draft = draft_.get();
     loop_ = std::make_unique<EngineLoop>(*backend_, loop, metrics_);
     ServerOptions options;
     options.port = 0;
@@ -81,7 +85,7 @@ class TestServer {
 
  private:
   engine::Tokenizer tokenizer_;
-  std::unique_ptr<engine::CpuBackend> backend_;
+  std::unique_ptr<engine::CpuBackend> backend_, draft_;
   ServingMetrics metrics_;
   std::unique_ptr<EngineLoop> loop_;
   std::unique_ptr<OpenAiServer> http_;

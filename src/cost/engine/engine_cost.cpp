@@ -68,6 +68,7 @@ OpCost engine_op_cost(const Op& op, const EngineKernelParams& p, const EngineCei
     cost.memory_s = std::max(cost.memory_s, serial_s / p.cta_efficiency);
   }
   cost.latency_s = std::max(1, op.kernels) * p.t0_s;
+  cost.serial_fraction = p.serial_fraction;
   cost.combine_parts();
   return cost;
 }

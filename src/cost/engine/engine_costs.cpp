@@ -58,6 +58,7 @@ nlohmann::json engine_costs_to_json(const EngineCosts& costs) {
                     {"compute_efficiency", k.compute_efficiency},
                     {"memory_efficiency", k.memory_efficiency},
                     {"cta_efficiency", k.cta_efficiency},
+                    {"serial_fraction", k.serial_fraction},
                     {"points", k.points},
                     {"mape", k.mape}};
   }
@@ -141,6 +142,10 @@ EngineCosts engine_costs_from_json(const nlohmann::json& json, const std::string
     p.memory_efficiency = checked(k, "memory_efficiency", 0, kMaxEfficiency, kctx, true);
     if (k.contains("cta_efficiency")) {
       p.cta_efficiency = checked(k, "cta_efficiency", 0, kMaxEfficiency, kctx);
+    }
+    // (Absent from files fitted before the serial term: 0, the roofline's max.)
+    if (k.contains("serial_fraction")) {
+      p.serial_fraction = checked(k, "serial_fraction", 0, 1, kctx);
     }
     p.points = static_cast<int>(require_count(k, "points", kctx, 0, 1 << 30));
     p.mape = checked(k, "mape", 0, 1e6, kctx);

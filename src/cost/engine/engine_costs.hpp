@@ -23,6 +23,10 @@ struct EngineKernelParams {
   double compute_efficiency = 0.6;
   double memory_efficiency = 0.9;
   double cta_efficiency = 0.0;
+  // OpCost::serial_fraction: fitted for cuBLASLt GEMMs (engine_serial_path), whose time from
+  // 128 to 512 rows grows about linearly with the rows instead of staying at the weights'
+  // streaming time until compute binds (H200 serving iterations, MEASUREMENTS §24); 0 elsewhere.
+  double serial_fraction = 0.0;
   int points = 0;     // (profile point, class) samples it was fitted on
   double mape = 0.0;  // on those samples, of the class times less their profile marks
 };

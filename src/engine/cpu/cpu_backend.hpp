@@ -32,6 +32,17 @@ class CpuBackend : public Backend {
   const KvCacheLayout& kv_layout() const override { return cache_.layout(); }
   ForwardResult forward(const ForwardBatch& batch) override;
   void fill_kv_cache_random(uint64_t seed) override { cache_.fill_random(seed); }
+  int64_t kv_block_host_bytes() const override { return cache_.block_bytes(); }
+  std::vector<std::byte> copy_kv_blocks_to_host(std::span<const int32_t> blocks) override {
+    check_swap_blocks(blocks, cache_.layout());
+    return cache_.copy_blocks_out(blocks);
+  }
+  void copy_kv_blocks_from_host(std::span<const int32_t> blocks,
+                                std::span<const std::byte> host) override {
+    check_swap_blocks(blocks, cache_.layout(), static_cast<int64_t>(host.size()),
+                      cache_.block_bytes());
+    cache_.copy_blocks_in(blocks, host);
+  }
   const LlamaWeights& weights() const { return weights_; }
   const QuantConfig& quant() const { return quant_; }
   // While set, every forward pass merges the absolute maxima of the QKV and gate/up inputs into

@@ -116,6 +116,17 @@ void CudaBackend::fill_kv_cache_random(uint64_t seed) {
   INFERLAB_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
+std::vector<std::byte> CudaBackend::copy_kv_blocks_to_host(std::span<const int32_t> blocks) {
+  check_swap_blocks(blocks, layout_);
+  return kv_.copy_blocks_out(blocks, stream_);
+}
+
+void CudaBackend::copy_kv_blocks_from_host(std::span<const int32_t> blocks,
+                                           std::span<const std::byte> host) {
+  check_swap_blocks(blocks, layout_, static_cast<int64_t>(host.size()), kv_block_host_bytes());
+  kv_.copy_blocks_in(blocks, host, stream_);
+}
+
 void CudaBackend::start_smoothquant_stats() {
   const ModelConfig& m = config_.model;
   const auto hidden = static_cast<size_t>(m.hidden_size);

@@ -53,7 +53,9 @@ int64_t kv_blocks_that_fit(const LlamaConfig& config, const CudaBackendOptions& 
   const KvCacheLayout block{config.model.num_layers, config.model.num_kv_heads,
                             config.model.head_dim, options.block_size, 1};
   const int64_t bytes_per_block = cuda::KvStorage::bytes_per_block(block, options.quant.kv);
-  int64_t blocks = (budget - weights - buffers) / bytes_per_block;
+  // A draft model's room: its fixed bytes, and a block of its KV beside each of this pool's.
+  int64_t blocks = (budget - weights - buffers - options.reserved_bytes) /
+                   (bytes_per_block + options.reserved_bytes_per_kv_block);
   if (options.max_kv_tokens > 0) {
     blocks =
         std::min(blocks, (options.max_kv_tokens + options.block_size - 1) / options.block_size);
@@ -61,11 +63,16 @@ int64_t kv_blocks_that_fit(const LlamaConfig& config, const CudaBackendOptions& 
   if (blocks < 1) {
     throw InputError(fmt::format(
         "{} does not fit on this GPU: weights ({}) {} + activations and workspaces {} + one KV "
-        "block {} exceed {} ({:.0f}% of {}, less {} already in use); lower --max-batch-tokens, "
+        "block {}{} exceed {} ({:.0f}% of {}, less {} already in use); lower --max-batch-tokens, "
         "quantize, or raise --gpu-memory-utilization",
         config.model.name, options.quant.describe(), gib(weights), gib(buffers),
-        gib(bytes_per_block), gib(std::max<int64_t>(budget, 0)),
-        100 * options.gpu_memory_utilization, gib(total_bytes), gib(total_bytes - free_bytes)));
+        gib(bytes_per_block),
+        options.reserved_bytes > 0
+            ? fmt::format(" + the draft model's {} and its KV block {}",
+                          gib(options.reserved_bytes), gib(options.reserved_bytes_per_kv_block))
+            : "",
+        gib(std::max<int64_t>(budget, 0)), 100 * options.gpu_memory_utilization, gib(total_bytes),
+        gib(total_bytes - free_bytes)));
   }
   return blocks;
 }
@@ -101,6 +108,12 @@ std::shared_ptr<const SmoothingFactors> calibrate(const LlamaConfig& config,
 int64_t cuda_backend_fixed_bytes(const LlamaConfig& config, const CudaBackendOptions& options) {
   const CudaBackendOptions o = resolved(config, options);
   return cuda::DeviceWeights::bytes_for(config, o.quant) + cuda::buffers_for(config, o).bytes();
+}
+
+int64_t cuda_kv_block_bytes(const LlamaConfig& config, const CudaBackendOptions& options) {
+  const KvCacheLayout block{config.model.num_layers, config.model.num_kv_heads,
+                            config.model.head_dim, options.block_size, 1};
+  return cuda::KvStorage::bytes_per_block(block, options.quant.kv);
 }
 
 std::unique_ptr<Backend> make_cuda_backend(const LlamaConfig& config, const TensorSource& source,

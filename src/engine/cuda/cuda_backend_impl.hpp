@@ -59,6 +59,12 @@ class CudaBackend final : public Backend {
   void set_profiling(bool on) override { timer_.set_enabled(on); }
   std::vector<KernelClassTime> last_forward_profile() const override { return profile_; }
   void fill_kv_cache_random(uint64_t seed) override;
+  int64_t kv_block_host_bytes() const override {
+    return KvStorage::bytes_per_block(layout_, kv_.format());
+  }
+  std::vector<std::byte> copy_kv_blocks_to_host(std::span<const int32_t> blocks) override;
+  void copy_kv_blocks_from_host(std::span<const int32_t> blocks,
+                                std::span<const std::byte> host) override;
 
   // SmoothQuant's calibration: while on, every forward pass (unfused, eager) merges the absolute
   // maxima of the QKV and gate/up inputs; the weights' column maxima are taken when it starts.

@@ -22,6 +22,8 @@ double KvStorage::bytes_per_token(const KvCacheLayout& layout, DType format) {
 
 KvStorage::KvStorage(const KvCacheLayout& layout, DType format)
     : format_(format),
+      layers_(layout.num_layers),
+      block_size_(layout.block_size),
       slots_per_layer_(layout.slots() + layout.block_size),
       kv_heads_(layout.num_kv_heads),
       head_dim_(layout.head_dim) {
@@ -57,6 +59,57 @@ void KvStorage::fill_random(uint64_t seed, cudaStream_t stream) {
     fill_value(key_scales_.data(), key_scales_.size(), 1.0f / 64, stream);
     fill_value(value_scales_.data(), value_scales_.size(), 1.0f / 64, stream);
   }
+}
+
+std::vector<KvStorage::BlockPart> KvStorage::block_parts(int32_t block) {
+  const auto slot = static_cast<size_t>(int64_t{block} * block_size_);
+  const auto vectors_per_slot = static_cast<size_t>(kv_heads_);
+  const auto vector_bytes = static_cast<size_t>(head_dim_ * kv_element_bytes(format_));
+  const auto layer_vectors = static_cast<size_t>(slots_per_layer_) * vectors_per_slot;
+  const auto block_vectors = static_cast<size_t>(block_size_) * vectors_per_slot;
+  std::vector<BlockPart> parts;
+  for (DeviceBuffer<unsigned char>* buffer : {&keys_, &values_}) {
+    parts.push_back({buffer->data() + slot * vectors_per_slot * vector_bytes,
+                     block_vectors * vector_bytes, layer_vectors * vector_bytes});
+  }
+  if (quantized(format_)) {
+    for (DeviceBuffer<float>* scales : {&key_scales_, &value_scales_}) {
+      parts.push_back({reinterpret_cast<unsigned char*>(scales->data() + slot * vectors_per_slot),
+                       block_vectors * sizeof(float), layer_vectors * sizeof(float)});
+    }
+  }
+  return parts;
+}
+
+std::vector<std::byte> KvStorage::copy_blocks_out(std::span<const int32_t> blocks,
+                                                  cudaStream_t stream) {
+  std::vector<std::byte> host;
+  for (const int32_t block : blocks) {
+    for (const BlockPart& part : block_parts(block)) {
+      // One 2D copy per part: a run per layer, layer_pitch apart on the device, packed here.
+      const size_t at = host.size();
+      host.resize(at + part.run_bytes * static_cast<size_t>(layers_));
+      INFERLAB_CUDA_CHECK(cudaMemcpy2DAsync(
+          host.data() + at, part.run_bytes, part.base, part.layer_pitch_bytes, part.run_bytes,
+          static_cast<size_t>(layers_), cudaMemcpyDeviceToHost, stream));
+    }
+  }
+  INFERLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return host;
+}
+
+void KvStorage::copy_blocks_in(std::span<const int32_t> blocks, std::span<const std::byte> host,
+                               cudaStream_t stream) {
+  size_t at = 0;
+  for (const int32_t block : blocks) {
+    for (const BlockPart& part : block_parts(block)) {
+      INFERLAB_CUDA_CHECK(cudaMemcpy2DAsync(
+          part.base, part.layer_pitch_bytes, host.data() + at, part.run_bytes, part.run_bytes,
+          static_cast<size_t>(layers_), cudaMemcpyHostToDevice, stream));
+      at += part.run_bytes * static_cast<size_t>(layers_);
+    }
+  }
+  INFERLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
 }  // namespace inferlab::engine::cuda

@@ -70,6 +70,35 @@ void TensorParallelCpuBackend::fill_kv_cache_random(uint64_t seed) {
   for (size_t r = 0; r < ranks_.size(); ++r) ranks_[r]->fill_kv_cache_random(seed + r);
 }
 
+int64_t TensorParallelCpuBackend::kv_block_host_bytes() const {
+  int64_t bytes = 0;
+  for (const auto& rank : ranks_) bytes += rank->kv_block_host_bytes();
+  return bytes;
+}
+
+std::vector<std::byte> TensorParallelCpuBackend::copy_kv_blocks_to_host(
+    std::span<const int32_t> blocks) {
+  std::vector<std::byte> host;
+  for (const auto& rank : ranks_) {
+    const std::vector<std::byte> part = rank->copy_kv_blocks_to_host(blocks);
+    host.insert(host.end(), part.begin(), part.end());
+  }
+  return host;
+}
+
+void TensorParallelCpuBackend::copy_kv_blocks_from_host(std::span<const int32_t> blocks,
+                                                        std::span<const std::byte> host) {
+  check_swap_blocks(blocks, layout_, static_cast<int64_t>(host.size()), kv_block_host_bytes());
+  // Each rank's part holds as many blocks as were copied out, which may be more than asked back.
+  const size_t copied_blocks = host.size() / static_cast<size_t>(kv_block_host_bytes());
+  size_t offset = 0;
+  for (const auto& rank : ranks_) {
+    const size_t part = copied_blocks * static_cast<size_t>(rank->kv_block_host_bytes());
+    rank->copy_kv_blocks_from_host(blocks, host.subspan(offset, part));
+    offset += part;
+  }
+}
+
 std::unique_ptr<TensorParallelCpuBackend> make_tp_cpu_backend(LlamaModel model, int64_t ranks,
                                                               int64_t max_tokens,
                                                               int64_t block_size,

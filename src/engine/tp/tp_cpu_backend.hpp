@@ -30,6 +30,11 @@ class TensorParallelCpuBackend : public Backend {
   const KvCacheLayout& kv_layout() const override { return layout_; }
   ForwardResult forward(const ForwardBatch& batch) override;
   void fill_kv_cache_random(uint64_t seed) override;
+  // Every rank's share of a block, rank after rank.
+  int64_t kv_block_host_bytes() const override;
+  std::vector<std::byte> copy_kv_blocks_to_host(std::span<const int32_t> blocks) override;
+  void copy_kv_blocks_from_host(std::span<const int32_t> blocks,
+                                std::span<const std::byte> host) override;
   int64_t ranks() const { return static_cast<int64_t>(ranks_.size()); }
 
  private:
