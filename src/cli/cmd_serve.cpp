@@ -175,6 +175,7 @@ void register_serve(CLI::App& app) {
       return;
     }
     PredictedIterationCost cost(model, hw.spec, *hw.cost, o, load_host_overhead(), draft.get());
+    cost.set_graph_batch_limit(engine.max_num_seqs);
     const ServeResult result = a.executor == "engine" ? run_on_engine(a, requests, engine)
                                                       : run_engine(requests, engine, cost);
     const ServeSummary s = summarize(result, slo);

@@ -1,8 +1,10 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/kv_cache.hpp"
@@ -57,6 +59,25 @@ struct KernelClassTime {
   int64_t launches = 0;
 };
 
+// KV blocks in host memory (preemption by swap) as copy_kv_blocks_to_host leaves them: bytes only
+// the backend that copied them reads back. The CUDA backend's are page-locked, from a pool it
+// keeps, so that the copies run at the host link's DMA speed and no page is pinned per swap.
+class KvHostCopy {
+ public:
+  virtual ~KvHostCopy() = default;
+  virtual std::span<const std::byte> bytes() const = 0;
+};
+
+// One in ordinary heap memory (the CPU backends').
+class HeapKvHostCopy final : public KvHostCopy {
+ public:
+  explicit HeapKvHostCopy(std::vector<std::byte> bytes) : bytes_(std::move(bytes)) {}
+  std::span<const std::byte> bytes() const override { return bytes_; }
+
+ private:
+  std::vector<std::byte> bytes_;
+};
+
 // One model on one device with its paged KV cache. The CPU reference (cpu/cpu_backend) and the
 // CUDA backend implement it; the generate loop and the serving executor call it.
 class Backend {
@@ -90,7 +111,7 @@ class Backend {
   // reads, and back from there into blocks that need not be the same ones. A block outside the
   // pool is std::invalid_argument; copying back reads the leading blocks' bytes of `host`.
   virtual int64_t kv_block_host_bytes() const = 0;
-  virtual std::vector<std::byte> copy_kv_blocks_to_host(std::span<const int32_t> blocks) = 0;
+  virtual std::unique_ptr<KvHostCopy> copy_kv_blocks_to_host(std::span<const int32_t> blocks) = 0;
   virtual void copy_kv_blocks_from_host(std::span<const int32_t> blocks,
                                         std::span<const std::byte> host) = 0;
 };

@@ -42,7 +42,7 @@ void BatchDrafter::swap(int64_t seq_id, bool to_host, std::span<const int32_t> b
     states_.erase(seq_id);
     return;
   }
-  draft_.copy_kv_blocks_from_host(blocks, kept->second);
+  draft_.copy_kv_blocks_from_host(blocks, kept->second->bytes());
   host_kv_.erase(kept);
   // The positions it had are where the target's went (swap-in covers the computed positions).
   const auto state = states_.find(seq_id);

@@ -90,7 +90,7 @@ class BatchDrafter {
 
   Backend& draft_;
   std::unordered_map<int64_t, State> states_;
-  std::unordered_map<int64_t, std::vector<std::byte>> host_kv_;  // swapped-out sequences' KV
+  std::unordered_map<int64_t, std::unique_ptr<KvHostCopy>> host_kv_;  // swapped-out sequences' KV
   int64_t passes_ = 0;
 };
 

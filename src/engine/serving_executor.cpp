@@ -125,7 +125,7 @@ double ServingExecutor::apply_swaps(const std::vector<KvSwap>& swaps) {
     if (it == host_kv_.end()) {
       throw std::logic_error("serving executor: a swap-in of a sequence never swapped out");
     }
-    backend_.copy_kv_blocks_from_host(blocks, it->second);
+    backend_.copy_kv_blocks_from_host(blocks, it->second->bytes());
     host_kv_.erase(it);
   }
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

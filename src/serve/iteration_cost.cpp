@@ -1,5 +1,6 @@
 #include "serve/iteration_cost.hpp"
 
+#include <algorithm>
 #include <string_view>
 
 #include "predict/request_predictor.hpp"
@@ -36,6 +37,9 @@ PredictedIterationCost::PredictedIterationCost(const ModelConfig& model,
                                                const ModelConfig* draft_model, double host_link_bps)
     : model_(model), host_link_bps_(host_link_bps) {
   context_ = make_step_context(model_, hardware, cost, options, host);
+  eager_context_ = context_;
+  eager_context_.cuda_graphs = false;
+  graphs_decode_only_ = options.framework == Framework::inferlab && options.cuda_graphs;
   if (draft_model) {
     draft_model_ = std::make_unique<ModelConfig>(*draft_model);
     PredictOptions draft_options = options;
@@ -44,11 +48,12 @@ PredictedIterationCost::PredictedIterationCost(const ModelConfig& model,
   }
 }
 
-double PredictedIterationCost::flat_s(int64_t tokens) const {
-  auto it = flat_cache_.find(tokens);
+double PredictedIterationCost::flat_s(int64_t tokens, bool graphed) const {
+  const int64_t key = 2 * tokens + (graphed ? 1 : 0);
+  auto it = flat_cache_.find(key);
   if (it != flat_cache_.end()) return it->second;
   const StepShape shape{Phase::prefill, 1, tokens, tokens};
-  const StepPrediction step = predict_step(context_, shape);
+  const StepPrediction step = predict_step(graphed ? context_ : eager_context_, shape);
   double t = step.time_s;
   for (const auto& p : step.ops) {
     if (is_sampling_op(p.op)) t -= p.total_s();
@@ -56,7 +61,7 @@ double PredictedIterationCost::flat_s(int64_t tokens) const {
   scratch_.clear();  // build_context_ops appends
   build_context_ops(model_, shape, context_.precision, context_.plan, context_.shard, scratch_);
   t -= priced_s(*context_.cost, scratch_);
-  return flat_cache_[tokens] = t;
+  return flat_cache_[key] = t;
 }
 
 double PredictedIterationCost::sampled_s(int64_t seqs) const {
@@ -94,12 +99,32 @@ double PredictedIterationCost::draft_step_s(int64_t seqs, int64_t context) const
              predict_step(draft_context_, {Phase::decode, seqs, 1, grained(context)}).time_s;
 }
 
+int64_t PredictedIterationCost::graph_rows(int64_t seqs) const {
+  int64_t rows = 1;
+  while (rows < seqs) rows *= 2;
+  return graph_batch_limit_ > 0 ? std::max(seqs, std::min(rows, graph_batch_limit_)) : rows;
+}
+
+double PredictedIterationCost::draft_prefill_s(int64_t tokens) const {
+  auto it = draft_prefill_cache_.find(tokens);
+  if (it != draft_prefill_cache_.end()) return it->second;
+  StepContext eager = draft_context_;
+  eager.cuda_graphs = false;
+  return draft_prefill_cache_[tokens] =
+             predict_step(eager, {Phase::prefill, 1, tokens, tokens}).time_s;
+}
+
 double PredictedIterationCost::time_s(const IterationBatch& batch) const {
   if (batch.seqs.empty()) return batch.swap_bytes / host_link_bps_;
   int64_t samples = 0;
   // Decoding sequences are one attention call per distinct token count, at their mean context.
   std::unordered_map<int64_t, std::pair<int64_t, int64_t>> decode_groups;  // tokens -> seqs, sum
-  double t = flat_s(batch.total_tokens());
+  bool one_token_decodes = true;
+  for (const auto& s : batch.seqs)
+    one_token_decodes = one_token_decodes && s.decode && s.new_tokens == 1;
+  const bool padded_graph = graphs_decode_only_ && one_token_decodes;
+  const int64_t rows = padded_graph ? graph_rows(batch.total_tokens()) : batch.total_tokens();
+  double t = flat_s(rows, !graphs_decode_only_ || one_token_decodes);
   for (const auto& s : batch.seqs) {
     if (s.samples) ++samples;
     if (s.decode) {
@@ -114,7 +139,12 @@ double PredictedIterationCost::time_s(const IterationBatch& batch) const {
     const int64_t mean_context = std::max<int64_t>(tokens, group.second / group.first);
     t += attention_s(group.first, tokens, tokens == 1 ? grained(mean_context) : mean_context);
   }
-  t += sampled_s(samples);
+  t += sampled_s(padded_graph ? rows : samples);  // a graph's LM head and sampler run every row
+  // The engine runs every prefill chunk through the draft model too, so that its KV is there
+  // when the sequence drafts: one eager prefill pass of the draft over the chunks' tokens.
+  int64_t prefill_tokens = 0;
+  for (const auto& s : batch.seqs) prefill_tokens += s.decode ? 0 : s.new_tokens;
+  if (draft_model_ && prefill_tokens > 0) t += draft_prefill_s(prefill_tokens);
   if (batch.speculative_k > 0 && batch.drafting_seqs > 0 && draft_model_) {
     t += batch.speculative_k * draft_step_s(batch.drafting_seqs, batch.draft_context);
   }

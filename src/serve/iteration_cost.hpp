@@ -49,8 +49,9 @@ class IterationCost {
 // calibrated, tilesim): the operators that do not depend on context (projections, norms, MLP,
 // collectives) are priced once per total token count of the iteration (as vLLM flattens the
 // batch into one token dimension), attention per group of sequences at their own context, the
-// LM head and sampling per sampled sequence, and the draft model's k decode steps when
-// speculating. Memoised: a 10,000-request simulation prices a few thousand distinct shapes.
+// LM head and sampling per sampled sequence, and the draft model's pass over the prefill chunks
+// and its k decode steps when speculating with one. Memoised: a 10,000-request simulation prices a
+// few thousand distinct shapes.
 class PredictedIterationCost : public IterationCost {
  public:
   PredictedIterationCost(const ModelConfig& model, const HardwareSpec& hardware,
@@ -60,19 +61,32 @@ class PredictedIterationCost : public IterationCost {
   PredictedIterationCost(const PredictedIterationCost&) = delete;
   PredictedIterationCost& operator=(const PredictedIterationCost&) = delete;
   double time_s(const IterationBatch& batch) const override;
+  // The inferlab engine's graphs are captured for batches padded to a power of two, at most its
+  // --max-num-seqs: a graphed decode iteration computes (and is priced for) the padded rows.
+  void set_graph_batch_limit(int64_t max_num_seqs) { graph_batch_limit_ = max_num_seqs; }
 
   // The parts of time_s, exposed for tests.
-  double flat_s(int64_t tokens) const;   // context-free ops and host cost, per token count
+  // Context-free ops and host cost, per token count; `graphed`: launched as a CUDA graph (where
+  // graphs are on), else eagerly. The inferlab engine replays graphs only for iterations of one
+  // decode token per sequence; every other iteration runs eagerly.
+  double flat_s(int64_t tokens, bool graphed = true) const;
   double sampled_s(int64_t seqs) const;  // LM head, gather and sampling
   double attention_s(int64_t seqs, int64_t new_tokens, int64_t context) const;
   double draft_step_s(int64_t seqs, int64_t context) const;
+  double draft_prefill_s(int64_t tokens) const;  // the draft's pass over prefill chunks
 
  private:
+  int64_t graph_rows(int64_t seqs) const;  // a graphed decode batch's padded rows
+
   const ModelConfig model_;
   std::unique_ptr<ModelConfig> draft_model_;
   StepContext context_, draft_context_;
+  StepContext eager_context_;        // context_ without CUDA graphs
+  bool graphs_decode_only_ = false;  // the engine: graphs for one-token decode iterations only
+  int64_t graph_batch_limit_ = 0;    // 0: none
   double host_link_bps_;
-  mutable std::unordered_map<int64_t, double> flat_cache_, sampled_cache_, draft_cache_;
+  mutable std::unordered_map<int64_t, double> flat_cache_, sampled_cache_, draft_cache_,
+      draft_prefill_cache_;
   mutable std::unordered_map<uint64_t, double> attention_cache_;
   mutable std::vector<Op> scratch_;
 };

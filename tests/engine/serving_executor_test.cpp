@@ -148,7 +148,8 @@ TEST(ServingExecutor, SwappedBlocksComeBackIntoOtherBlocksUnchanged) {
   };
   const std::vector<float> before = next({0, 1, 2});
   const std::vector<int32_t> from = {0, 1, 2}, to = {5, 3, 7};
-  const std::vector<std::byte> host = backend.copy_kv_blocks_to_host(from);
+  const std::unique_ptr<KvHostCopy> copy = backend.copy_kv_blocks_to_host(from);
+  const std::span<const std::byte> host = copy->bytes();
   EXPECT_EQ(static_cast<int64_t>(host.size()), 3 * backend.kv_block_host_bytes());
   backend.fill_kv_cache_random(11);
   backend.copy_kv_blocks_from_host(to, host);

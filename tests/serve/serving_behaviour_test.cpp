@@ -42,6 +42,42 @@ std::vector<ServeRequest> workload(double rate, int64_t requests, const std::str
   return generate_workload(w);
 }
 
+TEST(ServeCost, TheEngineReplaysGraphsOnlyForOneTokenDecodesPaddedToAPowerOfTwo) {
+  const ModelConfig model = load_model("llama-3-8b");
+  const LoadedCost hw = load_cost({"h200"});
+  PredictOptions options;
+  options.framework = Framework::inferlab;
+  options.cuda_graphs = true;
+  PredictedIterationCost cost(model, hw.spec, *hw.cost, options, load_host_overhead());
+  // Five decodes run as the graph of 8 rows: the flat ops, LM head and sampler at 8 rows.
+  IterationBatch decodes;
+  for (int i = 0; i < 5; ++i) decodes.seqs.push_back({1, 1024, true, true});
+  EXPECT_NEAR(cost.time_s(decodes),
+              cost.flat_s(8, true) + cost.attention_s(5, 1, 1024) + cost.sampled_s(8), 1e-12);
+  // Capped at --max-num-seqs.
+  cost.set_graph_batch_limit(6);
+  EXPECT_NEAR(cost.time_s(decodes),
+              cost.flat_s(6, true) + cost.attention_s(5, 1, 1024) + cost.sampled_s(6), 1e-12);
+  // A prefill chunk beside them runs eagerly, every row as it is.
+  IterationBatch mixed = decodes;
+  mixed.seqs.push_back({100, 100, false, false});
+  EXPECT_NEAR(cost.time_s(mixed),
+              cost.flat_s(105, false) + cost.attention_s(1, 100, 100) +
+                  cost.attention_s(5, 1, 1024) + cost.sampled_s(5),
+              1e-12);
+  EXPECT_GT(cost.flat_s(105, false), cost.flat_s(105, true));  // the host's launches show
+
+  // With a draft model every prefill chunk also runs through it.
+  const ModelConfig draft = load_model("llama-3.2-1b");
+  PredictedIterationCost speculating(model, hw.spec, *hw.cost, options, load_host_overhead(),
+                                     &draft);
+  IterationBatch prefill;
+  prefill.seqs.push_back({200, 200, true, false});
+  EXPECT_GT(speculating.draft_prefill_s(200), 0.0);
+  EXPECT_NEAR(speculating.time_s(prefill), cost.time_s(prefill) + speculating.draft_prefill_s(200),
+              1e-12);
+}
+
 TEST(ServeCost, IterationsAddUpToWholeSteps) {
   Deployment d;
   StepContext c =

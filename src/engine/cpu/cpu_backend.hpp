@@ -33,9 +33,9 @@ class CpuBackend : public Backend {
   ForwardResult forward(const ForwardBatch& batch) override;
   void fill_kv_cache_random(uint64_t seed) override { cache_.fill_random(seed); }
   int64_t kv_block_host_bytes() const override { return cache_.block_bytes(); }
-  std::vector<std::byte> copy_kv_blocks_to_host(std::span<const int32_t> blocks) override {
+  std::unique_ptr<KvHostCopy> copy_kv_blocks_to_host(std::span<const int32_t> blocks) override {
     check_swap_blocks(blocks, cache_.layout());
-    return cache_.copy_blocks_out(blocks);
+    return std::make_unique<HeapKvHostCopy>(cache_.copy_blocks_out(blocks));
   }
   void copy_kv_blocks_from_host(std::span<const int32_t> blocks,
                                 std::span<const std::byte> host) override {

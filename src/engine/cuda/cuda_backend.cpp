@@ -116,9 +116,12 @@ void CudaBackend::fill_kv_cache_random(uint64_t seed) {
   INFERLAB_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
-std::vector<std::byte> CudaBackend::copy_kv_blocks_to_host(std::span<const int32_t> blocks) {
+std::unique_ptr<KvHostCopy> CudaBackend::copy_kv_blocks_to_host(std::span<const int32_t> blocks) {
   check_swap_blocks(blocks, layout_);
-  return kv_.copy_blocks_out(blocks, stream_);
+  const auto bytes = blocks.size() * static_cast<size_t>(kv_block_host_bytes());
+  std::unique_ptr<KvHostCopy> copy = swap_space_->take(bytes);
+  kv_.copy_blocks_out(blocks, static_cast<PinnedCopy&>(*copy).data(), stream_);
+  return copy;
 }
 
 void CudaBackend::copy_kv_blocks_from_host(std::span<const int32_t> blocks,

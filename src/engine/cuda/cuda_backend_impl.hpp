@@ -15,6 +15,7 @@
 #include "engine/cuda/device_weights.hpp"
 #include "engine/cuda/kernel_timer.hpp"
 #include "engine/cuda/kv_storage.hpp"
+#include "engine/cuda/pinned_pool.hpp"
 #include "engine/cuda/projection.hpp"
 #include "engine/cuda/sampling_kernels.hpp"
 #include "engine/cuda_backend.hpp"
@@ -62,7 +63,7 @@ class CudaBackend final : public Backend {
   int64_t kv_block_host_bytes() const override {
     return KvStorage::bytes_per_block(layout_, kv_.format());
   }
-  std::vector<std::byte> copy_kv_blocks_to_host(std::span<const int32_t> blocks) override;
+  std::unique_ptr<KvHostCopy> copy_kv_blocks_to_host(std::span<const int32_t> blocks) override;
   void copy_kv_blocks_from_host(std::span<const int32_t> blocks,
                                 std::span<const std::byte> host) override;
 
@@ -101,6 +102,8 @@ class CudaBackend final : public Backend {
   DeviceWeights weights_;
   Projector projector_;
   KvStorage kv_;
+  // Pinned host buffers for preemption by swap, kept for reuse (engine/cuda/pinned_pool.hpp).
+  std::shared_ptr<PinnedPool> swap_space_ = std::make_shared<PinnedPool>();
   DeviceBuffer<float> inv_freq_;
   DeviceBuffer<__nv_bfloat16> residual_, normed_, qkv_, attn_, proj_, gate_up_, act_, lm_rows_;
   DeviceBuffer<float> logits_;

@@ -81,21 +81,19 @@ std::vector<KvStorage::BlockPart> KvStorage::block_parts(int32_t block) {
   return parts;
 }
 
-std::vector<std::byte> KvStorage::copy_blocks_out(std::span<const int32_t> blocks,
-                                                  cudaStream_t stream) {
-  std::vector<std::byte> host;
+void KvStorage::copy_blocks_out(std::span<const int32_t> blocks, std::byte* host,
+                                cudaStream_t stream) {
+  size_t at = 0;
   for (const int32_t block : blocks) {
     for (const BlockPart& part : block_parts(block)) {
       // One 2D copy per part: a run per layer, layer_pitch apart on the device, packed here.
-      const size_t at = host.size();
-      host.resize(at + part.run_bytes * static_cast<size_t>(layers_));
       INFERLAB_CUDA_CHECK(cudaMemcpy2DAsync(
-          host.data() + at, part.run_bytes, part.base, part.layer_pitch_bytes, part.run_bytes,
+          host + at, part.run_bytes, part.base, part.layer_pitch_bytes, part.run_bytes,
           static_cast<size_t>(layers_), cudaMemcpyDeviceToHost, stream));
+      at += part.run_bytes * static_cast<size_t>(layers_);
     }
   }
   INFERLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
-  return host;
 }
 
 void KvStorage::copy_blocks_in(std::span<const int32_t> blocks, std::span<const std::byte> host,

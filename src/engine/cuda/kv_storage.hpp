@@ -30,11 +30,10 @@ class KvStorage {
   // scales of 1/64 (what a cache of unit-scale values holds).
   void fill_random(uint64_t seed, cudaStream_t stream);
   DType format() const { return format_; }
-  // Preemption by swap: blocks' keys, values and scales over every layer to host memory, block
-  // after block (bytes_per_block each), and back into blocks of the pool. Synchronous on
-  // `stream`. The host side is pageable memory, so the driver stages each copy; pinned host
-  // memory would copy faster.
-  std::vector<std::byte> copy_blocks_out(std::span<const int32_t> blocks, cudaStream_t stream);
+  // Preemption by swap: blocks' keys, values and scales over every layer to `host` (room for
+  // bytes_per_block each, block after block; pinned memory, for DMA speed), and back into blocks
+  // of the pool. Synchronous on `stream`.
+  void copy_blocks_out(std::span<const int32_t> blocks, std::byte* host, cudaStream_t stream);
   void copy_blocks_in(std::span<const int32_t> blocks, std::span<const std::byte> host,
                       cudaStream_t stream);
 

@@ -76,14 +76,14 @@ int64_t TensorParallelCpuBackend::kv_block_host_bytes() const {
   return bytes;
 }
 
-std::vector<std::byte> TensorParallelCpuBackend::copy_kv_blocks_to_host(
+std::unique_ptr<KvHostCopy> TensorParallelCpuBackend::copy_kv_blocks_to_host(
     std::span<const int32_t> blocks) {
   std::vector<std::byte> host;
   for (const auto& rank : ranks_) {
-    const std::vector<std::byte> part = rank->copy_kv_blocks_to_host(blocks);
-    host.insert(host.end(), part.begin(), part.end());
+    const std::unique_ptr<KvHostCopy> part = rank->copy_kv_blocks_to_host(blocks);
+    host.insert(host.end(), part->bytes().begin(), part->bytes().end());
   }
-  return host;
+  return std::make_unique<HeapKvHostCopy>(std::move(host));
 }
 
 void TensorParallelCpuBackend::copy_kv_blocks_from_host(std::span<const int32_t> blocks,

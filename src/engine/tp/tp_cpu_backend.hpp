@@ -32,7 +32,7 @@ class TensorParallelCpuBackend : public Backend {
   void fill_kv_cache_random(uint64_t seed) override;
   // Every rank's share of a block, rank after rank.
   int64_t kv_block_host_bytes() const override;
-  std::vector<std::byte> copy_kv_blocks_to_host(std::span<const int32_t> blocks) override;
+  std::unique_ptr<KvHostCopy> copy_kv_blocks_to_host(std::span<const int32_t> blocks) override;
   void copy_kv_blocks_from_host(std::span<const int32_t> blocks,
                                 std::span<const std::byte> host) override;
   int64_t ranks() const { return static_cast<int64_t>(ranks_.size()); }

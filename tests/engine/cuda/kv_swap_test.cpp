@@ -51,7 +51,8 @@ void expect_swap_round_trip(DType kv) {
   gpu->forward(prompt);
   const std::vector<float> before = next_logits(*gpu, {0, 1, 2});
   const std::vector<int32_t> from = {0, 1, 2}, to = {9, 4, 12};
-  const std::vector<std::byte> host = gpu->copy_kv_blocks_to_host(from);
+  const std::unique_ptr<KvHostCopy> copy = gpu->copy_kv_blocks_to_host(from);
+  const std::span<const std::byte> host = copy->bytes();
   ASSERT_EQ(static_cast<int64_t>(host.size()), 3 * gpu->kv_block_host_bytes());
   gpu->fill_kv_cache_random(5);
   gpu->copy_kv_blocks_from_host(to, host);
