@@ -10,6 +10,7 @@
 #include "cli/commands.hpp"
 #include "cli/common_args.hpp"
 #include "cli/engine_args.hpp"
+#include "cli/serve_args.hpp"
 #include "engine/speculative.hpp"
 #include "engine/tokenizer/chat.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
@@ -23,7 +24,7 @@ namespace {
 
 struct ServerArgs {
   std::string model, tokenizer, host = "127.0.0.1", device = "auto", served_model_name;
-  std::string policy = "chunked", speculative, cuda_graphs = "on";
+  std::string policy = "chunked", speculative, cuda_graphs = "on", preemption = "recompute";
   int port = 8000;
   uint64_t seed = 0;
   int64_t kv_tokens = 0, max_num_seqs = 256, max_num_batched_tokens = 8192, max_model_len = 0;
@@ -72,6 +73,7 @@ void run_server(const ServerArgs& a) {
   config.max_num_batched_tokens = a.max_num_batched_tokens;
   config.block_size = a.block_size;
   config.prefix_caching = a.prefix_caching;
+  config.preemption = parse_preemption(a.preemption);
   std::string draft_model;  // empty: n-gram lookup (ngram,k=K or, as serve spells it, draft=ngram)
   if (!a.speculative.empty()) {
     const auto spec = engine::parse_speculative(a.speculative, draft_model);
@@ -176,6 +178,9 @@ void register_server(CLI::App& app) {
                   "Requests waiting beyond --max-num-seqs; more get 429")
       ->capture_default_str();
   cmd->add_option("--policy", args->policy, "chunked or vllm")->capture_default_str();
+  cmd->add_option("--preemption", args->preemption,
+                  "recompute, or swap (KV blocks to pinned host memory and back)")
+      ->capture_default_str();
   cmd->add_flag("--prefix-caching", args->prefix_caching,
                 "Share KV blocks of identical prompt prefixes (hash chain over their tokens)");
   cmd->add_option("--speculative", args->speculative,

@@ -61,16 +61,16 @@ std::vector<ServeRequest> make_workload(const ServeArgs& a, double rate) {
   return generate_workload(spec);
 }
 
+PreemptionMode parse_preemption(const std::string& name) {
+  if (name == "recompute") return PreemptionMode::recompute;
+  if (name == "swap") return PreemptionMode::swap;
+  throw InputError("--preemption takes recompute or swap, got '" + name + "'");
+}
+
 EngineConfig make_engine_config(const ServeArgs& a) {
   EngineConfig c;
   c.policy = parse_schedule_policy(a.policy);
-  if (a.preemption == "recompute") {
-    c.preemption = PreemptionMode::recompute;
-  } else if (a.preemption == "swap") {
-    c.preemption = PreemptionMode::swap;
-  } else {
-    throw InputError("--preemption takes recompute or swap, got '" + a.preemption + "'");
-  }
+  c.preemption = parse_preemption(a.preemption);
   if (a.max_num_seqs < 1 || a.max_num_seqs > 65536) {
     throw InputError("--max-num-seqs must be in [1, 65536]");
   }

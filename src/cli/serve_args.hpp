@@ -35,6 +35,8 @@ std::vector<ServeRequest> make_workload(const ServeArgs& args, double rate);
 
 // Engine limits and features; the KV cache size is filled in by the caller.
 EngineConfig make_engine_config(const ServeArgs& args);
+// "recompute" or "swap"; InputError otherwise.
+PreemptionMode parse_preemption(const std::string& name);
 
 struct SpeculativeArgs {
   std::string draft_model;

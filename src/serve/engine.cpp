@@ -51,7 +51,8 @@ ServeResult run_serving(const std::vector<ServeRequest>& requests, const EngineC
   while (!scheduler.finished()) {
     scheduler.arrive(now);
     ScheduledIteration iteration = scheduler.schedule();
-    if (iteration.work.empty() && iteration.swap_bytes == 0.0) {
+    // (A swap-only iteration still runs: the executor carries out its copies.)
+    if (iteration.work.empty() && iteration.swap_bytes == 0.0 && iteration.swaps.empty()) {
       if (scheduler.has_pending_arrivals()) {
         now = std::max(now, scheduler.next_arrival_s());
         continue;

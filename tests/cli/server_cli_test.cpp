@@ -99,6 +99,7 @@ TEST(ServerCli, BadFlagsAreExitTwo) {
       "server --model /nonexistent/model --device cpu",
       "server --model llama-3.2-1b --device cpu --port 70000",
       "server --model llama-3.2-1b --device cpu --policy static",
+      "server --model llama-3.2-1b --device cpu --preemption evict",
       "server --model llama-3.2-1b --device cpu --max-num-seqs 0",
       // A draft of another vocabulary (refused before any weight loads).
       "server --model llama-3.2-1b --device cpu --speculative draft=qwen2.5-1.5b,k=4",

@@ -124,7 +124,9 @@ TEST(ServingExecutor, PreemptionBySwapKeepsEveryRequestsTokens) {
     swapping.block_size = 8;
     swapping.max_num_batched_tokens = 32;
     swapping.preemption = PreemptionMode::swap;
-    swapping.kv_block_bytes = 1024;
+    // No bytes priced for the swaps (as a server's configuration has it): an iteration of swaps
+    // alone must still reach the executor.
+    swapping.kv_block_bytes = 0;
     auto swapped = serve_on_cpu(at_once, swapping, 11);
     EXPECT_GT(swapped.result.preemptions, 0) << static_cast<int>(policy);
     EXPECT_EQ(swapped.tokens, reference) << static_cast<int>(policy);

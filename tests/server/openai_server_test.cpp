@@ -124,6 +124,27 @@ TEST(OpenAiServer, GreedyAnswersAreGeneratesAloneOrBatched) {
   EXPECT_EQ(s.chunks.back()["usage"]["completion_tokens"], 12);
 }
 
+TEST(OpenAiServer, PreemptedBySwapTheAnswersStayGeneratesAlone) {
+  SKIP_WITHOUT_TOKENIZER();
+  // Five blocks of 16 tokens for four requests of about 5 + 40 tokens (three blocks each): any
+  // two at once do not fit, so the latest admitted are preempted, their KV to host memory and
+  // back.
+  TestServer server({.kv_blocks = 5, .preemption = PreemptionMode::swap});
+  const std::vector<std::string> prompts = {"The tallest mountain is", "Hello there", "1, 2, 3,",
+                                            "Paris is the capital of"};
+  std::vector<std::string> expected;
+  for (const auto& p : prompts) expected.push_back(reference_text(server, p, 40));
+  std::vector<std::future<json>> answers;
+  for (const auto& p : prompts) {
+    answers.push_back(std::async(
+        std::launch::async, [&, p] { return post(server, "/v1/completions", greedy(p, 40)); }));
+  }
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_EQ(answers[i].get()["choices"][0]["text"], expected[i]) << prompts[i];
+  }
+  EXPECT_GT(server.metrics().gauges().preemptions, 0);
+}
+
 TEST(OpenAiServer, ChatStopStringsSeedsAndTokenPrompts) {
   SKIP_WITHOUT_TOKENIZER();
   TestServer server;

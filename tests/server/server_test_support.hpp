@@ -38,6 +38,7 @@ struct ServerSetup {
   int speculative_k = 0;  // n-gram drafts verified per decode step
   // With speculative_k: drafts by a draft model, a twin of the target (the same weights).
   bool draft_model = false;
+  PreemptionMode preemption = PreemptionMode::recompute;
   size_t max_body_bytes = size_t{1} << 20;
 };
 
@@ -54,6 +55,7 @@ class TestServer {
     loop.config.max_num_batched_tokens = 512;
     loop.config.prefix_caching = setup.prefix_caching;
     loop.config.speculative.k = setup.speculative_k;
+    loop.config.preemption = setup.preemption;
     loop.max_waiting = setup.max_queue;
     loop.draft = draft_.get();
     loop_ = std::make_unique<EngineLoop>(*backend_, loop, metrics_);
