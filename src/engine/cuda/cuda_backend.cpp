@@ -130,6 +130,22 @@ void CudaBackend::copy_kv_blocks_from_host(std::span<const int32_t> blocks,
   kv_.copy_blocks_in(blocks, host, stream_);
 }
 
+void CudaBackend::tune_gemms() {
+  const int64_t max_rows = std::min(options_.max_batch_tokens, layout_.slots());
+  for (const int64_t n : LtRunner::bucket_ends(max_rows)) {
+    ForwardBatch batch;
+    SequenceChunk chunk;
+    for (int64_t t = 0; t < n; ++t) {
+      chunk.tokens.push_back(static_cast<int32_t>(t % config_.model.vocab_size));
+    }
+    for (int64_t b = 0; b < layout_.blocks_for(n); ++b) {
+      chunk.block_table.push_back(static_cast<int32_t>(b));
+    }
+    batch.sequences.push_back(std::move(chunk));
+    forward(batch);
+  }
+}
+
 void CudaBackend::start_smoothquant_stats() {
   const ModelConfig& m = config_.model;
   const auto hidden = static_cast<size_t>(m.hidden_size);

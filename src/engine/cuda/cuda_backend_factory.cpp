@@ -136,7 +136,9 @@ std::unique_ptr<Backend> make_cuda_backend(const LlamaConfig& config, const Tens
           ? checkpoint_weight_loader(*checkpoint, config, options.quant, smoothing)
           : quantizing_loader(source, config, options.quant, smoothing);
   const int64_t blocks = kv_blocks_that_fit(config, options);
-  return std::make_unique<cuda::CudaBackend>(config, loader, options, blocks);
+  auto backend = std::make_unique<cuda::CudaBackend>(config, loader, options, blocks);
+  if (cuda::lt_tuning_requested()) backend->tune_gemms();
+  return backend;
 }
 
 }  // namespace inferlab::engine

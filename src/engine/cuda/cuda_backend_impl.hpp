@@ -17,6 +17,7 @@
 #include "engine/cuda/kv_storage.hpp"
 #include "engine/cuda/pinned_pool.hpp"
 #include "engine/cuda/projection.hpp"
+#include "engine/cuda/projection_lt.hpp"
 #include "engine/cuda/sampling_kernels.hpp"
 #include "engine/cuda_backend.hpp"
 #include "engine/forward_metadata.hpp"
@@ -60,6 +61,10 @@ class CudaBackend final : public Backend {
   void set_profiling(bool on) override { timer_.set_enabled(on); }
   std::vector<KernelClassTime> last_forward_profile() const override { return profile_; }
   void fill_kv_cache_random(uint64_t seed) override;
+  // With cuBLASLt's timed choice on (lt_tuning_requested), one eager prefill per bucket of rows
+  // it can meet (up to its batch-token limit and its pool), so that no tuning lands in a served
+  // iteration; their keys and values go to the cache's first blocks, which nothing holds yet.
+  void tune_gemms();
   int64_t kv_block_host_bytes() const override {
     return KvStorage::bytes_per_block(layout_, kv_.format());
   }

@@ -9,11 +9,11 @@
 // rows against 10.77 ms at n = 512, and in serving, mixed iterations whose rows are a multiple of
 // 8 spent ~30% more GEMM time per row than others. So, as TensorRT-LLM's GEMM profiler does, the
 // runner times up to 8 of the heuristic's candidates once per bucket of n (see run()) and keeps
-// the fastest, with INFERLAB_ENGINE_LT_TUNE=1. Off by default for now (MEASUREMENTS §25): the
-// timed choice made the 448-token prefill 26% faster and 160-256 tokens 4-6%, but tuned in the
-// middle of serving it cost the server 7% of its capacity (the tunings land in live iterations),
-// and the winner for 16 rows made graphed decodes of 16 sequences 13-15% slower. Tuning every
-// bucket at start-up, and not below 17 rows, are what default-on needs.
+// the fastest, with INFERLAB_ENGINE_LT_TUNE=1; a CUDA backend then tunes every bucket when it is
+// made, and GEMMs of at most 16 rows keep the heuristic's choice. Off by default: on the H200
+// (MEASUREMENTS §25) the timed choice fixed the 448-token prefill (−17 to −26%) but, tuned at
+// start-up, made most other prefills 2-12% slower inside the model, and it did not move the
+// server's latencies; timing candidates in isolation does not rank them as the model runs them.
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
@@ -44,6 +44,10 @@ struct LtCall {
   const float* b_scales = nullptr;  // fp8_outer
 };
 
+// INFERLAB_ENGINE_LT_TUNE=1: the runners time cuBLASLt's candidates, and a CUDA backend tunes
+// every bucket of rows it can meet when it is made (CudaBackend::tune_gemms).
+bool lt_tuning_requested();
+
 class LtRunner {
  public:
   LtRunner(void* workspace, size_t workspace_bytes);
@@ -71,6 +75,10 @@ class LtRunner {
   // The bucket of n that shares one timed choice: 16 rows wide up to 256 rows, 64 up to 2048,
   // 256 above; so n = 1..2048 meets 44 buckets.
   static int64_t rows_bucket(int64_t n);
+  // GEMMs of at most this many rows keep the heuristic's choice.
+  static constexpr int64_t kMaxUntunedRows = 16;
+  // The largest n of each bucket above kMaxUntunedRows up to max_rows: what a warm-up runs.
+  static std::vector<int64_t> bucket_ends(int64_t max_rows);
 
  private:
   struct Plan;
