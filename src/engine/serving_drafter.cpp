@@ -34,16 +34,13 @@ int64_t BatchDrafter::valid_positions(const State& state, const Item& item) cons
 
 void BatchDrafter::swap(int64_t seq_id, bool to_host, std::span<const int32_t> blocks) {
   if (to_host) {
-    host_kv_[seq_id] = draft_.copy_kv_blocks_to_host(blocks);
+    swap_space_.swap_out(seq_id, blocks);
     return;
   }
-  const auto kept = host_kv_.find(seq_id);
-  if (kept == host_kv_.end()) {  // nothing of the draft's went out: its KV starts over
+  if (!swap_space_.swap_in(seq_id, blocks)) {  // nothing of the draft's went out: it starts over
     states_.erase(seq_id);
     return;
   }
-  draft_.copy_kv_blocks_from_host(blocks, kept->second->bytes());
-  host_kv_.erase(kept);
   // The positions it had are where the target's went (swap-in covers the computed positions).
   const auto state = states_.find(seq_id);
   if (state != states_.end()) state->second.blocks.assign(blocks.begin(), blocks.end());

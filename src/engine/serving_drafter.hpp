@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/backend.hpp"
+#include "engine/kv_swap_space.hpp"
 #include "engine/rng.hpp"
 #include "engine/sampling.hpp"
 
@@ -75,7 +76,7 @@ class BatchDrafter {
   // Lets go of a sequence's record (released, or its draft KV no longer valid).
   void forget(int64_t seq_id) {
     states_.erase(seq_id);
-    host_kv_.erase(seq_id);
+    swap_space_.forget(seq_id);
   }
   int64_t passes() const { return passes_; }
 
@@ -90,7 +91,7 @@ class BatchDrafter {
 
   Backend& draft_;
   std::unordered_map<int64_t, State> states_;
-  std::unordered_map<int64_t, std::unique_ptr<KvHostCopy>> host_kv_;  // swapped-out sequences' KV
+  KvSwapSpace swap_space_{draft_};  // swapped-out sequences' draft KV
   int64_t passes_ = 0;
 };
 

@@ -59,7 +59,7 @@ void ServingExecutor::add_request(int64_t id, std::vector<int32_t> prompt,
 }
 
 void ServingExecutor::release(int64_t id) {
-  host_kv_.erase(id);  // a request ended while swapped out
+  swap_space_.forget(id);  // a request ended while swapped out
   Record& record = at(static_cast<size_t>(id));
   record.released = true;
   record.prompt = {};
@@ -118,15 +118,10 @@ double ServingExecutor::apply_swaps(const std::vector<KvSwap>& swaps) {
     const std::vector<int32_t> blocks(swap.blocks.begin(), swap.blocks.end());
     if (drafter_) drafter_->swap(swap.seq, swap.to_host, blocks);  // the draft's KV moves too
     if (swap.to_host) {
-      host_kv_[swap.seq] = backend_.copy_kv_blocks_to_host(blocks);
-      continue;
-    }
-    auto it = host_kv_.find(swap.seq);
-    if (it == host_kv_.end()) {
+      swap_space_.swap_out(swap.seq, blocks);
+    } else if (!swap_space_.swap_in(swap.seq, blocks)) {
       throw std::logic_error("serving executor: a swap-in of a sequence never swapped out");
     }
-    backend_.copy_kv_blocks_from_host(blocks, it->second->bytes());
-    host_kv_.erase(it);
   }
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/backend.hpp"
+#include "engine/kv_swap_space.hpp"
 #include "engine/rng.hpp"
 #include "engine/sampling.hpp"
 #include "engine/serving_drafter.hpp"
@@ -94,8 +95,8 @@ class ServingExecutor : public Executor {
   // Carries out the iteration's swaps in order; the seconds they took.
   double apply_swaps(const std::vector<KvSwap>& swaps);
 
-  std::unordered_map<int64_t, std::unique_ptr<KvHostCopy>> host_kv_;  // swapped-out sequences' KV
-  std::deque<Record> records_;  // requests first_id_, first_id_ + 1, ...
+  KvSwapSpace swap_space_{backend_};  // swapped-out sequences' KV
+  std::deque<Record> records_;        // requests first_id_, first_id_ + 1, ...
   size_t first_id_ = 0;
   int64_t forward_passes_ = 0, drafts_proposed_ = 0;
   int64_t ngram_max_;

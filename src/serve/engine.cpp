@@ -51,8 +51,7 @@ ServeResult run_serving(const std::vector<ServeRequest>& requests, const EngineC
   while (!scheduler.finished()) {
     scheduler.arrive(now);
     ScheduledIteration iteration = scheduler.schedule();
-    // (A swap-only iteration still runs: the executor carries out its copies.)
-    if (iteration.work.empty() && iteration.swap_bytes == 0.0 && iteration.swaps.empty()) {
+    if (iteration.idle()) {
       if (scheduler.has_pending_arrivals()) {
         now = std::max(now, scheduler.next_arrival_s());
         continue;

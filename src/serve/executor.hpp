@@ -22,6 +22,8 @@ struct ScheduledIteration {
   std::vector<KvSwap> swaps;
   double swap_bytes = 0.0;               // KV copied between host and device before it runs
   const BlockManager* blocks = nullptr;  // the sequences' KV blocks
+  // Nothing to run: no work and no swaps (an iteration of swaps alone still runs its copies).
+  bool idle() const { return work.empty() && swaps.empty(); }
 };
 
 // What an iteration did: how long it took, and for each work item (in order) how many

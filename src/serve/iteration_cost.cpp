@@ -45,6 +45,8 @@ PredictedIterationCost::PredictedIterationCost(const ModelConfig& model,
     PredictOptions draft_options = options;
     draft_options.tp = 1;  // a small draft runs unsharded on each device
     draft_context_ = make_step_context(*draft_model_, hardware, cost, draft_options, host);
+    draft_eager_context_ = draft_context_;
+    draft_eager_context_.cuda_graphs = false;  // its pass over prefill chunks
   }
 }
 
@@ -108,10 +110,8 @@ int64_t PredictedIterationCost::graph_rows(int64_t seqs) const {
 double PredictedIterationCost::draft_prefill_s(int64_t tokens) const {
   auto it = draft_prefill_cache_.find(tokens);
   if (it != draft_prefill_cache_.end()) return it->second;
-  StepContext eager = draft_context_;
-  eager.cuda_graphs = false;
   return draft_prefill_cache_[tokens] =
-             predict_step(eager, {Phase::prefill, 1, tokens, tokens}).time_s;
+             predict_step(draft_eager_context_, {Phase::prefill, 1, tokens, tokens}).time_s;
 }
 
 double PredictedIterationCost::time_s(const IterationBatch& batch) const {

@@ -81,7 +81,7 @@ class PredictedIterationCost : public IterationCost {
   const ModelConfig model_;
   std::unique_ptr<ModelConfig> draft_model_;
   StepContext context_, draft_context_;
-  StepContext eager_context_;        // context_ without CUDA graphs
+  StepContext eager_context_, draft_eager_context_;  // the two without CUDA graphs
   bool graphs_decode_only_ = false;  // the engine: graphs for one-token decode iterations only
   int64_t graph_batch_limit_ = 0;    // 0: none
   double host_link_bps_;

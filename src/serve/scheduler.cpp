@@ -113,11 +113,13 @@ void Scheduler::arrive(double now) {
 
 ScheduledIteration Scheduler::schedule() {
   iteration_preemptions_ = 0;
-  swap_bytes_ = 0.0;
   swaps_.clear();
   ScheduledIteration iteration;
   iteration.work = policy_(*this);
-  iteration.swap_bytes = swap_bytes_;
+  // The traffic the simulator prices: every swapped block, out or in.
+  for (const KvSwap& swap : swaps_) {
+    iteration.swap_bytes += static_cast<double>(swap.blocks.size()) * config_.kv_block_bytes;
+  }
   iteration.swaps = std::move(swaps_);
   iteration.blocks = &blocks_;
   return iteration;
@@ -152,7 +154,6 @@ Seq* Scheduler::preempt() {
   ++result_.preemptions;
   ++outcome_ref(victim->id).preemptions;
   if (config_.preemption == PreemptionMode::swap) {
-    swap_bytes_ += static_cast<double>(blocks_.held_blocks(victim->id)) * config_.kv_block_bytes;
     swaps_.push_back({victim->id, true, blocks_.blocks_of(victim->id)});
     swapped_.push_back(victim);
     victim->state = SeqState::swapped;
@@ -252,7 +253,6 @@ void Scheduler::swap_in() {
   while (!swapped_.empty()) {
     Seq* s = swapped_.front();
     if (!blocks_.grow(s->id, s->computed)) break;
-    swap_bytes_ += static_cast<double>(blocks_.held_blocks(s->id)) * config_.kv_block_bytes;
     swaps_.push_back({s->id, false, blocks_.blocks_of(s->id)});
     swapped_.pop_front();
     s->state = SeqState::running;

@@ -120,7 +120,6 @@ class Scheduler {
   std::vector<Seq*> running_;
   ServeResult result_;
   int64_t iteration_preemptions_ = 0;
-  double swap_bytes_ = 0.0;
   std::vector<KvSwap> swaps_;  // this iteration's, in order
 };
 

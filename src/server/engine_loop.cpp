@@ -209,8 +209,8 @@ void EngineLoop::run() {
       continue;
     }
     ScheduledIteration iteration = scheduler_.schedule();
-    if (iteration.work.empty() && iteration.swaps.empty()) {  // swaps alone still run
-      after_iteration();                                      // requests the scheduler rejected
+    if (iteration.idle()) {
+      after_iteration();  // requests the scheduler rejected
       publish_gauges();
       std::unique_lock lock(mutex_);
       wake_.wait_for(lock, std::chrono::milliseconds(1));

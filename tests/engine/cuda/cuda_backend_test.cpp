@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/cpu/cpu_backend.hpp"
+#include "engine/cuda/small_llama_config.hpp"
 #include "engine/init_weights.hpp"
 #include "engine/sampling.hpp"
 
@@ -22,21 +23,11 @@ namespace {
   if (!cuda_device_available()) GTEST_SKIP() << "no CUDA GPU"
 
 LlamaConfig small_config(bool qwen) {
-  nlohmann::json j = {{"architectures", {qwen ? "Qwen2ForCausalLM" : "LlamaForCausalLM"}},
-                      {"model_type", qwen ? "qwen2" : "llama"},
-                      {"hidden_size", 256},
-                      {"intermediate_size", 512},
-                      {"num_hidden_layers", 3},
-                      {"num_attention_heads", 4},
-                      {"num_key_value_heads", 2},
-                      {"head_dim", 64},
-                      {"vocab_size", 1000},
-                      {"max_position_embeddings", 4096},
-                      {"rms_norm_eps", 1e-5},
-                      {"rope_theta", 500000.0},
-                      {"tie_word_embeddings", qwen},
-                      {"torch_dtype", "bfloat16"}};
+  nlohmann::json j = small_llama_json();
   if (qwen) {
+    j["architectures"] = {"Qwen2ForCausalLM"};
+    j["model_type"] = "qwen2";
+    j["tie_word_embeddings"] = true;
     j["rope_theta"] = 1000000.0;
   } else {
     j["rope_scaling"] = {{"rope_type", "llama3"},

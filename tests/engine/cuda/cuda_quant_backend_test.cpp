@@ -14,6 +14,7 @@
 
 #include "engine/checkpoint.hpp"
 #include "engine/cpu/cpu_backend.hpp"
+#include "engine/cuda/small_llama_config.hpp"
 #include "engine/engine_test_support.hpp"
 #include "engine/init_weights.hpp"
 #include "engine/quant/quantize_checkpoint.hpp"
@@ -27,21 +28,8 @@ namespace {
   if (!cuda_device_available()) GTEST_SKIP() << "no CUDA GPU"
 
 LlamaConfig small_config() {
-  nlohmann::json j = {{"architectures", {"LlamaForCausalLM"}},
-                      {"model_type", "llama"},
-                      {"hidden_size", 256},
-                      {"intermediate_size", 512},
-                      {"num_hidden_layers", 3},
-                      {"num_attention_heads", 4},
-                      {"num_key_value_heads", 2},
-                      {"head_dim", 64},
-                      {"vocab_size", 1024},  // fp8 and int8 GEMMs want multiples of 16
-                      {"max_position_embeddings", 4096},
-                      {"rms_norm_eps", 1e-5},
-                      {"rope_theta", 500000.0},
-                      {"tie_word_embeddings", false},
-                      {"torch_dtype", "bfloat16"}};
-  return parse_llama_config(j, "small-llama", "test config");
+  // A vocabulary of 1024: fp8 and int8 GEMMs want multiples of 16.
+  return parse_llama_config(small_llama_json(1024), "small-llama", "test config");
 }
 
 std::vector<int32_t> tokens(int count, int seed) {

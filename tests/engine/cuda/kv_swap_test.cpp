@@ -7,26 +7,13 @@
 #include "engine/cuda_backend.hpp"
 
 #ifdef INFERLAB_ENGINE_HAVE_CUDA
-#include <nlohmann/json.hpp>
+#include "engine/cuda/small_llama_config.hpp"
 
 namespace inferlab::engine {
 namespace {
 
 LlamaConfig swap_config() {
-  const nlohmann::json j = {{"architectures", {"LlamaForCausalLM"}},
-                            {"model_type", "llama"},
-                            {"hidden_size", 256},
-                            {"intermediate_size", 512},
-                            {"num_hidden_layers", 3},
-                            {"num_attention_heads", 4},
-                            {"num_key_value_heads", 2},
-                            {"head_dim", 64},
-                            {"vocab_size", 1000},
-                            {"max_position_embeddings", 4096},
-                            {"rms_norm_eps", 1e-5},
-                            {"rope_theta", 500000.0},
-                            {"torch_dtype", "bfloat16"}};
-  return parse_llama_config(j, "swap", "test");
+  return parse_llama_config(small_llama_json(), "swap", "test");
 }
 
 std::vector<float> next_logits(Backend& backend, std::vector<int32_t> table) {
