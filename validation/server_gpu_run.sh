@@ -23,7 +23,7 @@ url=http://127.0.0.1:8000
 "$bin/inferlab" server --model "$model" --device cuda --port 8000 --max-num-seqs 256 \
   --max-num-batched-tokens 8192 --cuda-graphs on >"$logs/server.out" 2>"$logs/server.err" &
 server=$!
-for _ in $(seq 240); do
+for _ in $(seq 600); do
   grep -q "serving" "$logs/server.err" && break
   kill -0 $server 2>/dev/null || break
   sleep 0.5

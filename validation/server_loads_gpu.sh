@@ -6,6 +6,7 @@
 # graphs. Capacity: every request at time 0, at most 256 in flight (requests/s completed).
 # Loads: 25%, 50% and 90% of it. Lengths lognormal (prompt mean 512, output mean 128, sigma 0.6),
 # seed 3. Writes $OUT/capacity.json, $OUT/load_{25,50,90}.json and $OUT/logs.tgz.
+# SERVER_FLAGS adds flags to the server's (e.g. SERVER_FLAGS="--gemm-warmup off" for an A/B).
 set -u
 bin=$(cd "$1" && pwd)
 model=${2:-llama-3-8b}
@@ -19,10 +20,10 @@ date -u +%Y-%m-%dT%H:%M:%SZ >"$logs/date.txt"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >"$logs/gpu.csv"
 url=http://127.0.0.1:8000
 "$bin/inferlab" server --model "$model" --device cuda --port 8000 --max-num-seqs 256 \
-  --max-num-batched-tokens 2048 --kv-tokens 262144 --cuda-graphs on \
+  --max-num-batched-tokens 2048 --kv-tokens 262144 --cuda-graphs on ${SERVER_FLAGS:-} \
   >"$logs/server.out" 2>"$logs/server.err" &
 server=$!
-for _ in $(seq 240); do
+for _ in $(seq 600); do
   grep -q "serving" "$logs/server.err" && break
   kill -0 $server 2>/dev/null || break
   sleep 0.5

@@ -22,7 +22,7 @@ struct ServeCommandArgs {
   CommonArgs common;
   ServeArgs serve;
   std::string slo, requests_csv, iterations_csv, svg_prefix, kernel_profile_csv;
-  std::string executor = "sim", device = "auto";
+  std::string executor = "sim", device = "auto", gemm_warmup = "on";
   int64_t kv_tokens = 0;
 };
 
@@ -54,6 +54,10 @@ ServeResult run_on_engine(const ServeCommandArgs& a, const std::vector<ServeRequ
   options.max_sequences = engine.max_num_seqs;
   options.gpu_memory_utilization = a.common.gpu_memory_utilization;
   options.cuda_graphs = a.common.cuda_graphs == "on";  // decode-only iterations replay graphs
+  // Every GEMM shape an iteration can have, run before the first request (CUDA).
+  if (parse_on_off("--gemm-warmup", a.gemm_warmup)) {
+    options.warm_gemm_rows = engine.max_num_batched_tokens;
+  }
   // The simulator's number formats, run for real: --weights, --kv, and --activations int8 (W8A8)
   // or fp8 with fp8 weights (which the engine's fp8 path implies).
   if (!a.common.weights.empty()) {
@@ -145,12 +149,17 @@ void register_serve(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--kv-tokens", args->kv_tokens,
                   "KV cache size in tokens for both executors (default: the GPU's budget)");
+  cmd->add_option("--gemm-warmup", args->gemm_warmup,
+                  "With --executor engine on a GPU, on|off: run every GEMM shape up to "
+                  "--max-num-batched-tokens rows before the first request")
+      ->capture_default_str();
   cmd->callback([args] {
     const auto& a = *args;
     OutputFormat format = parse_output_format(a.common.format);
     if (a.executor != "sim" && a.executor != "engine") {
       throw InputError("unknown --executor '" + a.executor + "'; known: sim, engine");
     }
+    parse_on_off("--gemm-warmup", a.gemm_warmup);  // checked for both executors
     if (!a.kernel_profile_csv.empty() && a.executor != "engine") {
       throw InputError(
           "--kernel-profile-csv needs --executor engine (the simulator runs no kernels)");

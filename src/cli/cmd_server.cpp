@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <pthread.h>
 
+#include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <iostream>
@@ -25,6 +26,7 @@ namespace {
 struct ServerArgs {
   std::string model, tokenizer, host = "127.0.0.1", device = "auto", served_model_name;
   std::string policy = "chunked", speculative, cuda_graphs = "on", preemption = "recompute";
+  std::string gemm_warmup = "on";
   int port = 8000;
   uint64_t seed = 0;
   int64_t kv_tokens = 0, max_num_seqs = 256, max_num_batched_tokens = 8192, max_model_len = 0;
@@ -105,6 +107,9 @@ void run_server(const ServerArgs& a) {
   options.max_batch_tokens = std::max(a.max_num_batched_tokens, max_model_len);
   options.max_sequences = a.max_num_seqs;
   options.cuda_graphs = parse_on_off("--cuda-graphs", a.cuda_graphs);
+  if (parse_on_off("--gemm-warmup", a.gemm_warmup)) {
+    options.warm_gemm_rows = a.max_num_batched_tokens;
+  }
   options.gpu_memory_utilization = a.gpu_memory_utilization;
   apply_engine_switches(a.switches, options);
 
@@ -128,7 +133,10 @@ void run_server(const ServerArgs& a) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);  // a client that went away is a failed write, not a signal
 
+  const auto loading = std::chrono::steady_clock::now();
   const EngineBackends backends = make_engine_backends(a.model, draft_model, options);
+  const double ready_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - loading).count();
   const engine::Backend* backend = backends.target.get();
   server::ServingMetrics metrics;
   server::LoopOptions loop_options{config, a.max_queue, backends.draft.get()};
@@ -137,10 +145,14 @@ void run_server(const ServerArgs& a) {
   const int port = http.bind();
   std::cerr << fmt::format(
                    "inferlab: serving {} on http://{}:{} ({}, KV cache {} tokens, max model "
-                   "length {}{})\n",
+                   "length {}{}; weights loaded{} in {:.1f} s)\n",
                    http_options.served_model_name, a.host, port, options.device,
                    backend->kv_layout().slots(), max_model_len,
-                   draft_model.empty() ? "" : ", draft model " + draft_model)
+                   draft_model.empty() ? "" : ", draft model " + draft_model,
+                   options.device == "cuda" && options.warm_gemm_rows > 0
+                       ? fmt::format(" and GEMMs warmed up to {} rows", options.warm_gemm_rows)
+                       : "",
+                   ready_s)
             << std::flush;
   serve_until_signalled(http);
   std::cerr << "inferlab: server stopped\n";
@@ -187,6 +199,10 @@ void register_server(CLI::App& app) {
                   "ngram,k=K: prompt-lookup drafting; draft=MODEL,k=K: a draft model (a checkpoint "
                   "folder or shipped name sharing the vocabulary) beside the target");
   cmd->add_option("--cuda-graphs", args->cuda_graphs, "on|off: decode iterations replay graphs")
+      ->capture_default_str();
+  cmd->add_option("--gemm-warmup", args->gemm_warmup,
+                  "on|off: run every GEMM shape up to --max-num-batched-tokens rows at start-up "
+                  "(GPU), so no iteration waits on cuBLASLt's first use of a shape")
       ->capture_default_str();
   cmd->add_option("--gpu-memory-utilization", args->gpu_memory_utilization,
                   "Share of GPU memory for weights and KV cache")

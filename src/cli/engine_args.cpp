@@ -151,6 +151,7 @@ engine::CudaBackendOptions cuda_backend_options(const EngineOptions& options,
   cuda.gemv = options.gemv;
   cuda.fusion = options.fusion;
   cuda.naive_attention = options.naive_attention;
+  cuda.warm_gemm_rows = options.warm_gemm_rows;
   cuda.quant = quant;
   // A switch for checking the GPU sampler against the host's: logits to the host, picked there.
   const char* host_sampling = std::getenv("INFERLAB_ENGINE_HOST_SAMPLING");

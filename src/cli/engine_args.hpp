@@ -38,6 +38,7 @@ struct EngineOptions {
   bool gemv = true;              // few rows on the engine's GEMV kernels, not cuBLASLt (CUDA)
   bool fusion = true;            // the decode GEMVs' norm prologue and epilogues (CUDA)
   bool naive_attention = false;  // materialized scores instead of the flash kernels (CUDA)
+  int64_t warm_gemm_rows = 0;    // > 0: every GEMM shape up to this many rows run at start-up
   bool weights_from_checkpoint = true;  // --weights auto: the checkpoint's format (GPTQ or bf16)
   engine::QuantConfig quant;
   double gpu_memory_utilization = 0.90;

@@ -41,6 +41,13 @@ struct CudaBackendOptions {
   bool fusion = true;
   // The unfused attention baseline (materialized scores) instead of the flash kernels.
   bool naive_attention = false;
+  // > 0: when the backend is made, run every projection once at every row count from 1 to this
+  // (at most max_batch_tokens; a server's token budget per iteration) and the LM head at every
+  // count of sampled rows, so that cuBLASLt's heuristic query for a new shape and the lazy
+  // loading of the kernel it picks never land in a served iteration. On the H200, serving's mixed
+  // iterations ran 14-38% slower per row the first time their row count came (MEASUREMENTS §26). It
+  // costs start-up time; the serving commands turn it on.
+  int64_t warm_gemm_rows = 0;
   // Weights, KV cache and GEMM inputs (engine/quant/formats.hpp). W8A8 migrates with
   // `smoothing` when given, else with factors from a calibration pass of the bf16 model.
   QuantConfig quant;
@@ -61,5 +68,9 @@ int64_t cuda_kv_block_bytes(const LlamaConfig& config, const CudaBackendOptions&
 std::unique_ptr<Backend> make_cuda_backend(const LlamaConfig& config, const TensorSource& source,
                                            const CudaBackendOptions& options,
                                            const Checkpoint* checkpoint = nullptr);
+
+// How many cuBLASLt GEMM shapes a CUDA backend has planned (each with its heuristic's choice of
+// algorithm); 0 for any other backend. After warm_gemms, a pass of any size adds none.
+int64_t cuda_gemm_plans(const Backend& backend);
 
 }  // namespace inferlab::engine

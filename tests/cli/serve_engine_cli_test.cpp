@@ -154,6 +154,7 @@ TEST_F(ServeOnEngine, RefusesWhatItCannotRun) {
       m + "--executor gpu",
       m + "--executor engine --device cpu",  // the CPU cache needs --kv-tokens
       m + "--kv-tokens -5",
+      m + "--gemm-warmup sometimes",  // checked with either executor
       m + "--executor engine --device cpu --kv-tokens 512 --speculative draft=" + other_vocab +
           ",k=2",
   };

@@ -101,6 +101,7 @@ TEST(ServerCli, BadFlagsAreExitTwo) {
       "server --model llama-3.2-1b --device cpu --policy static",
       "server --model llama-3.2-1b --device cpu --preemption evict",
       "server --model llama-3.2-1b --device cpu --max-num-seqs 0",
+      "server --model llama-3.2-1b --device cpu --gemm-warmup maybe",
       // A draft of another vocabulary (refused before any weight loads).
       "server --model llama-3.2-1b --device cpu --speculative draft=qwen2.5-1.5b,k=4",
       "loadgen --url http://127.0.0.1:1 --rate 1 --requests 1",

@@ -130,20 +130,23 @@ void CudaBackend::copy_kv_blocks_from_host(std::span<const int32_t> blocks,
   kv_.copy_blocks_in(blocks, host, stream_);
 }
 
-void CudaBackend::tune_gemms() {
-  const int64_t max_rows = std::min(options_.max_batch_tokens, layout_.slots());
-  for (const int64_t n : LtRunner::bucket_ends(max_rows)) {
-    ForwardBatch batch;
-    SequenceChunk chunk;
-    for (int64_t t = 0; t < n; ++t) {
-      chunk.tokens.push_back(static_cast<int32_t>(t % config_.model.vocab_size));
-    }
-    for (int64_t b = 0; b < layout_.blocks_for(n); ++b) {
-      chunk.block_table.push_back(static_cast<int32_t>(b));
-    }
-    batch.sequences.push_back(std::move(chunk));
-    forward(batch);
+void CudaBackend::warm_gemms(int64_t max_rows) {
+  if (weights_.layers.empty()) return;
+  // Zero inputs: finite values for the quantized inputs' per-row scales.
+  for (DeviceBuffer<__nv_bfloat16>* input : {&normed_, &attn_, &act_, &lm_rows_}) {
+    INFERLAB_CUDA_CHECK(cudaMemsetAsync(input->data(), 0, input->bytes(), stream_));
   }
+  const DeviceLayer& w = weights_.layers.front();
+  for (int64_t n = 1; n <= std::min(max_rows, options_.max_batch_tokens); ++n) {
+    projector_.linear(normed_.data(), n, w.qkv, w.qkv_bias, qkv_.data(), false, stream_);
+    projector_.linear(attn_.data(), n, w.o_proj, nullptr, proj_.data(), false, stream_);
+    projector_.linear(normed_.data(), n, w.gate_up, nullptr, gate_up_.data(), false, stream_);
+    projector_.linear(act_.data(), n, w.down, nullptr, proj_.data(), false, stream_);
+  }
+  for (int64_t n = 1; n <= logit_rows_capacity(options_); ++n) {
+    projector_.linear(lm_rows_.data(), n, weights_.lm_head, nullptr, logits_.data(), true, stream_);
+  }
+  INFERLAB_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
 void CudaBackend::start_smoothquant_stats() {

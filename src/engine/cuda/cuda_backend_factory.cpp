@@ -137,8 +137,17 @@ std::unique_ptr<Backend> make_cuda_backend(const LlamaConfig& config, const Tens
           : quantizing_loader(source, config, options.quant, smoothing);
   const int64_t blocks = kv_blocks_that_fit(config, options);
   auto backend = std::make_unique<cuda::CudaBackend>(config, loader, options, blocks);
-  if (cuda::lt_tuning_requested()) backend->tune_gemms();
+  if (options.warm_gemm_rows > 0) {
+    backend->warm_gemms(options.warm_gemm_rows);
+  } else if (cuda::lt_tuning_requested()) {
+    backend->warm_gemms(options.max_batch_tokens);  // every bucket timed before serving
+  }
   return backend;
+}
+
+int64_t cuda_gemm_plans(const Backend& backend) {
+  const auto* cuda = dynamic_cast<const cuda::CudaBackend*>(&backend);
+  return cuda == nullptr ? 0 : static_cast<int64_t>(cuda->gemm_plans());
 }
 
 }  // namespace inferlab::engine

@@ -61,10 +61,13 @@ class CudaBackend final : public Backend {
   void set_profiling(bool on) override { timer_.set_enabled(on); }
   std::vector<KernelClassTime> last_forward_profile() const override { return profile_; }
   void fill_kv_cache_random(uint64_t seed) override;
-  // With cuBLASLt's timed choice on (lt_tuning_requested), one eager prefill per bucket of rows
-  // it can meet (up to its batch-token limit and its pool), so that no tuning lands in a served
-  // iteration; their keys and values go to the cache's first blocks, which nothing holds yet.
-  void tune_gemms();
+  // Every projection once at every row count from 1 to max_rows (CudaBackendOptions::
+  // warm_gemm_rows) and the LM head at every count its buffer takes, layer 0's weights standing
+  // for all (same shapes, same alignment), on the buffers the passes use; with cuBLASLt's timed
+  // choice on (lt_tuning_requested) this is also where each bucket of rows is timed. Writes only
+  // activation scratch: the KV cache is untouched.
+  void warm_gemms(int64_t max_rows);
+  size_t gemm_plans() const { return projector_.lt_plans(); }
   int64_t kv_block_host_bytes() const override {
     return KvStorage::bytes_per_block(layout_, kv_.format());
   }

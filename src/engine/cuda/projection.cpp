@@ -399,6 +399,10 @@ ProjectionPath Projector::last_path() const {
   return impl_->last;
 }
 
+size_t Projector::lt_plans() const {
+  return impl_->lt->plans();
+}
+
 bool Projector::takes_gemv(int64_t rows, const DeviceMatrix& w) const {
   return impl_->takes(rows, w);
 }

@@ -143,6 +143,8 @@ class Projector {
   void set_gemv_tuning(const GemvTuning& tuning);
   // The route of the last linear / gemv_fused call.
   ProjectionPath last_path() const;
+  // How many cuBLASLt shapes have a plan (LtRunner::plans).
+  size_t lt_plans() const;
 
   // y[rows, out] = x[rows, in] · Wᵀ (+ bias[out]); y bf16, or fp32 when y_fp32. Rows the GEMV
   // does not take go to the tensor cores, where fp8 and W8A8 need in and out multiples of 16

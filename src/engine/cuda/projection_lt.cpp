@@ -76,7 +76,6 @@ struct LtRunner::Plan {
 LtRunner::LtRunner(void* workspace, size_t workspace_bytes)
     : workspace_(workspace), workspace_bytes_(workspace_bytes) {
   check_lt(cublasLtCreate(&handle_), "cublasLtCreate");
-  const char* tune = std::getenv("INFERLAB_ENGINE_LT_TUNE");
   tune_ = lt_tuning_requested();
 }
 
@@ -158,14 +157,6 @@ int64_t LtRunner::rows_bucket(int64_t n) {
   if (n <= 256) return (n + 15) / 16;              // 1..16
   if (n <= 2048) return 16 + (n - 256 + 63) / 64;  // 17..44
   return 44 + (n - 2048 + 255) / 256;              // 45..
-}
-
-std::vector<int64_t> LtRunner::bucket_ends(int64_t max_rows) {
-  std::vector<int64_t> ends;
-  for (int64_t n = kMaxUntunedRows + 1; n <= max_rows; ++n) {
-    if (n == max_rows || rows_bucket(n + 1) != rows_bucket(n)) ends.push_back(n);
-  }
-  return ends;
 }
 
 void LtRunner::settle(Plan* plan, const LtCall& call, int alignment, cudaStream_t stream) {

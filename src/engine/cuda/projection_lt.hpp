@@ -4,16 +4,19 @@
 // column-major k × m, transposed), B the input rows (row-major [n][k] = column-major k × n) and D
 // row-major [n][ldd] (column-major m × n, leading dimension ldd).
 //
-// Why the algorithms are timed (H200, 2026-11-26): the heuristic's first choice per exact shape
-// is much slower for some row counts n. Llama 3 8B bf16 prefill GEMMs took 13.73 ms at n = 448
-// rows against 10.77 ms at n = 512, and in serving, mixed iterations whose rows are a multiple of
-// 8 spent ~30% more GEMM time per row than others. So, as TensorRT-LLM's GEMM profiler does, the
-// runner times up to 8 of the heuristic's candidates once per bucket of n (see run()) and keeps
-// the fastest, with INFERLAB_ENGINE_LT_TUNE=1; a CUDA backend then tunes every bucket when it is
-// made, and GEMMs of at most 16 rows keep the heuristic's choice. Off by default: on the H200
-// (MEASUREMENTS §25) the timed choice fixed the 448-token prefill (−17 to −26%) but, tuned at
-// start-up, made most other prefills 2-12% slower inside the model, and it did not move the
-// server's latencies; timing candidates in isolation does not rank them as the model runs them.
+// Why the algorithms can be timed (H200, 2026-11-26): the heuristic's first choice per exact
+// shape is much slower for some row counts n. Llama 3 8B bf16 prefill GEMMs took 13.73 ms at
+// n = 448 rows against 10.77 ms at n = 512. So, as TensorRT-LLM's GEMM profiler does, the runner
+// times up to 8 of the heuristic's candidates once per bucket of n (see run()) and keeps the
+// fastest, with INFERLAB_ENGINE_LT_TUNE=1; a CUDA backend then tunes every bucket when it is made
+// (its GEMM warm-up), and GEMMs of at most 16 rows keep the heuristic's choice. Off by default:
+// on the H200 (MEASUREMENTS §25) the timed choice fixed the 448-token prefill (−17 to −26%) but,
+// tuned at start-up, made most other prefills 2-12% slower inside the model, and it did not move
+// the server's latencies; timing candidates in isolation does not rank them as the model runs
+// them. (Serving's mixed iterations of a row count that is a multiple of 8 looked ~30% slower per
+// row too; that was a shape's first use, the plan's heuristic query and lazy kernel loading, which
+// CudaBackendOptions::warm_gemm_rows moves to start-up: MEASUREMENTS §26.)
+//
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
@@ -45,7 +48,7 @@ struct LtCall {
 };
 
 // INFERLAB_ENGINE_LT_TUNE=1: the runners time cuBLASLt's candidates, and a CUDA backend tunes
-// every bucket of rows it can meet when it is made (CudaBackend::tune_gemms).
+// every bucket of rows it can meet when it is made (CudaBackend::warm_gemms).
 bool lt_tuning_requested();
 
 class LtRunner {
@@ -69,16 +72,15 @@ class LtRunner {
   // shapes met from then on.
   void set_tuning(bool on) { tune_ = on; }
   bool tuning() const { return tune_; }
-  // How many buckets have a timed winner.
+  // How many buckets have a timed winner, and how many shapes have a plan.
   size_t tuned_buckets() const { return winners_.size(); }
+  size_t plans() const { return plans_.size(); }
 
   // The bucket of n that shares one timed choice: 16 rows wide up to 256 rows, 64 up to 2048,
   // 256 above; so n = 1..2048 meets 44 buckets.
   static int64_t rows_bucket(int64_t n);
   // GEMMs of at most this many rows keep the heuristic's choice.
   static constexpr int64_t kMaxUntunedRows = 16;
-  // The largest n of each bucket above kMaxUntunedRows up to max_rows: what a warm-up runs.
-  static std::vector<int64_t> bucket_ends(int64_t max_rows);
 
  private:
   struct Plan;
