@@ -9,12 +9,15 @@
 #include "engine/cuda/small_llama_config.hpp"
 #include "engine/cuda_backend.hpp"
 #include "engine/init_weights.hpp"
+#include "util/dtype.hpp"
 
 namespace inferlab::engine {
 namespace {
 
+// A vocabulary of 1024: the LM head of the quantized-input formats (fp8, W8A8) takes the tensor
+// cores only for outputs that are a multiple of 16, and the warm-up runs it at up to 256 rows.
 LlamaConfig warmup_config() {
-  return parse_llama_config(small_llama_json(), "warmup", "test");
+  return parse_llama_config(small_llama_json(1024), "warmup", "test");
 }
 
 TEST(CudaGemmWarmup, ACpuBackendHasNoGemmPlans) {
@@ -28,7 +31,7 @@ TEST(CudaGemmWarmup, ACpuBackendHasNoGemmPlans) {
 
 std::vector<int32_t> tokens(int64_t count, int seed) {
   std::vector<int32_t> ids(static_cast<size_t>(count));
-  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 37 + seed) % 1000);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 37 + seed) % 1024);
   return ids;
 }
 
@@ -57,25 +60,50 @@ std::vector<int32_t> run_passes(Backend& backend) {
   return out;
 }
 
-TEST(CudaGemmWarmup, AWarmedBackendMeetsNoNewShapeAndGivesTheSameTokens) {
-  if (!cuda_device_available()) GTEST_SKIP() << "no CUDA GPU";
-  const LlamaConfig config = warmup_config();
+CudaBackendOptions warmup_options(DType weights, DType activations) {
   CudaBackendOptions options;
   options.max_kv_tokens = 16 * 16;
   options.max_sequences = 4;
   options.max_batch_tokens = 64;
+  options.quant.weights = weights;
+  options.quant.activations = activations;
+  options.quant.calibration_tokens = 64;  // W8A8's statistics pass, within the batch limit
+  return options;
+}
+
+// A cold and a warmed backend of the same weights: the warmed one meets no new shape in the
+// passes, and both give the same tokens. Returns the warmed backend's plans.
+int64_t expect_warm_like_cold(DType weights, DType activations) {
+  const LlamaConfig config = warmup_config();
+  CudaBackendOptions options = warmup_options(weights, activations);
   auto cold = make_cuda_backend(config, random_tensor_source(config, 6), options);
-  EXPECT_EQ(cuda_gemm_plans(*cold), 0);
+  const int64_t cold_plans = cuda_gemm_plans(*cold);
   options.warm_gemm_rows = 64;
   auto warm = make_cuda_backend(config, random_tensor_source(config, 6), options);
   const int64_t warmed = cuda_gemm_plans(*warm);
+  const std::vector<int32_t> cold_tokens = run_passes(*cold);
+  EXPECT_GT(cuda_gemm_plans(*cold), cold_plans) << dtype_name(weights);
+  EXPECT_EQ(run_passes(*warm), cold_tokens) << dtype_name(weights);
+  EXPECT_EQ(cuda_gemm_plans(*warm), warmed) << dtype_name(weights);
+  return warmed;
+}
+
+TEST(CudaGemmWarmup, AWarmedBackendMeetsNoNewShapeAndGivesTheSameTokens) {
+  if (!cuda_device_available()) GTEST_SKIP() << "no CUDA GPU";
   // bf16 weights: cuBLASLt from 3 rows (1-2 take the streaming GEMV), 4 projections to 64 rows,
   // the LM head to 256 (the logit buffer's rows): 62 · 4 + 254 shapes.
-  EXPECT_EQ(warmed, 62 * 4 + 254);
-  const std::vector<int32_t> cold_tokens = run_passes(*cold);
-  EXPECT_GT(cuda_gemm_plans(*cold), 0);
-  EXPECT_EQ(run_passes(*warm), cold_tokens);
-  EXPECT_EQ(cuda_gemm_plans(*warm), warmed);
+  EXPECT_EQ(expect_warm_like_cold(DType::bf16, DType::bf16), 62 * 4 + 254);
+}
+
+// The quantized formats' tensor-core paths (fp8 with quantized inputs, int8 and int4 weights
+// dequantized in chunks, W8A8's int8 GEMM) warm up from zero inputs and leave nothing behind.
+TEST(CudaGemmWarmup, QuantizedFormatsWarmUpAndGiveTheSameTokens) {
+  if (!cuda_device_available()) GTEST_SKIP() << "no CUDA GPU";
+  for (const auto& [weights, activations] :
+       {std::pair{DType::fp8, DType::bf16}, std::pair{DType::int8, DType::bf16},
+        std::pair{DType::int4, DType::bf16}, std::pair{DType::int8, DType::int8}}) {
+    EXPECT_GT(expect_warm_like_cold(weights, activations), 0) << dtype_name(weights);
+  }
 }
 
 #endif
