@@ -38,6 +38,16 @@ void check_options(const LlamaConfig& config, const CudaBackendOptions& options)
   }
   const ModelConfig& m = config.model;
   check_quant_config(options.quant, m.hidden_size, m.intermediate_size, m.q_dim());
+  // The LM head's logits of more rows than the GEMV takes (a pass sampling over 32 sequences,
+  // the GEMM warm-up) go to cuBLASLt's FP8 or int8 GEMM, which needs outputs in multiples of 16.
+  if (options.quant.quantized_activations() &&
+      is_quantized_role(WeightRole::lm_head, options.quant) && m.vocab_size % 16 != 0) {
+    throw InputError(fmt::format(
+        "--weights {}{}: the quantized LM head needs a vocabulary that is a multiple of 16 (the "
+        "tensor cores' FP8 and int8 GEMMs), and this model's is {}",
+        dtype_name(options.quant.weights),
+        options.quant.activations == DType::int8 ? " --activations int8" : "", m.vocab_size));
+  }
 }
 
 // KV blocks that fit beside the weights and buffers (InputError when not even one does).

@@ -1,8 +1,9 @@
 // The CUDA backend's GEMM warm-up (CudaBackendOptions::warm_gemm_rows): after it, passes of any row
 // count up to the batch-token limit (prefills, mixed batches, the LM head over any number of
 // sequences) meet no cuBLASLt shape without a plan, and the warm-up leaves no state behind: the
-// tokens are those of a backend made without it. Without a GPU the tests skip; a CPU backend has
-// no GEMM plans.
+// tokens are those of a backend made without it, in bf16 and every quantized format. A quantized
+// LM head that the tensor cores cannot take is refused when the backend is made. Without a GPU
+// the tests skip; a CPU backend has no GEMM plans.
 #include <gtest/gtest.h>
 
 #include "engine/cpu/cpu_backend.hpp"
@@ -10,14 +11,15 @@
 #include "engine/cuda_backend.hpp"
 #include "engine/init_weights.hpp"
 #include "util/dtype.hpp"
+#include "util/error.hpp"
 
 namespace inferlab::engine {
 namespace {
 
 // A vocabulary of 1024: the LM head of the quantized-input formats (fp8, W8A8) takes the tensor
 // cores only for outputs that are a multiple of 16, and the warm-up runs it at up to 256 rows.
-LlamaConfig warmup_config() {
-  return parse_llama_config(small_llama_json(1024), "warmup", "test");
+LlamaConfig warmup_config(int64_t vocab_size = 1024) {
+  return parse_llama_config(small_llama_json(vocab_size), "warmup", "test");
 }
 
 TEST(CudaGemmWarmup, ACpuBackendHasNoGemmPlans) {
@@ -104,6 +106,22 @@ TEST(CudaGemmWarmup, QuantizedFormatsWarmUpAndGiveTheSameTokens) {
         std::pair{DType::int4, DType::bf16}, std::pair{DType::int8, DType::int8}}) {
     EXPECT_GT(expect_warm_like_cold(weights, activations), 0) << dtype_name(weights);
   }
+}
+
+// Any other vocabulary is refused when such a backend is made, whether it warms up or not: a
+// pass sampling over 32 sequences would meet the same refusal in the middle of serving.
+TEST(CudaGemmWarmup, AQuantizedLmHeadOfAnOddVocabularyIsRefusedUpFront) {
+  if (!cuda_device_available()) GTEST_SKIP() << "no CUDA GPU";
+  const LlamaConfig odd = warmup_config(1000);
+  for (const auto& [weights, activations] :
+       {std::pair{DType::fp8, DType::bf16}, std::pair{DType::int8, DType::int8}}) {
+    const CudaBackendOptions options = warmup_options(weights, activations);
+    EXPECT_THROW(make_cuda_backend(odd, random_tensor_source(odd, 6), options), InputError)
+        << dtype_name(weights);
+  }
+  // Weight-only int8 dequantizes to bf16 GEMMs, which take any vocabulary.
+  const CudaBackendOptions int8 = warmup_options(DType::int8, DType::bf16);
+  EXPECT_NO_THROW(make_cuda_backend(odd, random_tensor_source(odd, 6), int8));
 }
 
 #endif
