@@ -11,8 +11,8 @@ set -u
 bin=$(cd "$1" && pwd)
 out=${OUT:-/tmp/gemm_warmup_out}
 mkdir -p "$out"
-export LD_LIBRARY_PATH=$bin:${LD_LIBRARY_PATH:-}
-export INFERLAB_DATA_DIR=$PWD/data INFERLAB_TOKENIZERS_DIR=$PWD/third_party/tokenizers
+source "$(dirname "$0")/gpu_common.sh"
+gpu_env "$bin"
 date -u +%Y-%m-%dT%H:%M:%SZ >"$out/date.txt"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >"$out/gpu.csv"
 for rate in 10.902 39.246; do
@@ -30,11 +30,7 @@ for warm in on off; do
   "$bin/inferlab" server --model llama-3-8b --device cuda --port 8001 --gemm-warmup $warm \
     >/dev/null 2>"$out/startup_$warm.txt" &
   server=$!
-  for _ in $(seq 600); do
-    grep -q "serving" "$out/startup_$warm.txt" && break
-    kill -0 $server 2>/dev/null || break
-    sleep 0.5
-  done
+  wait_for_line "serving" "$out/startup_$warm.txt" $server 300
   kill -TERM $server
   wait $server
   echo "server start-up warm-up $warm exit $?" >>"$out/summary.txt"

@@ -10,8 +10,8 @@ set -u
 bin=$(cd "$1" && pwd)
 out=${OUT:-/tmp/serve_features_out}
 mkdir -p "$out"
-export LD_LIBRARY_PATH=$bin:${LD_LIBRARY_PATH:-}
-export INFERLAB_DATA_DIR=$PWD/data INFERLAB_TOKENIZERS_DIR=$PWD/third_party/tokenizers
+source "$(dirname "$0")/gpu_common.sh"
+gpu_env "$bin"
 common=(serve --model llama-3-8b --hardware h200 --executor engine --device cuda
         --framework inferlab --cost calibrated --cuda-graphs on --policy chunked
         --max-num-seqs 256 --max-num-batched-tokens 2048 --input-dist lognormal:512,0.6

@@ -11,8 +11,8 @@ sat_requests=${3:-2000}
 out=${OUT:-/tmp/server_gpu_out}
 logs=$out/logs
 mkdir -p "$logs"
-export LD_LIBRARY_PATH=$bin:${LD_LIBRARY_PATH:-}
-export INFERLAB_DATA_DIR=$PWD/data INFERLAB_TOKENIZERS_DIR=$PWD/third_party/tokenizers
+source "$(dirname "$0")/gpu_common.sh"
+gpu_env "$bin"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv >"$logs/gpu.csv"
 date -u +%Y-%m-%dT%H:%M:%SZ >"$logs/date.txt"
 if [ -x "$bin/inferlab_tests" ]; then
@@ -23,11 +23,7 @@ url=http://127.0.0.1:8000
 "$bin/inferlab" server --model "$model" --device cuda --port 8000 --max-num-seqs 256 \
   --max-num-batched-tokens 8192 --cuda-graphs on >"$logs/server.out" 2>"$logs/server.err" &
 server=$!
-for _ in $(seq 600); do
-  grep -q "serving" "$logs/server.err" && break
-  kill -0 $server 2>/dev/null || break
-  sleep 0.5
-done
+wait_for_line "serving" "$logs/server.err" $server 300
 echo "server up after $SECONDS s: $(head -1 "$logs/server.err")" >>"$logs/summary.txt"
 metric() {  # the sum of a Prometheus metric's samples
   python3 -c "

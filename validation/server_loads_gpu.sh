@@ -14,8 +14,8 @@ per_load=${3:-300}
 out=${OUT:-/tmp/server_loads_out}
 logs=$out/logs
 mkdir -p "$logs"
-export LD_LIBRARY_PATH=$bin:${LD_LIBRARY_PATH:-}
-export INFERLAB_DATA_DIR=$PWD/data INFERLAB_TOKENIZERS_DIR=$PWD/third_party/tokenizers
+source "$(dirname "$0")/gpu_common.sh"
+gpu_env "$bin"
 date -u +%Y-%m-%dT%H:%M:%SZ >"$logs/date.txt"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >"$logs/gpu.csv"
 url=http://127.0.0.1:8000
@@ -23,11 +23,7 @@ url=http://127.0.0.1:8000
   --max-num-batched-tokens 2048 --kv-tokens 262144 --cuda-graphs on ${SERVER_FLAGS:-} \
   >"$logs/server.out" 2>"$logs/server.err" &
 server=$!
-for _ in $(seq 600); do
-  grep -q "serving" "$logs/server.err" && break
-  kill -0 $server 2>/dev/null || break
-  sleep 0.5
-done
+wait_for_line "serving" "$logs/server.err" $server 300
 workload=(--input-dist lognormal:512,0.6 --output-dist lognormal:128,0.6 --seed 3
           --vocab-size 128000 --format json)
 timeout 150 "$bin/inferlab" loadgen --url $url --rate 0 --requests 800 --max-concurrency 256 \

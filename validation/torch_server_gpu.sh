@@ -8,19 +8,15 @@ model=${2:-llama-3-8b}
 requests=${3:-768}
 out=${OUT:-/tmp/torch_server_out}
 mkdir -p "$out"
-export LD_LIBRARY_PATH=$bin:${LD_LIBRARY_PATH:-}
-export INFERLAB_DATA_DIR=$PWD/data INFERLAB_TOKENIZERS_DIR=$PWD/third_party/tokenizers
+source "$(dirname "$0")/gpu_common.sh"
+gpu_env "$bin"
 ckpt=/tmp/torch_server_ckpt
 start=$SECONDS
 "$bin/inferlab" init-weights --model "$model" --out "$ckpt" --seed 0 >/dev/null
 echo "checkpoint written in $((SECONDS - start)) s" | tee -a "$out/summary.txt"
 python3 validation/torch_server.py "$ckpt" --port 8001 >"$out/torch_server.log" 2>&1 &
 server=$!
-for _ in $(seq 300); do
-  grep -q "torch server on" "$out/torch_server.log" && break
-  kill -0 $server 2>/dev/null || break
-  sleep 1
-done
+wait_for_line "torch server on" "$out/torch_server.log" $server 300
 echo "server up after $((SECONDS - start)) s" | tee -a "$out/summary.txt"
 timeout 400 "$bin/inferlab" loadgen --url http://127.0.0.1:8001 --rate 0 --requests "$requests" \
   --max-concurrency 256 --input-dist fixed:512 --output-dist fixed:256 --vocab-size 128000 \

@@ -54,10 +54,9 @@ ServeResult run_on_engine(const ServeCommandArgs& a, const std::vector<ServeRequ
   options.max_sequences = engine.max_num_seqs;
   options.gpu_memory_utilization = a.common.gpu_memory_utilization;
   options.cuda_graphs = a.common.cuda_graphs == "on";  // decode-only iterations replay graphs
-  // Every GEMM shape an iteration can have, run before the first request (CUDA).
-  if (parse_on_off("--gemm-warmup", a.gemm_warmup)) {
-    options.warm_gemm_rows = engine.max_num_batched_tokens;
-  }
+  // Every GEMM shape an iteration can have, run before the first request (CUDA; the flag's value
+  // was checked in the command's callback).
+  if (a.gemm_warmup == "on") options.warm_gemm_rows = engine.max_num_batched_tokens;
   // The simulator's number formats, run for real: --weights, --kv, and --activations int8 (W8A8)
   // or fp8 with fp8 weights (which the engine's fp8 path implies).
   if (!a.common.weights.empty()) {

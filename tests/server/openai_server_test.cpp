@@ -85,6 +85,20 @@ json greedy(const std::string& prompt, int64_t tokens) {
           {"ignore_eos", true}};
 }
 
+// Greedy completions of `tokens` tokens for every prompt, posted from a thread each at once.
+std::vector<json> post_all_at_once(const TestServer& server,
+                                   const std::vector<std::string>& prompts, int64_t tokens) {
+  std::vector<std::future<json>> pending;
+  for (const auto& p : prompts) {
+    pending.push_back(std::async(std::launch::async, [&server, p, tokens] {
+      return post(server, "/v1/completions", greedy(p, tokens));
+    }));
+  }
+  std::vector<json> answers;
+  for (auto& answer : pending) answers.push_back(answer.get());
+  return answers;
+}
+
 TEST(OpenAiServer, GreedyAnswersAreGeneratesAloneOrBatched) {
   SKIP_WITHOUT_TOKENIZER();
   TestServer server;
@@ -94,13 +108,9 @@ TEST(OpenAiServer, GreedyAnswersAreGeneratesAloneOrBatched) {
   std::vector<std::string> expected;
   for (const auto& p : prompts) expected.push_back(reference_text(server, p, 12));
   // All at once: the scheduler batches them (prefill chunks beside decodes).
-  std::vector<std::future<json>> answers;
-  for (const auto& p : prompts) {
-    answers.push_back(std::async(
-        std::launch::async, [&, p] { return post(server, "/v1/completions", greedy(p, 12)); }));
-  }
+  const std::vector<json> answers = post_all_at_once(server, prompts, 12);
   for (size_t i = 0; i < prompts.size(); ++i) {
-    const json answer = answers[i].get();
+    const json& answer = answers[i];
     EXPECT_EQ(answer["object"], "text_completion");
     EXPECT_EQ(answer["choices"][0]["text"], expected[i]) << prompts[i];
     EXPECT_EQ(answer["choices"][0]["finish_reason"], "length");
@@ -134,13 +144,9 @@ TEST(OpenAiServer, PreemptedBySwapTheAnswersStayGeneratesAlone) {
                                             "Paris is the capital of"};
   std::vector<std::string> expected;
   for (const auto& p : prompts) expected.push_back(reference_text(server, p, 40));
-  std::vector<std::future<json>> answers;
-  for (const auto& p : prompts) {
-    answers.push_back(std::async(
-        std::launch::async, [&, p] { return post(server, "/v1/completions", greedy(p, 40)); }));
-  }
+  const std::vector<json> answers = post_all_at_once(server, prompts, 40);
   for (size_t i = 0; i < prompts.size(); ++i) {
-    EXPECT_EQ(answers[i].get()["choices"][0]["text"], expected[i]) << prompts[i];
+    EXPECT_EQ(answers[i]["choices"][0]["text"], expected[i]) << prompts[i];
   }
   EXPECT_GT(server.metrics().gauges().preemptions, 0);
 }
