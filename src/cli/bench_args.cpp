@@ -23,6 +23,16 @@ void check_bench_sizes(const BenchArgs& a) {
   }
 }
 
+void check_bench_context(const BenchArgs& a) {
+  const int64_t max_model_len = resolve_max_model_len(
+      a.max_model_len, engine::load_llama_config(a.model).model.max_position_embeddings);
+  if (max_model_len > 0 && a.input + a.output > max_model_len) {
+    throw InputError(fmt::format(
+        "--input {} plus --output {} is {} tokens, past the maximum model length of {} tokens",
+        a.input, a.output, a.input + a.output, max_model_len));
+  }
+}
+
 std::string hardware_for_compare(const BenchArgs& a, const std::string& device_name) {
   if (!a.hardware.empty()) return a.hardware;
   if (device_name.find("H200") != std::string::npos) return "h200";

@@ -17,6 +17,7 @@ struct BenchArgs {
   std::string format = "table";
   std::string model, device = "auto", hardware;
   int64_t batch = 1, input = 512, output = 128, repeats = 5, warmup = 1;
+  int64_t max_model_len = 0;  // 0: the model's context
   uint64_t seed = 0;
   bool compare = false, no_kernels = false, ablation = false, profile = false;
   std::string cuda_graphs = "off";
@@ -26,6 +27,9 @@ struct BenchArgs {
 };
 
 void check_bench_sizes(const BenchArgs& a);
+// --input + --output within --max-model-len (default: the model's context), checked before any
+// weight is read.
+void check_bench_context(const BenchArgs& a);
 // The hardware the prediction prices: --hardware, else the GPU this runs on.
 std::string hardware_for_compare(const BenchArgs& a, const std::string& device_name);
 // predict's --model for the bench's model (a checkpoint's config.json, or the shipped name).

@@ -46,6 +46,7 @@ void run_speculative_bench(const BenchArgs& a, OutputFormat format) {
 void run_bench(const BenchArgs& a) {
   OutputFormat format = parse_output_format(a.format);
   check_bench_sizes(a);
+  check_bench_context(a);
   if (!a.speculative.empty()) return run_speculative_bench(a, format);
   if (a.ablation) return run_ablation(a, format);
   if (a.profile) return run_profile(a, format);
@@ -89,6 +90,8 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--batch", args->batch, "Sequences per batch")->capture_default_str();
   cmd->add_option("--input", args->input, "Prompt tokens per sequence")->capture_default_str();
   cmd->add_option("--output", args->output, "Generated tokens per sequence")->capture_default_str();
+  cmd->add_option("--max-model-len", args->max_model_len,
+                  "Longest --input + --output accepted (default: the model's context)");
   cmd->add_option("--repeats", args->repeats, "Timed prefills")->capture_default_str();
   cmd->add_option("--warmup", args->warmup, "Untimed prefills first")->capture_default_str();
   cmd->add_option("--seed", args->seed, "Random prompts (and weights of a shipped model)")

@@ -2,7 +2,9 @@
 // TTFT, TPOT and tokens/s on stderr (--format json: one object instead).
 #include <fmt/format.h>
 
+#include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "cli/commands.hpp"
 #include "cli/common_args.hpp"
@@ -23,9 +25,11 @@ namespace inferlab::cli {
 namespace {
 struct GenerateArgs {
   CommonArgs common;
-  std::string model, tokenizer, prompt, device = "auto";
+  std::string model, tokenizer, prompt, prompt_file, device = "auto";
   bool chat = false;
   int64_t max_tokens = 64, top_k = 0;
+  int64_t max_model_len = 0;              // 0: the model's context
+  int64_t max_num_batched_tokens = 8192;  // prompt tokens per prefill pass
   double temperature = 0.0, top_p = 1.0;
   double gpu_memory_utilization = 0.90;
   std::string cuda_graphs = "off";
@@ -46,33 +50,54 @@ void check_args(const GenerateArgs& a) {
   if (!(a.gpu_memory_utilization > 0.0 && a.gpu_memory_utilization <= 1.0)) {
     throw InputError("--gpu-memory-utilization must be in (0, 1]");
   }
+  if (a.max_num_batched_tokens < 1 || a.max_num_batched_tokens > (int64_t{1} << 20)) {
+    throw InputError("--max-num-batched-tokens must be in [1, 2^20]");
+  }
+  if (a.prompt.empty() == a.prompt_file.empty()) {
+    throw InputError("give the prompt as --prompt TEXT or --prompt-file FILE (one of them)");
+  }
+}
+
+// --prompt, or the text of --prompt-file.
+std::string prompt_text(const GenerateArgs& a) {
+  if (a.prompt_file.empty()) return a.prompt;
+  std::ifstream in(a.prompt_file, std::ios::binary);
+  if (!in) throw InputError("cannot read --prompt-file '" + a.prompt_file + "'");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 std::vector<int32_t> prompt_ids(const GenerateArgs& a, const engine::Tokenizer& tok) {
-  if (!a.chat) return tok.encode(a.prompt, /*add_bos=*/tok.bos_id().has_value());
-  std::vector<engine::ChatMessage> messages{{"user", a.prompt}};
+  const std::string text = prompt_text(a);
+  if (!a.chat) return tok.encode(text, /*add_bos=*/tok.bos_id().has_value());
+  std::vector<engine::ChatMessage> messages{{"user", text}};
   return engine::encode_llama3_chat(tok, messages);
 }
 
 void run_generate(const GenerateArgs& a) {
   OutputFormat format = parse_output_format(a.common.format);
   check_args(a);
+  const int64_t max_model_len = resolve_max_model_len(
+      a.max_model_len, engine::load_llama_config(a.model).model.max_position_embeddings);
   auto tok = engine::Tokenizer::from_file(tokenizer_path(a.model, a.tokenizer));
   std::vector<int32_t> prompt = prompt_ids(a, tok);
-  // The context check before any weight is read (generate() checks again, for library users).
-  const int64_t context = engine::load_llama_config(a.model).model.max_position_embeddings;
-  if (context > 0 && static_cast<int64_t>(prompt.size()) + a.max_tokens > context) {
+  // The length check before any weight is read (generate() checks the model's context again,
+  // for library users).
+  if (max_model_len > 0 && static_cast<int64_t>(prompt.size()) + a.max_tokens > max_model_len) {
     throw InputError(fmt::format(
-        "the prompt ({} tokens) plus {} new tokens is longer than the model's context of {} "
+        "the prompt ({} tokens) plus {} new tokens is longer than the maximum model length of {} "
         "tokens; shorten the prompt or --max-tokens",
-        prompt.size(), a.max_tokens, context));
+        prompt.size(), a.max_tokens, max_model_len));
   }
   EngineOptions engine_options;
   engine_options.device = resolve_device(a.device);
   engine_options.seed = a.seed;
   engine_options.kv_tokens = static_cast<int64_t>(prompt.size()) + a.max_tokens;
-  engine_options.max_batch_tokens =
-      std::max<int64_t>(engine_options.max_batch_tokens, static_cast<int64_t>(prompt.size()));
+  // A long prompt prefills in passes of --max-num-batched-tokens: the buffers hold one pass.
+  engine_options.max_batch_tokens = std::max<int64_t>(
+      engine_options.max_batch_tokens,
+      std::min<int64_t>(a.max_num_batched_tokens, static_cast<int64_t>(prompt.size())));
   engine_options.max_sequences = 1;
   engine_options.gpu_memory_utilization = a.gpu_memory_utilization;
   engine_options.cuda_graphs = parse_on_off("--cuda-graphs", a.cuda_graphs);
@@ -95,7 +120,8 @@ void run_generate(const GenerateArgs& a) {
   engine::GenerateOptions options{a.max_tokens,
                                   {a.temperature, a.top_k, a.top_p},
                                   a.seed,
-                                  std::vector<int64_t>(stops.begin(), stops.end())};
+                                  std::vector<int64_t>(stops.begin(), stops.end()),
+                                  a.max_num_batched_tokens};
   engine::StreamDecoder stream(tok, /*skip_special_tokens=*/true);
   bool streaming = format == OutputFormat::table;
   auto on_token = [&](int32_t id) {
@@ -128,9 +154,15 @@ void register_generate(CLI::App& app) {
   cmd->add_option("--model", args->model, "Checkpoint folder, or a shipped model (random weights)")
       ->required();
   cmd->add_option("--tokenizer", args->tokenizer, "tokenizer.json (default: the checkpoint's)");
-  cmd->add_option("--prompt", args->prompt, "Prompt text")->required();
+  cmd->add_option("--prompt", args->prompt, "Prompt text");
+  cmd->add_option("--prompt-file", args->prompt_file, "Read the prompt text from this file");
   cmd->add_flag("--chat", args->chat, "Wrap the prompt in Llama 3's chat format");
   cmd->add_option("--max-tokens", args->max_tokens, "Tokens to generate")->capture_default_str();
+  cmd->add_option("--max-model-len", args->max_model_len,
+                  "Longest prompt + output accepted (default: the model's context)");
+  cmd->add_option("--max-num-batched-tokens", args->max_num_batched_tokens,
+                  "Prompt tokens per prefill pass: a longer prompt prefills in chunks")
+      ->capture_default_str();
   cmd->add_option("--temperature", args->temperature, "0: greedy")->capture_default_str();
   cmd->add_option("--top-p", args->top_p, "Nucleus sampling mass")->capture_default_str();
   cmd->add_option("--top-k", args->top_k, "0: no limit")->capture_default_str();

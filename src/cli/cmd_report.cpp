@@ -85,7 +85,7 @@ HtmlPage serve_page(const ReportArgs& a) {
   ModelConfig model = load_model(a.common.model);
   LoadedHardware hw = load_cost_model(a.common);
   PredictOptions o = to_predict_options(a.common);
-  EngineConfig engine = make_engine_config(a.serve);
+  EngineConfig engine = make_engine_config(a.serve, model.max_position_embeddings);
   const std::unique_ptr<ModelConfig> draft = load_draft_model(a.serve);
   SloTargets slo;
   if (!a.slo.empty()) {

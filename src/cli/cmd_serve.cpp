@@ -48,9 +48,15 @@ ServeResult run_on_engine(const ServeCommandArgs& a, const std::vector<ServeRequ
   if (options.device == "cpu" && a.kv_tokens <= 0) {
     throw InputError("--executor engine --device cpu needs --kv-tokens (the CPU cache's size)");
   }
+  // Buffers for the largest iteration the schedule can form; requests past --max-model-len are
+  // rejected by the scheduler and never reach the engine.
   int64_t longest = 0;
-  for (const auto& r : requests) longest = std::max(longest, r.prompt_tokens + r.output_tokens);
-  options.max_batch_tokens = std::max(engine.max_num_batched_tokens, longest);
+  for (const auto& r : requests) {
+    if (!exceeds_max_model_len(r, engine)) {
+      longest = std::max(longest, r.prompt_tokens + r.output_tokens);
+    }
+  }
+  options.max_batch_tokens = max_iteration_tokens(engine, longest);
   options.max_sequences = engine.max_num_seqs;
   options.gpu_memory_utilization = a.common.gpu_memory_utilization;
   options.cuda_graphs = a.common.cuda_graphs == "on";  // decode-only iterations replay graphs
@@ -167,7 +173,7 @@ void register_serve(CLI::App& app) {
         is_checkpoint_folder(a.common.model) ? a.common.model + "/config.json" : a.common.model);
     LoadedHardware hw = load_cost_model(a.common);
     PredictOptions o = to_predict_options(a.common);
-    EngineConfig engine = make_engine_config(a.serve);
+    EngineConfig engine = make_engine_config(a.serve, model.max_position_embeddings);
     const std::unique_ptr<ModelConfig> draft = load_draft_model(a.serve);
     const SloTargets slo = goodput_slo(a.slo);
     std::vector<ServeRequest> requests = make_workload(a.serve, a.serve.rate);

@@ -91,12 +91,9 @@ void run_server(const ServerArgs& a) {
   const std::vector<int32_t> eos =
       engine::stop_token_ids(tokenizer, is_checkpoint_folder(a.model) ? a.model : "");
   const engine::LlamaConfig llama = engine::load_llama_config(a.model);
-  const int64_t context = llama.model.max_position_embeddings;
-  const int64_t max_model_len = a.max_model_len > 0 ? a.max_model_len : context;
-  if (context > 0 && max_model_len > context) {
-    throw InputError(fmt::format("--max-model-len {} is past the model's context of {} tokens",
-                                 max_model_len, context));
-  }
+  const int64_t max_model_len =
+      resolve_max_model_len(a.max_model_len, llama.model.max_position_embeddings);
+  config.max_model_len = max_model_len;  // the scheduler's own check behind the 400
   EngineOptions options;
   options.device = resolve_device(a.device);
   options.seed = a.seed;
@@ -104,7 +101,8 @@ void run_server(const ServerArgs& a) {
   options.kv_tokens = a.kv_tokens;
   options.kv_pool_tokens = a.kv_tokens;
   if (options.device == "cpu" && a.kv_tokens == 0) options.kv_tokens = 8192;
-  options.max_batch_tokens = std::max(a.max_num_batched_tokens, max_model_len);
+  // Chunked prefill bounds an iteration by its token budget; vllm runs whole prompts.
+  options.max_batch_tokens = max_iteration_tokens(config, max_model_len);
   options.max_sequences = a.max_num_seqs;
   options.cuda_graphs = parse_on_off("--cuda-graphs", a.cuda_graphs);
   if (parse_on_off("--gemm-warmup", a.gemm_warmup)) {

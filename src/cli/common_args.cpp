@@ -1,5 +1,7 @@
 #include "cli/common_args.hpp"
 
+#include <fmt/format.h>
+
 #include <iostream>
 #include <map>
 
@@ -72,6 +74,17 @@ bool parse_on_off(const std::string& flag, const std::string& value) {
   if (value == "on") return true;
   if (value == "off") return false;
   throw InputError(flag + " takes on or off, got '" + value + "'");
+}
+
+int64_t resolve_max_model_len(int64_t requested, int64_t model_context) {
+  if (requested < 0) {
+    throw InputError(fmt::format("--max-model-len must be positive, got {}", requested));
+  }
+  if (requested > 0 && model_context > 0 && requested > model_context) {
+    throw InputError(fmt::format("--max-model-len {} is past the model's context of {} tokens",
+                                 requested, model_context));
+  }
+  return requested > 0 ? requested : model_context;
 }
 
 StepShape parse_step_shape(const std::string& phase, int64_t batch, int64_t tokens,

@@ -40,6 +40,9 @@ void add_hardware_options(CLI::App* app, CommonArgs& args);
 void add_model_options(CLI::App* app, CommonArgs& args, bool swept_elsewhere = false);
 
 bool parse_on_off(const std::string& flag, const std::string& value);
+// --max-model-len: `requested` tokens (0: the model's context), refused when negative or past
+// the model's context (`model_context`; 0 when unknown, then no limit unless requested).
+int64_t resolve_max_model_len(int64_t requested, int64_t model_context);
 // The step `--phase prefill|decode --batch B --tokens S|--context L` names (step, simulate).
 StepShape parse_step_shape(const std::string& phase, int64_t batch, int64_t tokens,
                            int64_t context);

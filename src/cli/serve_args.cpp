@@ -42,6 +42,9 @@ void add_serve_options(CLI::App* app, ServeArgs& a, bool with_rate) {
                   "Token budget per iteration (default: 2048 for chunked, 8192 otherwise)");
   app->add_option("--block-size", a.block_size, "KV block size, tokens")->capture_default_str();
   app->add_flag("--prefix-caching", a.prefix_caching, "Share full KV blocks of common prefixes");
+  app->add_option("--max-model-len", a.max_model_len,
+                  "Longest prompt + output a request may ask for; longer ones are rejected "
+                  "(default: the model's context)");
   app->add_option(
       "--speculative", a.speculative,
       "Speculative decoding: draft=MODEL,k=K,accept=P (draft=ngram: prompt lookup, no draft "
@@ -67,8 +70,9 @@ PreemptionMode parse_preemption(const std::string& name) {
   throw InputError("--preemption takes recompute or swap, got '" + name + "'");
 }
 
-EngineConfig make_engine_config(const ServeArgs& a) {
+EngineConfig make_engine_config(const ServeArgs& a, int64_t model_context) {
   EngineConfig c;
+  c.max_model_len = resolve_max_model_len(a.max_model_len, model_context);
   c.policy = parse_schedule_policy(a.policy);
   c.preemption = parse_preemption(a.preemption);
   if (a.max_num_seqs < 1 || a.max_num_seqs > 65536) {

@@ -21,7 +21,8 @@ struct ServeArgs {
   std::string policy = "chunked", preemption = "recompute";
   int64_t max_num_seqs = 256, max_num_batched_tokens = 0, block_size = 16;
   bool prefix_caching = false;
-  std::string speculative;  // draft=MODEL,k=4,accept=0.7
+  int64_t max_model_len = 0;  // 0: the model's context
+  std::string speculative;    // draft=MODEL,k=4,accept=0.7
 };
 
 // `with_rate`: serve takes --rate; capacity searches it.
@@ -33,8 +34,9 @@ void add_workload_options(CLI::App* app, ServeArgs& args, bool with_rate);
 // The workload: the trace, or requests drawn from the distributions at `rate`.
 std::vector<ServeRequest> make_workload(const ServeArgs& args, double rate);
 
-// Engine limits and features; the KV cache size is filled in by the caller.
-EngineConfig make_engine_config(const ServeArgs& args);
+// Engine limits and features; the KV cache size is filled in by the caller. max_model_len is
+// --max-model-len, else the model's context (`model_context`, 0 when unknown: no limit).
+EngineConfig make_engine_config(const ServeArgs& args, int64_t model_context);
 // "recompute" or "swap"; InputError otherwise.
 PreemptionMode parse_preemption(const std::string& name);
 

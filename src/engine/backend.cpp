@@ -21,6 +21,14 @@ void validate_batch(const ForwardBatch& batch, const LlamaConfig& config,
       }
     }
     const int64_t end = chunk.cached_tokens + static_cast<int64_t>(chunk.tokens.size());
+    // Positions past the context have no trained rotary angle and no decode-graph bucket; the
+    // callers refuse such requests (max_model_len), and a backend never runs one.
+    const int64_t context = config.model.max_position_embeddings;
+    if (context > 0 && end > context) {
+      throw InputError(where + " would run positions up to " + std::to_string(end - 1) +
+                       ", past the model's context of " + std::to_string(context) +
+                       " tokens (positions 0 to " + std::to_string(context - 1) + ")");
+    }
     if (static_cast<int64_t>(chunk.block_table.size()) < layout.blocks_for(end)) {
       throw std::invalid_argument(where + ": the block table (" +
                                   std::to_string(chunk.block_table.size()) +

@@ -86,8 +86,9 @@ class Backend {
   virtual const LlamaConfig& config() const = 0;
   virtual const KvCacheLayout& kv_layout() const = 0;
   // Runs every sequence's new tokens, writes their keys and values into the cache and returns
-  // logits. Token ids outside the vocabulary are an InputError; a block table that does not
-  // cover the positions or names a block outside the pool is std::invalid_argument.
+  // logits. Token ids outside the vocabulary and positions past the model's context
+  // (max_position_embeddings) are InputErrors; a block table that does not cover the positions
+  // or names a block outside the pool is std::invalid_argument.
   virtual ForwardResult forward(const ForwardBatch& batch) = 0;
   // forward() and one token per sequence from its last logits, picked as `specs[i]` says. The
   // CPU does it from forward()'s logits; the CUDA backend samples on the GPU and copies back

@@ -23,10 +23,13 @@ GenerateResult generate(Backend& backend, std::span<const int32_t> prompt,
   ForwardBatch batch;
   batch.sequences.resize(1);
   SequenceChunk& chunk = batch.sequences[0];
-  chunk.tokens.assign(prompt.begin(), prompt.end());
 
   const auto start = Clock::now();
   auto first_token_time = start;
+  const std::span<const int32_t> last_chunk = prefill_leading_chunks(
+      backend, allocator, chunk.block_table, prompt, options.prefill_chunk_tokens);
+  chunk.tokens.assign(last_chunk.begin(), last_chunk.end());
+  chunk.cached_tokens = prompt_tokens - static_cast<int64_t>(last_chunk.size());
   while (true) {
     allocator.grow(chunk.block_table,
                    chunk.cached_tokens + static_cast<int64_t>(chunk.tokens.size()),
@@ -44,6 +47,31 @@ GenerateResult generate(Backend& backend, std::span<const int32_t> prompt,
   allocator.release(chunk.block_table);
   set_generate_timing(result, start, first_token_time, Clock::now());
   return result;
+}
+
+std::span<const int32_t> prefill_leading_chunks(Backend& backend, BlockAllocator& allocator,
+                                                BlockTable& table, std::span<const int32_t> prompt,
+                                                int64_t chunk_tokens) {
+  if (chunk_tokens < 0) throw InputError("the prefill chunk must not be negative");
+  const auto total = static_cast<int64_t>(prompt.size());
+  if (chunk_tokens == 0 || total <= chunk_tokens) return prompt;
+  // The last chunk holds the remainder (1 to chunk_tokens tokens); the ones before are full.
+  const int64_t last_size = total - (total - 1) / chunk_tokens * chunk_tokens;
+  ForwardBatch batch;
+  batch.sequences.resize(1);
+  SequenceChunk& chunk = batch.sequences[0];
+  for (int64_t first = 0; first < total - last_size; first += chunk_tokens) {
+    const auto piece =
+        prompt.subspan(static_cast<size_t>(first), static_cast<size_t>(chunk_tokens));
+    if (!allocator.grow(table, first + chunk_tokens, backend.kv_layout().block_size)) {
+      throw InputError("the KV cache ran out of blocks during the prefill");
+    }
+    chunk.tokens.assign(piece.begin(), piece.end());
+    chunk.cached_tokens = first;
+    chunk.block_table = table;
+    backend.forward(batch);  // its KV is what counts; the last token's logits are dropped
+  }
+  return prompt.subspan(static_cast<size_t>(total - last_size));
 }
 
 void check_generation_fits(const Backend& backend, int64_t prompt_tokens,

@@ -16,6 +16,10 @@ struct GenerateOptions {
   SamplingParams sampling;
   uint64_t seed = 0;
   std::vector<int64_t> stop_token_ids;  // e.g. config.eos_token_ids; the stop token is kept
+  // Prompt tokens per prefill pass (chunked prefill, as vLLM's max_num_batched_tokens bounds
+  // it): a long prompt runs in passes of at most this many, so the backend's buffers need not
+  // hold it whole. 0: the whole prompt in one pass.
+  int64_t prefill_chunk_tokens = 0;
 };
 
 struct GenerateResult {
@@ -43,7 +47,16 @@ void set_generate_timing(GenerateResult& result, std::chrono::steady_clock::time
                          std::chrono::steady_clock::time_point first_token,
                          std::chrono::steady_clock::time_point end);
 
-// Runs one sequence: prefill of the whole prompt, then decode steps, each sampling from the last
+// Runs all of `prompt` but its last chunk through `backend`, in passes of at most `chunk_tokens`
+// tokens (0: none), growing `table` from `allocator` (InputError when the pool runs out); returns
+// the last chunk, which the caller runs with `cached_tokens` = prompt size − its size to get the
+// first token. The tokens equal one pass over the whole prompt's (causal attention).
+std::span<const int32_t> prefill_leading_chunks(Backend& backend, BlockAllocator& allocator,
+                                                BlockTable& table, std::span<const int32_t> prompt,
+                                                int64_t chunk_tokens);
+
+// Runs one sequence: prefill of the prompt (in chunks of options.prefill_chunk_tokens), then
+// decode steps, each sampling from the last
 // token's logits; on_token sees each token as it is chosen (for streaming). Blocks come from a
 // BlockAllocator over the backend's pool and go back at the end. An empty prompt, a prompt plus
 // max_new_tokens past the model's context (max_position_embeddings) or past the KV cache are

@@ -165,7 +165,11 @@ namespace {
 // at a time, up to k tokens.
 class ModelDrafter {
  public:
-  explicit ModelDrafter(Backend& draft) : draft_(draft), allocator_(draft.kv_layout().num_blocks) {}
+  // `prefill_chunk_tokens`: the draft prefills a long prompt in chunks too (0: whole).
+  ModelDrafter(Backend& draft, int64_t prefill_chunk_tokens)
+      : draft_(draft),
+        allocator_(draft.kv_layout().num_blocks),
+        prefill_chunk_tokens_(prefill_chunk_tokens) {}
   ~ModelDrafter() { allocator_.release(table_); }
 
   void propose(const std::vector<int32_t>& context, int64_t k, const SamplingParams& params,
@@ -175,6 +179,12 @@ class ModelDrafter {
     ForwardBatch batch;
     batch.sequences.resize(1);
     SequenceChunk& chunk = batch.sequences[0];
+    if (cached_ == 0) {  // the first round: the prompt, all but its last chunk
+      cached_ = static_cast<int64_t>(sequence.size()) -
+                static_cast<int64_t>(prefill_leading_chunks(draft_, allocator_, table_, sequence,
+                                                            prefill_chunk_tokens_)
+                                         .size());
+    }
     for (int64_t j = 0; j < k; ++j) {
       chunk.tokens.assign(sequence.begin() + cached_, sequence.end());
       chunk.cached_tokens = cached_;
@@ -204,6 +214,7 @@ class ModelDrafter {
   BlockAllocator allocator_;
   BlockTable table_;
   int64_t cached_ = 0;
+  int64_t prefill_chunk_tokens_ = 0;
 };
 
 void check_sizes(Backend& target, Backend* draft, int64_t prompt_tokens,
@@ -234,7 +245,7 @@ GenerateResult generate_speculative(Backend& target, Backend* draft,
   BlockTable table;
   std::vector<int32_t> context(prompt.begin(), prompt.end());
   std::unique_ptr<ModelDrafter> drafter;
-  if (use_model) drafter = std::make_unique<ModelDrafter>(*draft);
+  if (use_model) drafter = std::make_unique<ModelDrafter>(*draft, options.prefill_chunk_tokens);
 
   const auto start = Clock::now();
   auto first_token_time = start;
@@ -252,7 +263,10 @@ GenerateResult generate_speculative(Backend& target, Backend* draft,
   ForwardBatch batch;
   batch.sequences.resize(1);
   SequenceChunk& chunk = batch.sequences[0];
-  chunk.tokens = context;
+  const std::span<const int32_t> last_chunk =
+      prefill_leading_chunks(target, allocator, table, prompt, options.prefill_chunk_tokens);
+  chunk.tokens.assign(last_chunk.begin(), last_chunk.end());
+  chunk.cached_tokens = prompt_tokens - static_cast<int64_t>(last_chunk.size());
   allocator.grow(table, prompt_tokens, target.kv_layout().block_size);
   chunk.block_table = table;
   {

@@ -49,6 +49,7 @@ nlohmann::json serve_setup_json(const ServeSetupView& v) {
           {"policy", schedule_policy_name(v.engine.policy)},
           {"max_num_seqs", v.engine.max_num_seqs},
           {"max_num_batched_tokens", v.engine.max_num_batched_tokens},
+          {"max_model_len", v.engine.max_model_len},
           {"prefix_caching", v.engine.prefix_caching},
           {"kv_cache",
            {{"blocks", v.kv.blocks},
@@ -78,6 +79,7 @@ nlohmann::json serve_summary_json(const ServeSummary& s) {
   return nlohmann::json({{"requests", s.requests},
                          {"completed", s.completed},
                          {"rejected", s.rejected},
+                         {"rejected_past_max_model_len", s.rejected_past_max_model_len},
                          {"ttft_ms", stats_ms(s.ttft)},
                          {"tpot_ms", stats_ms(s.tpot)},
                          {"itl_ms", stats_ms(s.itl)},
@@ -112,10 +114,15 @@ Table serve_latency_table(const ServeSummary& s) {
 
 std::string serve_text(const ServeSetupView& v, const ServeSummary& s) {
   return fmt::format(
-             "{} on {} (tp {}), policy {}, {} requests ({} rejected), KV cache {} blocks "
+             "{} on {} (tp {}), policy {}, {} requests ({} rejected{}), KV cache {} blocks "
              "of {} tokens\n\n",
              v.model.name, v.hardware.display_name, v.tp, schedule_policy_name(v.engine.policy),
-             s.requests, s.rejected, v.kv.blocks, v.engine.block_size) +
+             s.requests, s.rejected,
+             s.rejected_past_max_model_len > 0
+                 ? fmt::format(", {} past the max model length of {} tokens",
+                               s.rejected_past_max_model_len, v.engine.max_model_len)
+                 : "",
+             v.kv.blocks, v.engine.block_size) +
          serve_latency_table(s).to_text() +
          fmt::format(
              "\nthroughput {:.2f} req/s, {:.0f} output tok/s; goodput {:.2f} req/s "

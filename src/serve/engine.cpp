@@ -20,7 +20,7 @@ constexpr EnumNameTable<SchedulePolicy, 4> kSchedulePolicyNames = {{
 
 void check_inputs(const std::vector<ServeRequest>& requests, const EngineConfig& config) {
   if (config.kv_blocks < 1 || config.block_size < 1 || config.max_num_seqs < 1 ||
-      config.max_num_batched_tokens < 1) {
+      config.max_num_batched_tokens < 1 || config.max_model_len < 0) {
     throw InputError("serving engine needs at least one KV block, sequence and batched token");
   }
   for (const auto& r : requests) {
@@ -39,6 +39,23 @@ SchedulePolicy parse_schedule_policy(const std::string& name) {
 
 std::string schedule_policy_name(SchedulePolicy policy) {
   return std::string(enum_name(kSchedulePolicyNames, policy));
+}
+
+bool exceeds_max_model_len(const ServeRequest& request, const EngineConfig& config) {
+  return config.max_model_len > 0 &&
+         request.prompt_tokens + request.output_tokens > config.max_model_len;
+}
+
+int64_t max_iteration_tokens(const EngineConfig& config, int64_t longest_request_tokens) {
+  const int64_t decodes = config.max_num_seqs * (1 + config.speculative.k);
+  int64_t tokens = std::max(config.max_num_batched_tokens, decodes);
+  if (config.policy != SchedulePolicy::chunked) {
+    const int64_t longest = config.max_model_len > 0
+                                ? std::min(longest_request_tokens, config.max_model_len)
+                                : longest_request_tokens;
+    tokens = std::max(tokens, longest);
+  }
+  return tokens;
 }
 
 ServeResult run_serving(const std::vector<ServeRequest>& requests, const EngineConfig& config,

@@ -41,7 +41,20 @@ struct EngineConfig {
   PreemptionMode preemption = PreemptionMode::recompute;
   SpeculativeConfig speculative;
   uint64_t seed = 1;  // draws of accepted draft tokens
+  // Longest prompt + output a request may ask for (vLLM's max_model_len): a request past it is
+  // rejected up front, never run. 0: no limit (the caller sets the model's context).
+  int64_t max_model_len = 0;
 };
+
+// True when `request` asks for more positions than `config.max_model_len` allows.
+bool exceeds_max_model_len(const ServeRequest& request, const EngineConfig& config);
+
+// The most tokens one iteration can carry under `config`, which an executor sizes its buffers
+// for: the token budget; every sequence's decode step (k + 1 tokens each under speculation); and,
+// where whole prompts run in one iteration (every policy but chunked), the longest prompt a
+// request may bring: `longest_request_tokens` (prompt + output, the recompute after a
+// preemption included), or max_model_len where that is less.
+int64_t max_iteration_tokens(const EngineConfig& config, int64_t longest_request_tokens);
 
 // One engine iteration, for timelines.
 struct IterationRecord {

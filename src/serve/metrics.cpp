@@ -38,6 +38,7 @@ ServeSummary summarize(const ServeResult& result, const SloTargets& slo) {
   for (const auto& r : result.requests) {
     if (r.rejected) {
       ++s.rejected;
+      if (r.past_max_model_len) ++s.rejected_past_max_model_len;
       continue;
     }
     ++s.completed;

@@ -23,6 +23,7 @@ struct SloTargets {
 
 struct ServeSummary {
   int64_t requests = 0, completed = 0, rejected = 0;
+  int64_t rejected_past_max_model_len = 0;  // of the rejected: prompt + output > max_model_len
   LatencyStats ttft, tpot, itl, e2e;
   double duration_s = 0.0;  // first arrival to last finish
   double requests_per_s = 0.0, output_tokens_per_s = 0.0, total_tokens_per_s = 0.0;

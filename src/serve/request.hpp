@@ -26,7 +26,8 @@ struct RequestOutcome {
   int64_t prompt_tokens = 0, output_tokens = 0;
   int64_t prefix_hit_tokens = 0;  // prompt tokens served from the prefix cache
   int preemptions = 0;
-  bool rejected = false;              // could never fit in the KV cache
+  bool rejected = false;              // never run: past max_model_len, or could never fit
+  bool past_max_model_len = false;    // rejected because prompt + output > max_model_len
   bool ended_early = false;           // stopped before output_tokens (a stop token, a client gone)
   std::vector<double> inter_token_s;  // gaps between successive token emissions
   double ttft_s() const { return first_token_s - arrival_s; }

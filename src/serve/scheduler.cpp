@@ -134,13 +134,17 @@ int64_t Scheduler::decode_tokens(const Seq* s) const {
   return std::min<int64_t>(1 + config_.speculative.k, std::max<int64_t>(remaining, 1));
 }
 
-// A request that cannot fit even in an empty cache is turned away.
+// A request past max_model_len, or one that cannot fit even in an empty cache, is turned away
+// (vLLM refuses the first when it arrives; here it leaves when it reaches the queue's front,
+// which changes no other request's schedule).
 bool Scheduler::reject_if_impossible(Seq* s) {
+  const bool too_long = exceeds_max_model_len(*s->request, config_);
   const int64_t need =
       paged() ? s->target + 1 : s->request->prompt_tokens + s->request->output_tokens;
-  if (blocks_.blocks_for(need) <= blocks_.total_blocks()) return false;
+  if (!too_long && blocks_.blocks_for(need) <= blocks_.total_blocks()) return false;
   s->state = SeqState::finished;
   outcome_ref(s->id).rejected = true;
+  outcome_ref(s->id).past_max_model_len = too_long;
   ++done_;
   return true;
 }

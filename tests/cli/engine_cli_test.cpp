@@ -123,6 +123,15 @@ TEST(EngineCli, BadInputIsExitTwoWithNothingOnStdout) {
       "generate --model llama-3.2-1b --prompt hi --device tpu",
       "generate --model llama-3.2-1b --prompt hi --max-tokens 0",
       "generate --model llama-3.2-1b --prompt hi --top-p 0",
+      "generate --model llama-3.2-1b",                                          // no prompt
+      "generate --model llama-3.2-1b --prompt hi --prompt-file /etc/hostname",  // two
+      "generate --model llama-3.2-1b --prompt-file /nonexistent.txt",
+      "generate --model llama-3.2-1b --prompt hi --max-model-len -1",
+      "generate --model llama-3.2-1b --prompt hi --max-model-len 200000",  // context 131072
+      "generate --model llama-3.2-1b --prompt hi --max-num-batched-tokens 0",
+      "bench --model llama-3-8b --input 8000 --output 500 --device cpu",  // context 8192
+      "bench --model llama-3.2-1b --input 64 --output 64 --max-model-len 100 --device cpu",
+      "bench --model llama-3.2-1b --max-model-len -3 --device cpu",
       "generate --model no-such-model --prompt hi",
       "generate --model " + dir.string() + " --prompt hi --tokenizer /nonexistent.json",
       "tokenize --input " + (dir / "bad.jsonl").string(),
@@ -141,6 +150,19 @@ TEST(EngineCli, BadInputIsExitTwoWithNothingOnStdout) {
     cases.push_back("generate --model llama-3.1-405b --prompt hi --device cuda");
   }
   testing::expect_refused(cases);
+  auto past = run_inferlab("bench --model llama-3-8b --input 8000 --output 500 --device cpu");
+  EXPECT_NE(past.err.find("--input 8000 plus --output 500 is 8500 tokens, past the maximum model "
+                          "length of 8192 tokens"),
+            std::string::npos)
+      << past.err;
+  if (testing::have_llama3_tokenizer()) {  // the prompt's length needs the tokenizer
+    auto long_prompt = run_inferlab(
+        "generate --model llama-3.2-1b --prompt hi --max-tokens 64 --max-model-len 32");
+    EXPECT_EQ(long_prompt.exit_code, 2);
+    EXPECT_NE(long_prompt.err.find("longer than the maximum model length of 32 tokens"),
+              std::string::npos)
+        << long_prompt.err;
+  }
   std::filesystem::remove_all(dir);
 }
 

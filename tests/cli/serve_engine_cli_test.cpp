@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
+#include <vector>
 
 #include "test_support.hpp"
 
@@ -157,8 +159,58 @@ TEST_F(ServeOnEngine, RefusesWhatItCannotRun) {
       m + "--gemm-warmup sometimes",  // checked with either executor
       m + "--executor engine --device cpu --kv-tokens 512 --speculative draft=" + other_vocab +
           ",k=2",
+      m + "--max-model-len -1",
+      m + "--max-model-len 513",  // past the model's context of 512
+      m + "--executor engine --device cpu --kv-tokens 512 --max-model-len 600",
   };
   testing::expect_refused(cases);
+}
+
+// The rule vLLM applies: a request whose prompt + output passes the model's context (or
+// --max-model-len) is refused up front. Both executors share the scheduler, so they reject the
+// same requests, and the engine never sees a position past the context (the CPU backend would
+// refuse one in words).
+TEST_F(ServeOnEngine, RequestsPastTheContextAreRejectedAlikeByBothExecutors) {
+  // Prompts 200-500 and outputs 1-100 against a context of 512: some pass it.
+  const std::string workload =
+      " --rate 50 --requests 20 --input-dist uniform:200,500 --output-dist uniform:1,100 "
+      "--kv-tokens 2048 --seed 3 --format json";
+  auto engine = run_inferlab("serve --model " + model_ + " --executor engine --device cpu" +
+                             workload + " --requests-csv " + (dir_ / "requests.csv").string());
+  auto sim = run_inferlab("serve --model " + model_ + workload);
+  ASSERT_EQ(engine.exit_code, 0) << engine.err;
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  const auto e = nlohmann::json::parse(engine.out), s = nlohmann::json::parse(sim.out);
+  // Which requests pass 512: recounted from the per-request CSV (prompt + output columns).
+  std::ifstream csv(dir_ / "requests.csv");
+  std::string line;
+  std::getline(csv, line);
+  int past = 0, rows = 0;
+  while (std::getline(csv, line)) {
+    std::vector<std::string> f;
+    std::stringstream fields(line);
+    for (std::string x; std::getline(fields, x, ',');) f.push_back(x);
+    ++rows;
+    const int prompt = std::stoi(f[7]), output = std::stoi(f[8]);
+    const bool rejected = f.back() == "1";
+    EXPECT_EQ(rejected, prompt + output > 512) << line;
+    past += prompt + output > 512;
+  }
+  EXPECT_EQ(rows, 20);
+  EXPECT_GT(past, 0);  // the draw has some
+  EXPECT_LT(past, 20);
+  EXPECT_EQ(e["rejected"].get<int>(), past);
+  EXPECT_EQ(s["rejected"].get<int>(), past);
+  EXPECT_EQ(e["rejected_past_max_model_len"].get<int>(), past);
+  EXPECT_EQ(s["rejected_past_max_model_len"].get<int>(), past);
+  EXPECT_EQ(e["completed"].get<int>(), 20 - past);
+  EXPECT_EQ(e["max_model_len"].get<int>(), 512);
+
+  // --max-model-len below the context tightens the rule: every prompt of 200-500 plus at least
+  // one output token passes 200.
+  auto tight = run_inferlab("serve --model " + model_ + workload + " --max-model-len 200");
+  ASSERT_EQ(tight.exit_code, 0) << tight.err;
+  EXPECT_EQ(nlohmann::json::parse(tight.out)["rejected"].get<int>(), 20);
 }
 
 }  // namespace

@@ -104,6 +104,27 @@ TEST(CpuBackend, RejectsBadBatches) {
   EXPECT_THROW(backend.forward({{SequenceChunk{{1}, 0, {8}, false}}}), std::invalid_argument);
 }
 
+// A backend refuses positions past the model's context in words, whatever its caller checked:
+// the tiny model's context is 512 (positions 0 to 511).
+TEST(CpuBackend, RefusesPositionsPastTheContext) {
+  auto model = tiny_model(testing::tiny_llama_config_json(), 5);
+  CpuBackend backend(model.config, model.weights, 40, 16);  // 640 slots: the cache is not the limit
+  BlockTable all_blocks;
+  for (int32_t b = 0; b < 40; ++b) all_blocks.push_back(b);
+  // Position 511 is the last one: a decode there runs.
+  EXPECT_NO_THROW(backend.forward({{SequenceChunk{{7}, 511, all_blocks, false}}}));
+  expect_input_error(
+      [&] {
+        backend.forward({{SequenceChunk{{7}, 512, all_blocks, false}}});
+      },
+      {"sequence 0", "positions up to 512", "context of 512 tokens"});
+  expect_input_error(
+      [&] {
+        backend.forward({{SequenceChunk{prompt_of(20), 500, all_blocks, false}}});
+      },
+      {"positions up to 519"});
+}
+
 TEST(CpuBackend, MemoryEstimate) {
   auto config = load_llama_config("llama-3.2-1b");
   // 1.236 G parameters in fp32, and 16 layers x 8 KV heads x 64 x 2 x 4 bytes = 64 KiB a token.
@@ -166,6 +187,40 @@ TEST(Generate, EndToEndFromCheckpoint) {
   auto stopped = generate(*backend, prompt_of(10), stop);
   EXPECT_EQ(stopped.finish_reason, "stop");
   EXPECT_EQ(stopped.tokens.back(), greedy[3]);
+}
+
+// A long prompt prefilled in chunks gives the tokens of one whole-prompt pass, greedy and
+// sampled, for chunk sizes that divide the prompt, leave a remainder, or exceed it.
+TEST(Generate, ChunkedPrefillGivesTheWholePromptsTokens) {
+  auto model = tiny_model(testing::tiny_llama_config_json(), 3);
+  auto run = [&](int64_t chunk, const SamplingParams& sampling) {
+    auto backend = make_cpu_backend(model, 256, 16);
+    GenerateOptions options;
+    options.max_new_tokens = 12;
+    options.sampling = sampling;
+    options.seed = 9;
+    options.prefill_chunk_tokens = chunk;
+    return generate(*backend, prompt_of(100), options).tokens;
+  };
+  for (const SamplingParams& sampling : {SamplingParams{}, SamplingParams{1.0, 40, 0.95}}) {
+    const auto whole = run(0, sampling);
+    ASSERT_EQ(whole.size(), 12u);
+    for (int64_t chunk : {1, 7, 25, 50, 99, 100, 1000}) {
+      EXPECT_EQ(run(chunk, sampling), whole) << "chunk " << chunk;
+    }
+  }
+  // What the chunks leave for the sampling pass: the remainder, or a whole last chunk.
+  auto backend = make_cpu_backend(model, 256, 16);
+  BlockAllocator allocator(backend->kv_layout().num_blocks);
+  BlockTable table;
+  const auto prompt = prompt_of(100);
+  EXPECT_EQ(prefill_leading_chunks(*backend, allocator, table, prompt, 30).size(), 10u);
+  EXPECT_EQ(table.size(), 6u);  // 90 tokens in blocks of 16
+  BlockTable table2;
+  EXPECT_EQ(prefill_leading_chunks(*backend, allocator, table2, prompt, 25).size(), 25u);
+  BlockTable table3;
+  EXPECT_EQ(prefill_leading_chunks(*backend, allocator, table3, prompt, 0).size(), 100u);
+  EXPECT_TRUE(table3.empty());
 }
 
 TEST(Generate, PromptTooLong) {

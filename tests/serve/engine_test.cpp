@@ -50,6 +50,56 @@ TEST(ServeEngine, VllmPrefillFirstTimeline) {
   EXPECT_NEAR(r.makespan_s, 4.09, 1e-12);
 }
 
+// max_model_len 100: a request of 60 + 41 tokens is refused, 60 + 40 runs, under every policy;
+// the refusal changes nothing for the others (A runs as if alone: 1.61 s of prefill, 1.01 s a
+// decode under vllm).
+TEST(ServeEngine, RequestsPastMaxModelLenAreRejectedUnderEveryPolicy) {
+  LinearCost cost;
+  for (SchedulePolicy policy : {SchedulePolicy::vllm, SchedulePolicy::chunked, SchedulePolicy::orca,
+                                SchedulePolicy::static_batch}) {
+    EngineConfig c = config(policy);
+    c.max_model_len = 100;
+    auto r = run_engine({request(0, 60, 41), request(0, 60, 40), request(0, 200, 1)}, c, cost);
+    EXPECT_TRUE(r.requests[0].rejected);
+    EXPECT_TRUE(r.requests[0].past_max_model_len);
+    EXPECT_FALSE(r.requests[1].rejected);
+    EXPECT_EQ(r.requests[1].output_tokens, 40);
+    EXPECT_GT(r.requests[1].finish_s, 0.0);
+    EXPECT_TRUE(r.requests[2].past_max_model_len);
+    const ServeSummary s = summarize(r);
+    EXPECT_EQ(s.rejected, 2);
+    EXPECT_EQ(s.rejected_past_max_model_len, 2);
+    if (policy == SchedulePolicy::vllm) {
+      EXPECT_NEAR(r.requests[1].ttft_s(), 1.60, 1e-12);
+      EXPECT_NEAR(r.requests[1].finish_s, 1.60 + 39 * 1.01, 1e-9);
+    }
+  }
+  // A request that fits the cache but not max_model_len is still refused: the reason is kept.
+  EngineConfig small = config(SchedulePolicy::chunked, 10, 4);  // 40 slots
+  small.max_model_len = 30;
+  auto r = run_engine({request(0, 50, 1), request(0, 20, 20)}, small, cost);
+  EXPECT_TRUE(r.requests[0].rejected);
+  EXPECT_TRUE(r.requests[0].past_max_model_len);  // both: past the length and the cache
+  EXPECT_TRUE(r.requests[1].rejected);
+  EXPECT_TRUE(r.requests[1].past_max_model_len);
+}
+
+// An executor's buffers hold the largest iteration a schedule can form.
+TEST(ServeEngine, MaxIterationTokens) {
+  EngineConfig c = config(SchedulePolicy::chunked);
+  c.max_num_batched_tokens = 2048;
+  c.max_num_seqs = 256;
+  EXPECT_EQ(max_iteration_tokens(c, 100000), 2048);  // chunks never pass the budget
+  c.speculative.k = 15;                              // 256 decodes of 16 tokens each
+  EXPECT_EQ(max_iteration_tokens(c, 100000), 4096);
+  c.speculative.k = 0;
+  c.policy = SchedulePolicy::vllm;  // whole prompts: the longest, capped by max_model_len
+  EXPECT_EQ(max_iteration_tokens(c, 100000), 100000);
+  c.max_model_len = 8192;
+  EXPECT_EQ(max_iteration_tokens(c, 100000), 8192);
+  EXPECT_EQ(max_iteration_tokens(c, 1000), 2048);
+}
+
 TEST(ServeEngine, ChunkedPrefillSharesIterations) {
   // Budget 3 tokens. A (4 prompt, 2 out), B (2 prompt, 2 out), both at 0.
   // it1: A chunk 3 (budget spent) -> 1.03. it2: A's last token + B's 2 -> 2.06, both first
