@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Installs what is missing, then configures and builds the release preset in build/.
+#   scripts/build.sh            every target (tests, benchmarks, fuzz targets, link checks)
+#   scripts/build.sh inferlab   the inferlab binary alone (scripts/run.sh), with the run packages
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
+if (($# > 0)); then scripts/install-deps.sh run; else scripts/install-deps.sh test; fi
 [ -f build/build.ninja ] || cmake --preset release >/dev/null
-cmake --build build -j"$(nproc)" >&2
+targets=()
+for t in "$@"; do targets+=(--target "$t"); done
+cmake --build build -j"$(nproc)" "${targets[@]}" >&2

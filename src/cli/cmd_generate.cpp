@@ -32,7 +32,7 @@ struct GenerateArgs {
   int64_t max_num_batched_tokens = 8192;  // prompt tokens per prefill pass
   double temperature = 0.0, top_p = 1.0;
   double gpu_memory_utilization = 0.90;
-  std::string cuda_graphs = "off";
+  std::string cuda_graphs = "on";
   std::string speculative;  // ngram,k=K[,n=N] or draft=MODEL,k=K
   uint64_t seed = 0;
   EngineSwitchArgs switches;

@@ -14,6 +14,7 @@
 #include "serve/capacity.hpp"
 #include "serve/metrics.hpp"
 #include "serve/serving_setup.hpp"
+#include "serve/simulated_executor.hpp"
 
 namespace inferlab::cli {
 
@@ -31,7 +32,7 @@ struct ServeCommandArgs {
 // --speculative names one; the CPU needs it given), each iteration timed on the wall clock.
 // `engine.kv_blocks` becomes the pool's size.
 ServeResult run_on_engine(const ServeCommandArgs& a, const std::vector<ServeRequest>& requests,
-                          EngineConfig& engine) {
+                          EngineConfig& engine, const IterationCost& cost) {
   // draft=ngram: prompt lookup on the host; any other name: a draft model beside the target.
   std::string draft_model =
       engine.speculative.k > 0 ? parse_speculative(a.serve.speculative).draft_model : "";
@@ -85,7 +86,9 @@ ServeResult run_on_engine(const ServeCommandArgs& a, const std::vector<ServeRequ
   engine::ServingExecutor executor(*backends.target, requests, a.serve.seed);
   if (backends.draft) executor.set_draft_model(*backends.draft);
   executor.profile_kernels(!a.kernel_profile_csv.empty());
-  ServeResult result = run_serving(requests, engine, executor);
+  // Each measured iteration also priced by the simulator (the iterations CSV's simulated_ms).
+  PricedExecutor priced(executor, cost, engine);
+  ServeResult result = run_serving(requests, engine, priced);
   if (!a.kernel_profile_csv.empty()) {
     std::ofstream out = open_output(a.kernel_profile_csv, "--kernel-profile-csv");
     out << "iteration,prefill_tokens,decode_seqs,class,ms,launches\n";
@@ -190,7 +193,7 @@ void register_serve(CLI::App& app) {
     }
     PredictedIterationCost cost(model, hw.spec, *hw.cost, o, load_host_overhead(), draft.get());
     cost.set_graph_batch_limit(engine.max_num_seqs);
-    const ServeResult result = a.executor == "engine" ? run_on_engine(a, requests, engine)
+    const ServeResult result = a.executor == "engine" ? run_on_engine(a, requests, engine, cost)
                                                       : run_engine(requests, engine, cost);
     const ServeSummary s = summarize(result, slo);
     write_serve_files(a, result,

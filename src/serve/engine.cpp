@@ -81,9 +81,21 @@ ServeResult run_serving(const std::vector<ServeRequest>& requests, const EngineC
     record.kv_blocks_used = scheduler.blocks().used_blocks();
     record.preemptions = scheduler.preemptions_this_iteration();
     record.batch_seqs = static_cast<int64_t>(iteration.work.size());
+    int64_t decode_context_sum = 0, decodes = 0;
+    for (const Work& w : iteration.work) {  // contexts as the iteration starts
+      const int64_t context = w.seq->computed + w.new_tokens;
+      if (w.decode) {
+        decode_context_sum += context;
+        ++decodes;
+      } else {
+        record.prefill_max_context = std::max(record.prefill_max_context, context);
+      }
+    }
+    record.decode_mean_context = decodes > 0 ? decode_context_sum / decodes : 0;
     const IterationOutcome outcome = executor.execute(iteration);
     record.duration_s = outcome.duration_s;
     record.device_s = outcome.device_s;
+    record.priced_s = outcome.priced_s;
     now += outcome.duration_s;
     scheduler.update(iteration, outcome, now, record);
     record.running = scheduler.running_count();

@@ -60,12 +60,17 @@ int64_t max_iteration_tokens(const EngineConfig& config, int64_t longest_request
 struct IterationRecord {
   double start_s = 0.0, duration_s = 0.0;
   double device_s = 0.0;       // IterationOutcome::device_s
+  double priced_s = -1.0;      // IterationOutcome::priced_s
   int64_t prefill_tokens = 0;  // prompt tokens computed
   int64_t decode_seqs = 0;     // sequences decoding
   int64_t batch_seqs = 0;      // sequences in the batch, prefilling or decoding
   int64_t running = 0, waiting = 0;
   int64_t kv_blocks_used = 0;
   int64_t preemptions = 0;  // sequences preempted while scheduling it
+  // Where its attention reads: the longest context a prefill chunk attends to (its cached
+  // prefix and itself; 0: no prefill) and the decoding sequences' mean context.
+  int64_t prefill_max_context = 0;
+  int64_t decode_mean_context = 0;
 };
 
 struct ServeResult {

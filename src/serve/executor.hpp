@@ -34,6 +34,9 @@ struct IterationOutcome {
   // The GPU's part of it where the executor measures one (the engine: CUDA events from the
   // forward's first kernel to its last), else the same as duration_s; the rest is the host's.
   double device_s = 0.0;
+  // What the simulator's cost model prices this very iteration at (PricedExecutor; the
+  // simulator's own executor: duration_s); negative where nothing priced it.
+  double priced_s = -1.0;
   std::vector<int64_t> advance;
 };
 

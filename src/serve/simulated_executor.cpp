@@ -5,7 +5,8 @@ namespace inferlab {
 SimulatedExecutor::SimulatedExecutor(const IterationCost& cost, const EngineConfig& config)
     : cost_(cost), speculative_(config.speculative), rng_(config.seed) {}
 
-IterationBatch SimulatedExecutor::to_batch(const ScheduledIteration& iteration) const {
+IterationBatch iteration_batch(const ScheduledIteration& iteration,
+                               const SpeculativeConfig& speculative) {
   IterationBatch batch;
   batch.swap_bytes = iteration.swap_bytes;
   int64_t draft_context_sum = 0;
@@ -16,13 +17,13 @@ IterationBatch SimulatedExecutor::to_batch(const ScheduledIteration& iteration) 
     s.samples = w.decode || w.seq->computed + w.new_tokens >= w.seq->target;
     s.decode = w.decode;
     batch.seqs.push_back(s);
-    if (w.decode && speculative_.k > 0) {
+    if (w.decode && speculative.k > 0) {
       ++batch.drafting_seqs;
       draft_context_sum += w.seq->computed;
     }
   }
   if (batch.drafting_seqs > 0) {
-    batch.speculative_k = speculative_.k;
+    batch.speculative_k = speculative.k;
     batch.draft_context = draft_context_sum / batch.drafting_seqs;
   }
   return batch;
@@ -37,8 +38,9 @@ int64_t SimulatedExecutor::accepted_drafts(int64_t proposed) {
 
 IterationOutcome SimulatedExecutor::execute(const ScheduledIteration& iteration) {
   IterationOutcome outcome;
-  outcome.duration_s = cost_.time_s(to_batch(iteration));
+  outcome.duration_s = cost_.time_s(iteration_batch(iteration, speculative_));
   outcome.device_s = outcome.duration_s;
+  outcome.priced_s = outcome.duration_s;
   for (const auto& w : iteration.work) {
     if (w.decode) {
       outcome.advance.push_back(w.new_tokens > 1 ? 1 + accepted_drafts(w.new_tokens - 1) : 1);
@@ -46,6 +48,15 @@ IterationOutcome SimulatedExecutor::execute(const ScheduledIteration& iteration)
       outcome.advance.push_back(w.new_tokens);
     }
   }
+  return outcome;
+}
+
+IterationOutcome PricedExecutor::execute(const ScheduledIteration& iteration) {
+  // Priced before it runs: the scheduler's state (each sequence's computed positions) is what
+  // the iteration starts from until update() applies it.
+  const double priced_s = cost_.time_s(iteration_batch(iteration, speculative_));
+  IterationOutcome outcome = measured_.execute(iteration);
+  outcome.priced_s = priced_s;
   return outcome;
 }
 

@@ -7,6 +7,11 @@
 
 namespace inferlab {
 
+// What the cost model prices for `iteration`: each scheduled sequence's new tokens at its
+// context, and the draft model's work where `speculative` proposes with one.
+IterationBatch iteration_batch(const ScheduledIteration& iteration,
+                               const SpeculativeConfig& speculative);
+
 // The simulator's executor: an iteration takes what the cost model says, and each draft token
 // of a speculative step is accepted with the configured probability until the first rejection
 // (Leviathan et al. 2023), drawn from a generator seeded with config.seed.
@@ -16,12 +21,26 @@ class SimulatedExecutor : public Executor {
   IterationOutcome execute(const ScheduledIteration& iteration) override;
 
  private:
-  IterationBatch to_batch(const ScheduledIteration& iteration) const;
   int64_t accepted_drafts(int64_t proposed);
 
   const IterationCost& cost_;
   SpeculativeConfig speculative_;
   std::mt19937_64 rng_;
+};
+
+// Runs each iteration on `measured` (the engine) and prices the same iteration with `cost`, so
+// that every measured iteration has the simulator's price beside it (priced_s): where the two
+// part is then seen iteration by iteration, not only in the percentiles of diverged timelines.
+class PricedExecutor : public Executor {
+ public:
+  PricedExecutor(Executor& measured, const IterationCost& cost, const EngineConfig& config)
+      : measured_(measured), cost_(cost), speculative_(config.speculative) {}
+  IterationOutcome execute(const ScheduledIteration& iteration) override;
+
+ private:
+  Executor& measured_;
+  const IterationCost& cost_;
+  SpeculativeConfig speculative_;
 };
 
 }  // namespace inferlab

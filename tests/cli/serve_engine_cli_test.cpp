@@ -55,8 +55,10 @@ TEST_F(ServeOnEngine, RunsEveryRequestAndReportsLikeTheSimulation) {
 }
 
 // One row per iteration; device_ms is the GPU's part of duration_ms where the executor measures
-// one, so on the CPU backend (no device time) and in the simulation the two are equal.
-TEST_F(ServeOnEngine, IterationsCsvGivesEachIterationsWallAndDeviceTime) {
+// one, so on the CPU backend (no device time) and in the simulation the two are equal;
+// simulated_ms is the cost model's price of that very iteration (in the simulation, its
+// duration; on the engine, a price beside the measurement).
+TEST_F(ServeOnEngine, IterationsCsvGivesEachIterationsWallDeviceAndSimulatedTime) {
   const std::string workload =
       " --rate 100 --requests 8 --input-dist uniform:10,40 --output-dist uniform:2,6 "
       "--kv-tokens 640 --seed 5 --format json --iterations-csv ";
@@ -69,13 +71,31 @@ TEST_F(ServeOnEngine, IterationsCsvGivesEachIterationsWallAndDeviceTime) {
     std::getline(in, line);
     EXPECT_EQ(line,
               "start_s,duration_ms,prefill_tokens,decode_seqs,batch_seqs,running,waiting,"
-              "kv_blocks_used,kv_use,preemptions,device_ms");
+              "kv_blocks_used,kv_use,preemptions,device_ms,simulated_ms,prefill_max_context,"
+              "decode_mean_context");
     int rows = 0;
+    const bool simulated = executor.find("sim") != std::string::npos;
     while (std::getline(in, line)) {
       ++rows;
-      const std::string duration =
-          line.substr(line.find(',') + 1, line.find(',', line.find(',') + 1) - line.find(',') - 1);
-      EXPECT_EQ(line.substr(line.rfind(',') + 1), duration) << executor << ": " << line;
+      std::vector<std::string> f;
+      std::stringstream fields(line);
+      for (std::string x; std::getline(fields, x, ',');) f.push_back(x);
+      ASSERT_EQ(f.size(), 14u) << line;
+      EXPECT_EQ(f[10], f[1]) << executor << ": " << line;  // device_ms = duration_ms
+      EXPECT_GT(std::stod(f[11]), 0.0) << line;            // priced by the simulator
+      if (simulated) {
+        EXPECT_EQ(f[11], f[1]) << line;
+      }
+      // Contexts: a prefill's at least its chunk, none without one; a decode's past its prompt
+      // (prompts of 10 tokens or more).
+      if (std::stoi(f[2]) > 0) {
+        EXPECT_GE(std::stoi(f[12]), 1) << line;
+      } else {
+        EXPECT_EQ(std::stoi(f[12]), 0) << line;
+      }
+      if (std::stoi(f[3]) > 0) {
+        EXPECT_GE(std::stoi(f[13]), 11) << line;
+      }
     }
     EXPECT_GT(rows, 0) << executor;
   }

@@ -108,7 +108,7 @@ TEST(CpuBackend, RejectsBadBatches) {
 // the tiny model's context is 512 (positions 0 to 511).
 TEST(CpuBackend, RefusesPositionsPastTheContext) {
   auto model = tiny_model(testing::tiny_llama_config_json(), 5);
-  CpuBackend backend(model.config, model.weights, 40, 16);  // 640 slots: the cache is not the limit
+  CpuBackend backend(model.config, model.weights, 16, 40);  // 640 slots: the cache is not the limit
   BlockTable all_blocks;
   for (int32_t b = 0; b < 40; ++b) all_blocks.push_back(b);
   // Position 511 is the last one: a decode there runs.
