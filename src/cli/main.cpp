@@ -31,8 +31,9 @@ void register_by_job(CLI::App& app) {
        {cli::register_generate, cli::register_bench, cli::register_init_weights,
         cli::register_quantize, cli::register_tokenize, cli::register_logits}},
       {"Serve a model", {cli::register_server, cli::register_loadgen}},
-      {"Compare and fit", {cli::register_validate, cli::register_fit, cli::register_report}},
-      {"Data", {cli::register_catalog}},  // `models` and `hardware`
+      {"Compare and fit", {cli::register_validate, cli::register_fit}},
+      {"Report", {cli::register_report}},  // HTML page of predict, serve or validate
+      {"Data", {cli::register_catalog}},   // `models` and `hardware`
   };
   for (const auto& [group, registers] : jobs) {
     const std::size_t before = app.get_subcommands({}).size();
