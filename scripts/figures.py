@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Re-runs every CPU-side figure quoted in README.md and docs/MEASUREMENTS.md and fails when a
+"""Re-runs every CPU-side figure quoted in README.md and docs/*.md and fails when a
 quoted number no longer matches (python3 standard library only).
 
 The manifest (docs/figures.json) lists

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The README's ablation table from the engine profiles of one model and device.
+"""The ablation table of docs/engine.md (the staircase) from the engine profiles of one model and
+device.
 
 For each switch combination (one `bench --profile` file): the prefill of 1 x 1024 tokens and
 the decode step at batch 1, context 1024 (medians of the profile's repeats), the decode step's

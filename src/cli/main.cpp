@@ -1,8 +1,10 @@
 // The inferlab executable: argument parsing and output selection only.
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cstddef>
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/commands.hpp"
@@ -10,33 +12,43 @@
 #include "util/error.hpp"
 #include "util/field_error.hpp"
 
+namespace {
+
+// `inferlab --help` lists the commands by job, in this order (README.md has one section per
+// job). Each entry: the group's title and the functions that register its commands.
+void register_by_job(CLI::App& app) {
+  using Register = void (*)(CLI::App&);
+  namespace cli = inferlab::cli;
+  const std::vector<std::pair<const char*, std::vector<Register>>> jobs = {
+      {"Measure a GPU", {cli::register_probe, cli::register_roofline}},
+      {"Predict",
+       {cli::register_predict, cli::register_step, cli::register_op, cli::register_sweep}},
+      {"Simulate hardware",
+       {cli::register_simulate, cli::register_templates, cli::register_area,
+        cli::register_explore}},
+      {"Serve (simulated)", {cli::register_serve, cli::register_capacity}},
+      {"Run a model",
+       {cli::register_generate, cli::register_bench, cli::register_init_weights,
+        cli::register_quantize, cli::register_tokenize, cli::register_logits}},
+      {"Serve a model", {cli::register_server, cli::register_loadgen}},
+      {"Compare and fit", {cli::register_validate, cli::register_fit}},
+      {"Report", {cli::register_report}},  // HTML page of predict, serve or validate
+      {"Data", {cli::register_catalog}},   // `models` and `hardware`
+  };
+  for (const auto& [group, registers] : jobs) {
+    const std::size_t before = app.get_subcommands({}).size();
+    for (Register add : registers) add(app);
+    const std::vector<CLI::App*> commands = app.get_subcommands({});
+    for (std::size_t i = before; i < commands.size(); ++i) commands[i]->group(group);
+  }
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"inferlab: how long an LLM takes on given hardware, and why"};
   app.require_subcommand(1);
-  inferlab::cli::register_predict(app);
-  inferlab::cli::register_step(app);
-  inferlab::cli::register_op(app);
-  inferlab::cli::register_sweep(app);
-  inferlab::cli::register_catalog(app);
-  inferlab::cli::register_fit(app);
-  inferlab::cli::register_probe(app);
-  inferlab::cli::register_roofline(app);
-  inferlab::cli::register_validate(app);
-  inferlab::cli::register_simulate(app);
-  inferlab::cli::register_area(app);
-  inferlab::cli::register_templates(app);
-  inferlab::cli::register_explore(app);
-  inferlab::cli::register_serve(app);
-  inferlab::cli::register_capacity(app);
-  inferlab::cli::register_init_weights(app);
-  inferlab::cli::register_quantize(app);
-  inferlab::cli::register_tokenize(app);
-  inferlab::cli::register_generate(app);
-  inferlab::cli::register_bench(app);
-  inferlab::cli::register_logits(app);
-  inferlab::cli::register_server(app);
-  inferlab::cli::register_loadgen(app);
-  inferlab::cli::register_report(app);
+  register_by_job(app);
   if (argc > 1 && argv[1][0] != '-') {
     std::vector<std::string> known;
     for (const CLI::App* sub : app.get_subcommands({})) known.push_back(sub->get_name());

@@ -9,7 +9,7 @@
 
 namespace inferlab {
 
-// What a prediction rests on that no measurement has checked. Measured so far (README's
+// What a prediction rests on that no measurement has checked. Measured so far (docs/compare.md's
 // accuracy section, docs/MEASUREMENTS.md): plain PyTorch Llama 3.2 1B / 3B and Llama 3 8B steps
 // with bf16 weights, activations and KV cache, SDPA attention, one GPU, eager and CUDA graphs,
 // on an H100 SXM (fitted and held out) and an H200 (held out), priced by the calibrated model

@@ -8,7 +8,7 @@
 
 namespace inferlab {
 
-// The output contract of `predict` and `step` (see README): field names are stable.
+// The output contract of `predict` and `step` (see docs/predict.md): field names are stable.
 nlohmann::json op_to_json(const PricedOp& priced);
 nlohmann::json step_to_json(const StepPrediction& step);
 nlohmann::json memory_to_json(const MemoryEstimate& memory);
