@@ -4,13 +4,15 @@
 #          graphs on: it must run to the end with the over-long prompts rejected;
 #  ctx:    Llama 3.1 8B (128k context) at 32k and 120k-token prompts: `generate` with graphs on
 #          and off (the tokens must be equal) and `bench` (prefill time, decode step time);
+#  profile: `bench --profile --profile-grid long` of Llama 3.1 8B (decode at 6k-64k contexts,
+#          prefill chunks after cached prefixes up to 128k), the calibration's long-context data;
 #  long:   two long-prompt serving workloads (prompts 2k-100k tokens) measured with their
 #          iteration and request CSVs, for the simulator's tails (validation/long_prompt_tails.py
 #          runs the simulator on the same streams).
-#   OUT=DIR bash validation/long_context_gpu.sh BIN_DIR [STAGES]   (STAGES default "issue ctx long")
+#   OUT=DIR bash validation/long_context_gpu.sh BIN_DIR [STAGES]   (default "issue ctx profile long")
 set -u
 bin=$(cd "$1" && pwd)
-stages=${2:-issue ctx long}
+stages=${2:-issue ctx profile long}
 out=${OUT:-/tmp/long_context_out}
 mkdir -p "$out"
 source "$(dirname "$0")/gpu_common.sh"
@@ -64,22 +66,35 @@ if [[ " $stages " == *" ctx "* ]]; then
   done
 fi
 
-if [[ " $stages " == *" long "* ]]; then
+if [[ " $stages " == *" profile "* ]]; then
+  log "profile: the long-context grid"
+  timeout 300 "$bin/inferlab" bench --profile --profile-grid long --model llama-3.1-8b \
+    --device cuda --cuda-graphs on --repeats 3 --warmup 1 --format json \
+    >"$out/engine_profile_long.json" 2>"$out/engine_profile_long.err"
+  log "profile: exit $?"
+fi
+
+want() { [[ " $stages " == *" $1 "* ]]; }
+if want long || want longA || want longB; then
   # Two workloads of long prompts on Llama 3.1 8B, chunked prefill beside decodes, graphs on.
   common=(serve --model llama-3.1-8b --hardware h200 --executor engine --device cuda
           --framework inferlab --cuda-graphs on --policy chunked --max-num-seqs 64
           --max-num-batched-tokens 8192 --kv-tokens 600000 --seed 21 --format json)
+  if want long || want longA; then
   log "long: A (prompts lognormal 6000, sigma 0.8; 160 requests at 1.5/s)"
   timeout 280 "$bin/inferlab" "${common[@]}" --requests 160 --rate 1.5 \
     --input-dist lognormal:6000,0.8 --output-dist lognormal:200,0.6 \
     --requests-csv "$out/longA_requests.csv" --iterations-csv "$out/longA_iterations.csv" \
     >"$out/longA.json" 2>"$out/longA.err"
   log "long: A exit $?"
-  log "long: B (prompts uniform 2000-100000; 40 requests at 0.25/s)"
-  timeout 280 "$bin/inferlab" "${common[@]}" --requests 40 --rate 0.25 \
+  fi
+  if want long || want longB; then
+  log "long: B (prompts uniform 2000-100000; 30 requests at 0.3/s)"
+  timeout 280 "$bin/inferlab" "${common[@]}" --requests 30 --rate 0.3 \
     --input-dist uniform:2000,100000 --output-dist lognormal:300,0.6 \
     --requests-csv "$out/longB_requests.csv" --iterations-csv "$out/longB_iterations.csv" \
     >"$out/longB.json" 2>"$out/longB.err"
   log "long: B exit $?"
+  fi
 fi
 log "done"

@@ -17,6 +17,9 @@ void check_bench_sizes(const BenchArgs& a) {
   if (!(a.gpu_memory_utilization > 0.0 && a.gpu_memory_utilization <= 1.0)) {
     throw InputError("--gpu-memory-utilization must be in (0, 1]");
   }
+  if (a.profile_grid != "standard" && a.profile_grid != "long") {
+    throw InputError("--profile-grid takes standard or long, got '" + a.profile_grid + "'");
+  }
   if (a.batch * a.input > 262'144) {
     throw InputError(fmt::format("--batch × --input is {} tokens in one prefill; at most 262144",
                                  a.batch * a.input));

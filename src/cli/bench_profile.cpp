@@ -24,11 +24,14 @@ std::string utc_now() {
 
 void run_profile(const BenchArgs& a, OutputFormat format) {
   EngineOptions options = batch_engine_options(a);
-  constexpr int64_t kMaxTokens = 4096, kMaxSequences = 64;
+  const engine::ProfileGrid grid = a.profile_grid == "long" ? engine::ProfileGrid::long_context
+                                                            : engine::ProfileGrid::standard;
+  const int64_t kMaxTokens = engine::profile_max_batch_tokens(grid);
+  constexpr int64_t kMaxSequences = 64;
   // The grid keeps to what the pool holds: on a GPU the largest point's need where memory allows,
   // on the CPU (tiny models, tests) a small cache.
   options.kv_tokens = options.device == "cuda" ? 0 : 8192;
-  options.kv_pool_tokens = engine::profile_kv_tokens(a.warmup + a.repeats + 1);
+  options.kv_pool_tokens = engine::profile_kv_tokens(a.warmup + a.repeats + 1, grid);
   options.max_batch_tokens = kMaxTokens;
   options.max_sequences = kMaxSequences;
   const std::string device_name =
@@ -37,7 +40,7 @@ void run_profile(const BenchArgs& a, OutputFormat format) {
   const auto& layout = backend->kv_layout();
   const auto points =
       engine::profile_grid(backend->config().model.max_position_embeddings, layout.slots(),
-                           kMaxTokens, kMaxSequences, layout.block_size);
+                           kMaxTokens, kMaxSequences, layout.block_size, grid);
   if (points.empty()) throw InputError("bench --profile: no grid point fits this KV cache");
   const auto measured = engine::run_engine_profile(*backend, points, a.warmup, a.repeats, a.seed);
   EngineProfileSetup setup;

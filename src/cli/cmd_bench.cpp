@@ -111,6 +111,10 @@ void register_bench(CLI::App& app) {
   cmd->add_flag("--profile", args->profile,
                 "The engine's steps over a grid of prefill and decode shapes with the given "
                 "switches, per kernel class (the data `fit --engine` calibrates on)");
+  cmd->add_option("--profile-grid", args->profile_grid,
+                  "--profile's grid: standard, or long (decode at 6k-64k contexts, prefill "
+                  "chunks after cached prefixes up to 128k)")
+      ->capture_default_str();
   cmd->add_option("--cuda-graphs", args->cuda_graphs,
                   "on: decode steps replay a CUDA graph per padded batch")
       ->capture_default_str();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <optional>
+#include <utility>
 
 #include "engine/rng.hpp"
 #include "util/error.hpp"
@@ -14,6 +15,12 @@ namespace {
 constexpr int64_t kDecodeBatches[] = {1, 2, 4, 8, 16, 32, 64};
 constexpr int64_t kDecodeContexts[] = {256, 1024, 4096};
 constexpr int64_t kMaxDecodeSteps = 64;  // warmup + repeats + the profiled pass, at most
+// The long grid: decode contexts on and between the decode graphs' power-of-two bounds, and
+// prefill chunks (tokens, context) after a cached prefix.
+constexpr int64_t kLongDecodeBatches[] = {1, 4, 8, 16};
+constexpr int64_t kLongDecodeContexts[] = {6000, 8192, 12000, 16384, 24000, 32768, 65536};
+constexpr std::pair<int64_t, int64_t> kLongPrefillChunks[] = {
+    {2048, 16384}, {2048, 65536}, {8192, 16384}, {8192, 32768}, {8192, 65536}, {8192, 131000}};
 
 // A batch of `batch` sequences of `tokens` random new tokens after `context - tokens` cached
 // ones, each on its own blocks, covering `extra` more positions for later steps.
@@ -48,9 +55,8 @@ double device_time_of(Backend& backend, const ForwardBatch& batch,
 
 }  // namespace
 
-std::vector<ProfilePoint> profile_grid(int64_t max_context, int64_t kv_slots,
-                                       int64_t max_batch_tokens, int64_t max_sequences,
-                                       int64_t block_size) {
+namespace {
+std::vector<ProfilePoint> standard_grid() {
   std::vector<ProfilePoint> grid;
   const std::pair<int64_t, int64_t> prefills[] = {{1, 128},  {1, 512},  {1, 1024}, {1, 2048},
                                                   {1, 4096}, {2, 1024}, {4, 512},  {8, 256}};
@@ -64,6 +70,24 @@ std::vector<ProfilePoint> profile_grid(int64_t max_context, int64_t kv_slots,
   for (int64_t tokens : {160, 192, 224, 256, 320, 384, 448}) {
     grid.push_back({true, 1, tokens, tokens});
   }
+  return grid;
+}
+
+std::vector<ProfilePoint> long_context_grid() {
+  std::vector<ProfilePoint> grid;
+  for (int64_t context : kLongDecodeContexts) {
+    for (int64_t batch : kLongDecodeBatches) grid.push_back({false, batch, 1, context});
+  }
+  for (auto [tokens, context] : kLongPrefillChunks) grid.push_back({true, 1, tokens, context});
+  return grid;
+}
+}  // namespace
+
+std::vector<ProfilePoint> profile_grid(int64_t max_context, int64_t kv_slots,
+                                       int64_t max_batch_tokens, int64_t max_sequences,
+                                       int64_t block_size, ProfileGrid which) {
+  const std::vector<ProfilePoint> grid =
+      which == ProfileGrid::standard ? standard_grid() : long_context_grid();
   std::vector<ProfilePoint> fitting;
   for (const ProfilePoint& p : grid) {
     const int64_t extra = p.prefill ? 0 : kMaxDecodeSteps;  // decode steps grow the context
@@ -77,9 +101,23 @@ std::vector<ProfilePoint> profile_grid(int64_t max_context, int64_t kv_slots,
   return fitting;
 }
 
-int64_t profile_kv_tokens(int64_t steps) {
-  return kDecodeBatches[std::size(kDecodeBatches) - 1] *
-         (kDecodeContexts[std::size(kDecodeContexts) - 1] + std::max(steps, kMaxDecodeSteps) + 16);
+int64_t profile_kv_tokens(int64_t steps, ProfileGrid grid) {
+  const int64_t extra = std::max(steps, kMaxDecodeSteps) + 16;
+  if (grid == ProfileGrid::standard) {
+    return kDecodeBatches[std::size(kDecodeBatches) - 1] *
+           (kDecodeContexts[std::size(kDecodeContexts) - 1] + extra);
+  }
+  // Every decode point (batch x context) and the longest prefill chunk's context.
+  int64_t tokens = 0;
+  for (int64_t context : kLongDecodeContexts) {
+    for (int64_t batch : kLongDecodeBatches) tokens = std::max(tokens, batch * (context + extra));
+  }
+  for (auto [chunk, context] : kLongPrefillChunks) tokens = std::max(tokens, context + extra);
+  return tokens;
+}
+
+int64_t profile_max_batch_tokens(ProfileGrid grid) {
+  return grid == ProfileGrid::standard ? 4096 : 8192;
 }
 
 std::vector<ProfileMeasurement> run_engine_profile(Backend& backend,

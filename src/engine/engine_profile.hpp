@@ -27,15 +27,25 @@ struct ProfileMeasurement {
   std::vector<KernelClassTime> kernels;  // an eager, profiled pass of the same shape
 };
 
-// Prefill: 1 × {128, 512, 1024, 2048, 4096}, 2 × 1024, 4 × 512, 8 × 256; decode: batches
-// {1, 2, 4, 8, 16, 32, 64} × contexts {256, 1024, 4096}; points whose sequences or tokens do not
-// fit the limits left out; then every third point (in that order) held out.
+// The grids `bench --profile` measures.
+//  standard: prefill 1 × {128, 512, 1024, 2048, 4096}, 2 × 1024, 4 × 512, 8 × 256 and 1 × {160,
+//            192, 224, 256, 320, 384, 448}; decode batches {1, 2, 4, 8, 16, 32, 64} × contexts
+//            {256, 1024, 4096}.
+//  long:     long contexts, as serving long prompts meets them: decode batches {1, 4, 8, 16} ×
+//            contexts {6000, 8192, 12000, 16384, 24000, 32768, 65536}, and prefill chunks of
+//            2048 or 8192 tokens after a cached prefix, to contexts of 16k-128k.
+// Points whose sequences, tokens or contexts do not fit the limits are left out; then every
+// third point (in that order) is held out.
+enum class ProfileGrid { standard, long_context };
 std::vector<ProfilePoint> profile_grid(int64_t max_context, int64_t kv_slots,
                                        int64_t max_batch_tokens, int64_t max_sequences,
-                                       int64_t block_size);
+                                       int64_t block_size,
+                                       ProfileGrid grid = ProfileGrid::standard);
 
 // Tokens the cache must hold for the grid's largest decode point (plus the steps it takes).
-int64_t profile_kv_tokens(int64_t steps);
+int64_t profile_kv_tokens(int64_t steps, ProfileGrid grid = ProfileGrid::standard);
+// The largest pass of the grid, in tokens.
+int64_t profile_max_batch_tokens(ProfileGrid grid);
 
 // Measures every point: `repeats` timed passes after `warmup` untimed ones (a decode point's
 // context grows by one per pass), then one profiled pass.

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/cpu/cpu_backend.hpp"
+#include "engine/engine_profile.hpp"
 #include "engine/init_weights.hpp"
 #include "util/error.hpp"
 
@@ -64,6 +65,39 @@ TEST(EngineBench, RunsEveryStepAndDerivesTheSummary) {
   o.batch = 1;
   o.input_tokens = 38;  // 38 + 4 > the 40-token context
   EXPECT_THROW(run_engine_bench(backend, o), InputError);
+}
+
+// The long-context grid: 7 decode contexts x 4 batches and 6 prefill chunks after a cached
+// prefix, every third held out; each point kept only where the model's context, the pool and the
+// batch limits allow it.
+TEST(EngineProfile, TheLongContextGridKeepsToTheLimits) {
+  const auto all = profile_grid(131072, 1 << 24, 8192, 64, 16, ProfileGrid::long_context);
+  ASSERT_EQ(all.size(), 34u);
+  int prefills = 0, held = 0;
+  for (size_t i = 0; i < all.size(); ++i) {
+    const ProfilePoint& p = all[i];
+    EXPECT_EQ(p.holdout, i % 3 == 2) << i;
+    held += p.holdout;
+    if (p.prefill) {
+      ++prefills;
+      EXPECT_EQ(p.batch, 1);
+      EXPECT_GT(p.context, p.tokens);  // a chunk after a cached prefix
+    } else {
+      EXPECT_EQ(p.tokens, 1);
+    }
+  }
+  EXPECT_EQ(prefills, 6);
+  EXPECT_EQ(held, 11);
+  EXPECT_EQ(all.back().context, 131000);
+  // Llama 3 8B's 8192-token context keeps the decode points of context 6000 (and 64 steps) only.
+  const auto short_model = profile_grid(8192, 1 << 24, 8192, 64, 16, ProfileGrid::long_context);
+  ASSERT_EQ(short_model.size(), 4u);
+  for (const ProfilePoint& p : short_model) EXPECT_EQ(p.context, 6000);
+  // The pool holds its largest decode point: 16 sequences of 65536 + 64 steps + 16 (80 blocks
+  // more than a pool of exactly 16 x 65536 tokens).
+  EXPECT_EQ(profile_kv_tokens(7, ProfileGrid::long_context), 16 * (65536 + 64 + 16));
+  EXPECT_EQ(profile_max_batch_tokens(ProfileGrid::long_context), 8192);
+  EXPECT_EQ(profile_max_batch_tokens(ProfileGrid::standard), 4096);
 }
 
 }  // namespace
