@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "cli/common_args.hpp"
 #include "cli/engine_args.hpp"
 #include "cli/workload_grammar.hpp"
 #include "util/error.hpp"
