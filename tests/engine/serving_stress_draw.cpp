@@ -172,7 +172,8 @@ SamplingParams draw_sampling(Draw& d) {
 
 // The server path's prompts: ids drawn per request, a shared prefix's ids drawn once per prefix
 // id; now and then a request repeats an earlier one's whole prompt (a prefix hit up to the last
-// block, whose last token must still be computed).
+// block, whose last token must still be computed). Some requests stop at a stop token, some
+// clients go away.
 void draw_online(Draw& d, const StressSpace& s, StressCase& c) {
   std::map<int64_t, std::vector<int32_t>> prefixes;
   const auto ids = [&](int64_t count) {
@@ -202,7 +203,11 @@ void draw_online(Draw& d, const StressSpace& s, StressCase& c) {
     }
     q.sampling = draw_sampling(d);
     q.seed = d.next();
-    if (d.coin(0.1)) q.stop_after = d.uniform(1, r.output_tokens);
+    if (d.coin(0.1)) {
+      q.stop_after = d.uniform(1, r.output_tokens);
+    } else if (d.coin(0.1)) {  // at any point: waiting, mid-prefill, swapped out, decoding
+      q.cancel_after_s = d.real(0.0, 0.05);
+    }
   }
 }
 

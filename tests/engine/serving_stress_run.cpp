@@ -137,8 +137,9 @@ class Driver {
     return scheduler_->has_pending_arrivals() ? scheduler_->next_arrival_s() : -1.0;
   }
 
-  // The server path's after-iteration step: requests turned away, stopped or finished leave
-  // the scheduler and the executor, their tokens kept.
+  // The server path's after-iteration step (engine_loop's after_iteration and end): requests
+  // turned away, stopped, cancelled or finished leave the scheduler and the executor, their
+  // tokens kept.
   void collect(double now) {
     if (!c_.online) return;
     for (auto it = active_.begin(); it != active_.end();) {
@@ -148,11 +149,12 @@ class Driver {
       const auto stop = static_cast<size_t>(q.stop_after);
       const bool stopped =
           stop > 0 && generated.size() >= stop && !scheduler_->outcome(id).rejected;
-      if (!stopped && !scheduler_->is_finished(id)) {
+      const bool gone = q.cancel_after_s > 0 && now >= q.request.arrival_s + q.cancel_after_s;
+      if (!stopped && !gone && !scheduler_->is_finished(id)) {
         ++it;
         continue;
       }
-      if (stopped) scheduler_->end_early(id, now);
+      scheduler_->end_early(id, now);  // no effect on a finished one
       run_.tokens[index] = generated;
       if (stopped) run_.tokens[index].resize(stop);
       run_.outcomes[index] = scheduler_->outcome(id);

@@ -56,6 +56,7 @@ struct StressRequest {
   SamplingParams sampling;      // server path; greedy on the serve path
   uint64_t seed = 0;            // its sampling generator's seed
   int64_t stop_after = 0;       // server path: > 0 ends it after this many tokens (a stop token)
+  double cancel_after_s = 0;    // server path: > 0 its client goes away this long after arrival
 };
 
 struct StressCase {

@@ -140,7 +140,8 @@ TEST(ServingStress, TheFixedSeedsDrawEveryFeature) {
       if (r.prompt_tokens > kContext) seen.insert("prompt past the context");
       shared_prefix = shared_prefix || r.prefix_id >= 0;
       if (sampling_draws(q.sampling)) seen.insert("seeded sampling");
-      if (q.stop_after > 0) seen.insert("ended early");
+      if (q.stop_after > 0) seen.insert("ended at a stop");
+      if (q.cancel_after_s > 0) seen.insert("client gone");
     }
     if (shared_prefix) {
       seen.insert(e.prefix_caching ? "shared prefixes, caching on"
@@ -184,7 +185,8 @@ TEST(ServingStress, TheFixedSeedsDrawEveryFeature) {
                                            "output of 1000 or more",
                                            "prompt past the context",
                                            "seeded sampling",
-                                           "ended early",
+                                           "ended at a stop",
+                                           "client gone",
                                            "shared prefixes, caching on",
                                            "shared prefixes, caching off",
                                            "preempted, swap",
