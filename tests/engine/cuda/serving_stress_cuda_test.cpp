@@ -7,7 +7,8 @@
 //   INFERLAB_STRESS_MODEL=NAME          a shipped model's shape (data/models) or a config.json,
 //                                       random weights, instead of the small default
 //   INFERLAB_STRESS_CONTEXT=N           caps that model's context (its KV and prompts) at N
-// Each seed prints one line, "stress seed N: requests ... failures F", which the script adds up.
+//   INFERLAB_STRESS_BUDGET_S=S          starts no seed after S seconds
+// Each case prints one line, "stress seed N: requests ... failures F", which the script adds up.
 // Without a GPU the tests skip.
 #include <gtest/gtest.h>
 
@@ -15,6 +16,7 @@
 
 #ifdef INFERLAB_ENGINE_HAVE_CUDA
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <iostream>
 #include <map>
@@ -184,13 +186,15 @@ std::pair<uint64_t, uint64_t> seeds(uint64_t first, uint64_t count) {
   return {std::stoull(s.substr(0, colon)), std::stoull(s.substr(colon + 1))};
 }
 
-StressReport run_case_logged(const StressCase& c, CudaBackendProvider& backends) {
+// Runs and checks a case and prints its line: "stress LABEL: requests ... failures F".
+StressReport run_case_logged(const StressCase& c, CudaBackendProvider& backends,
+                             const std::string& label) {
   backends.reset();
   const StressReport report = check_case(c, backends);
   for (const std::string& failure : report.failures) {
     ADD_FAILURE() << c.describe() << "\n  " << failure;
   }
-  std::cout << "stress seed " << c.seed << ": " << report.summary() << "\n  " << c.describe()
+  std::cout << "stress " << label << ": " << report.summary() << "\n  " << c.describe()
             << std::endl;
   return report;
 }
@@ -200,9 +204,17 @@ TEST(CudaServingStress, RandomWorkloads) {
   CudaBackendProvider backends(target_config());
   const StressSpace space = gpu_space(backends.target());
   const auto [first, count] = seeds(1, 6);
+  // INFERLAB_STRESS_BUDGET_S: no seed starts after this many seconds (the script's runs end
+  // between cases, not in one).
+  const char* budget_text = std::getenv("INFERLAB_STRESS_BUDGET_S");
+  const double budget_s = budget_text != nullptr ? std::stod(budget_text) : 0.0;
+  const auto start = std::chrono::steady_clock::now();
   StressReport total;
   for (uint64_t seed = first; seed < first + count; ++seed) {
-    total.add(run_case_logged(draw_case(seed, space), backends));
+    const double elapsed_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (budget_s > 0 && elapsed_s > budget_s) break;
+    total.add(run_case_logged(draw_case(seed, space), backends, "seed " + std::to_string(seed)));
   }
   std::cout << "stress total: " << total.summary() << std::endl;
   EXPECT_GT(total.completed, 0);
@@ -217,7 +229,7 @@ TEST(CudaServingStress, ShippedShapeAtALongContext) {
       with(load_llama_config("llama-3.2-1b"), "max_position_embeddings", 16384);
   CudaBackendProvider backends(model);
   StressCase c;
-  c.seed = 0;  // printed as "stress seed 0": no drawn seed
+  c.seed = 0;  // no drawn seed
   c.context = 16384;
   c.online = true;
   c.config.policy = SchedulePolicy::chunked;
@@ -247,7 +259,7 @@ TEST(CudaServingStress, ShippedShapeAtALongContext) {
     if (i == 4) q.sampling = {0.8, 40, 0.95};
     c.requests.push_back(std::move(q));
   }
-  const StressReport report = run_case_logged(c, backends);
+  const StressReport report = run_case_logged(c, backends, "case llama-3.2-1b@16384");
   EXPECT_EQ(report.rejected, 1);
   EXPECT_EQ(report.completed, 6);
   EXPECT_GT(report.prefix_hit_tokens, 0);
