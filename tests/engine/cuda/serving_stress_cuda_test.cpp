@@ -38,7 +38,15 @@ namespace {
 // serves every case of its formats and any draft's pool matches any target's.
 constexpr int64_t kMaxBatchTokens = 8192;
 constexpr int64_t kMaxSequences = 256;
-constexpr int64_t kPoolTokens = 1 << 18;
+
+// The pool of every backend: 2 GiB of bf16 KV (the six backends kept stay far inside an H100),
+// at least eight whole contexts, at most 2^18 tokens.
+int64_t pool_tokens(const LlamaConfig& config) {
+  const ModelConfig& m = config.model;
+  const int64_t bytes_per_token = m.num_layers * 2 * m.num_kv_heads * m.head_dim * 2;
+  return std::clamp<int64_t>((int64_t{2} << 30) / bytes_per_token, 8 * m.max_position_embeddings,
+                             int64_t{1} << 18);
+}
 
 // The default model: Llama-shaped, 8 layers of 1024 (16 query heads and 4 KV heads of 64), a
 // vocabulary of 8192 (a multiple of 16: the quantized LM head's GEMMs) and a context of 4096, so
@@ -96,7 +104,7 @@ class CudaBackendProvider : public BackendProvider {
     if (found == cache_.end()) {
       CudaBackendOptions options;
       options.block_size = spec.block_size;
-      options.max_kv_tokens = kPoolTokens;
+      options.max_kv_tokens = pool_tokens(target_);
       options.max_batch_tokens = std::max(kMaxBatchTokens, target_.model.max_position_embeddings);
       options.max_sequences = kMaxSequences;
       options.cuda_graphs = spec.cuda_graphs;
@@ -172,7 +180,7 @@ StressSpace gpu_space(const LlamaConfig& target) {
   s.cuda_graphs = true;
   s.max_requests = 96;
   s.token_budget = 40000;
-  s.max_kv_blocks = kPoolTokens / s.block_sizes.back();  // what the largest blocks' pool holds
+  s.max_kv_blocks = pool_tokens(target) / s.block_sizes.back();  // the largest blocks' pool
   return s;
 }
 
