@@ -86,8 +86,8 @@ struct ServeResult {
 class Executor;
 // The serving loop: schedule → execute → update, until every request has finished, on a clock
 // that each iteration advances by the time the executor reports (serve/executor.hpp). Requests
-// (any order; arrival times decide) whose prompt cannot fit in the whole KV cache are rejected,
-// not run.
+// (any order; arrival times decide) past max_model_len, or whose prompt and output cannot fit
+// in the whole KV cache, are rejected, not run.
 ServeResult run_serving(const std::vector<ServeRequest>& requests, const EngineConfig& config,
                         Executor& executor);
 

@@ -134,13 +134,17 @@ int64_t Scheduler::decode_tokens(const Seq* s) const {
   return std::min<int64_t>(1 + config_.speculative.k, std::max<int64_t>(remaining, 1));
 }
 
-// A request past max_model_len, or one that cannot fit even in an empty cache, is turned away
-// (vLLM refuses the first when it arrives; here it leaves when it reaches the queue's front,
-// which changes no other request's schedule).
+// A request past max_model_len, or one whose prompt and output cannot fit even in an empty
+// cache, is turned away before it runs (vLLM refuses the first when it arrives; here it leaves
+// when it reaches the queue's front, which changes no other request's schedule). Paged, a
+// sequence holds at most prompt + output − 1 positions (its last token is never fed back, and a
+// decode step asks for no more than it still has to emit); one admitted for its prompt alone
+// would, once alone in the pool, preempt itself for ever by swap, or be rejected after it ran by
+// recompute. Reserved up front, it holds prompt + output.
 bool Scheduler::reject_if_impossible(Seq* s) {
-  const bool too_long = exceeds_max_model_len(*s->request, config_);
-  const int64_t need =
-      paged() ? s->target + 1 : s->request->prompt_tokens + s->request->output_tokens;
+  const ServeRequest& r = *s->request;
+  const bool too_long = exceeds_max_model_len(r, config_);
+  const int64_t need = r.prompt_tokens + r.output_tokens - (paged() ? 1 : 0);
   if (!too_long && blocks_.blocks_for(need) <= blocks_.total_blocks()) return false;
   s->state = SeqState::finished;
   outcome_ref(s->id).rejected = true;

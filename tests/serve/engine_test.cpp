@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
+#include "serve/executor.hpp"
 #include "serve/metrics.hpp"
 
 namespace inferlab {
@@ -232,6 +235,47 @@ TEST(ServeEngine, OversizedPromptIsRejectedNotRun) {
   EXPECT_TRUE(r.requests[0].rejected);
   EXPECT_FALSE(r.requests[1].rejected);
   EXPECT_EQ(summarize(r).rejected, 1);
+}
+
+// Iterations of a millisecond, drafts never accepted; a run past `limit` iterations is hung.
+class BoundedExecutor : public Executor {
+ public:
+  explicit BoundedExecutor(int64_t limit) : limit_(limit) {}
+  IterationOutcome execute(const ScheduledIteration& iteration) override {
+    if (++iterations_ > limit_) throw std::runtime_error("no end: a livelock");
+    IterationOutcome outcome{1e-3, 1e-3, {}};
+    for (const Work& w : iteration.work) outcome.advance.push_back(w.decode ? 1 : w.new_tokens);
+    return outcome;
+  }
+
+ private:
+  int64_t limit_, iterations_ = 0;
+};
+
+// 8 blocks of 4 (32 positions). A sequence holds at most prompt + output - 1 positions (its last
+// token is never fed back): 20 + 13 fits exactly, 20 + 14 never does though its prompt does, and
+// is turned away before it runs. Admitted for its prompt alone, it once ran until it filled the
+// pool by itself, then by recompute was rejected with tokens out, and by swap swapped itself out
+// and back in for ever. 32 + 1 fits too (the +1 of the old rule refused it).
+TEST(ServeEngine, ARequestWhosePromptAndOutputCanNeverFitIsRejectedBeforeItRuns) {
+  for (SchedulePolicy policy : {SchedulePolicy::vllm, SchedulePolicy::chunked}) {
+    for (PreemptionMode mode : {PreemptionMode::recompute, PreemptionMode::swap}) {
+      EngineConfig c = config(policy, 8, 4);
+      c.preemption = mode;
+      BoundedExecutor executor(1000);
+      const auto r =
+          run_serving({request(0, 20, 14), request(0, 20, 13), request(0, 32, 1), request(0, 4, 2)},
+                      c, executor);
+      EXPECT_TRUE(r.requests[0].rejected);
+      EXPECT_FALSE(r.requests[0].past_max_model_len);
+      EXPECT_LT(r.requests[0].first_token_s, 0.0);  // never ran
+      for (size_t i = 1; i < 4; ++i) {
+        EXPECT_FALSE(r.requests[i].rejected) << i;
+        EXPECT_GT(r.requests[i].finish_s, 0.0) << i;
+      }
+      EXPECT_EQ(summarize(r).rejected, 1);
+    }
+  }
 }
 
 TEST(ServeMetrics, PercentilesByHand) {
