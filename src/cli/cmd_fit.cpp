@@ -15,6 +15,7 @@ struct FitArgs {
   std::vector<std::string> data;
   std::string out, sustained;
   bool engine = false;
+  double decode_cta_gbps = 0.0;  // --engine: EngineCosts::decode_cta_bps / 1e9
 };
 
 // --engine: the engine's calibration from its own profiles (fit split only). The hardware and
@@ -29,6 +30,10 @@ void run_engine_fit(const FitArgs& a, OutputFormat format) {
   base.engine_costs = "auto";
   const LoadedHardware fallback = load_cost_model(base);
   EngineFit fit = fit_engine_costs(profiles, fallback.spec, *fallback.cost);
+  if (!(a.decode_cta_gbps >= 0.0 && a.decode_cta_gbps <= 1e4)) {
+    throw InputError("--decode-cta-gbps must be in [0, 10000]");
+  }
+  fit.costs.decode_cta_bps = a.decode_cta_gbps * 1e9;
   fit.costs.source = "inferlab fit --engine --profile " + a.common.profile + " --data " +
                      join_names(a.data, " ") + ": " + fit.costs.source +
                      "; classes never profiled fall back to the " + fallback.cost->name() +
@@ -88,6 +93,10 @@ void register_fit(CLI::App& app) {
                   "(validation/sustained_clock.py output)");
   cmd->add_flag("--engine", args->engine,
                 "Fit the inferlab engine's costs (--framework inferlab) to engine profiles");
+  cmd->add_option("--decode-cta-gbps", args->decode_cta_gbps,
+                  "With --engine: GB/s one flash-decode CTA streams alone, which prices the "
+                  "longest sequence of a decode batch of unequal contexts (measured by "
+                  "validation/fit_decode_straggler.py; 0: not priced)");
   cmd->callback([args] { run_fit(*args); });
 }
 

@@ -13,6 +13,7 @@
 #include "report/serve_report.hpp"
 #include "serve/capacity.hpp"
 #include "serve/metrics.hpp"
+#include "serve/replay_executor.hpp"
 #include "serve/serving_setup.hpp"
 #include "serve/simulated_executor.hpp"
 
@@ -23,6 +24,7 @@ struct ServeCommandArgs {
   CommonArgs common;
   ServeArgs serve;
   std::string slo, requests_csv, iterations_csv, svg_prefix, kernel_profile_csv;
+  std::string replay_iterations;  // --executor replay: a measured run's iterations CSV
   std::string executor = "sim", device = "auto", gemm_warmup = "on";
   int64_t kv_tokens = 0;
 };
@@ -151,8 +153,12 @@ void register_serve(CLI::App& app) {
                   "Write PREFIX-ttft-cdf.svg, PREFIX-tpot-cdf.svg and PREFIX-kv.svg");
   cmd->add_option("--executor", args->executor,
                   "sim: iterations priced by the cost model; engine: run on inferlab's engine "
-                  "(--model a checkpoint folder or a shipped name, random weights)")
+                  "(--model a checkpoint folder or a shipped name, random weights); replay: a "
+                  "measured run's iterations again (--replay-iterations), each also priced")
       ->capture_default_str();
+  cmd->add_option("--replay-iterations", args->replay_iterations,
+                  "With --executor replay: the iterations CSV of a measured run (same flags and "
+                  "workload); its iterations are formed again, each priced by the cost model");
   cmd->add_option("--device", args->device, "With --executor engine: auto, cuda or cpu")
       ->capture_default_str();
   cmd->add_option("--kv-tokens", args->kv_tokens,
@@ -164,8 +170,11 @@ void register_serve(CLI::App& app) {
   cmd->callback([args] {
     const auto& a = *args;
     OutputFormat format = parse_output_format(a.common.format);
-    if (a.executor != "sim" && a.executor != "engine") {
-      throw InputError("unknown --executor '" + a.executor + "'; known: sim, engine");
+    if (a.executor != "sim" && a.executor != "engine" && a.executor != "replay") {
+      throw InputError("unknown --executor '" + a.executor + "'; known: sim, engine, replay");
+    }
+    if ((a.executor == "replay") != !a.replay_iterations.empty()) {
+      throw InputError("--executor replay and --replay-iterations FILE go together");
     }
     parse_on_off("--gemm-warmup", a.gemm_warmup);  // checked for both executors
     if (!a.kernel_profile_csv.empty() && a.executor != "engine") {
@@ -193,8 +202,23 @@ void register_serve(CLI::App& app) {
     }
     PredictedIterationCost cost(model, hw.spec, *hw.cost, o, load_host_overhead(), draft.get());
     cost.set_graph_batch_limit(engine.max_num_seqs);
-    const ServeResult result = a.executor == "engine" ? run_on_engine(a, requests, engine, cost)
-                                                      : run_engine(requests, engine, cost);
+    ServeResult result;
+    if (a.executor == "engine") {
+      result = run_on_engine(a, requests, engine, cost);
+    } else if (a.executor == "replay") {
+      // The measured iterations again, each priced by the cost model (simulated_ms).
+      ReplayExecutor replay(load_measured_iterations(a.replay_iterations), engine);
+      PricedExecutor priced(replay, cost, engine);
+      result = run_serving(requests, engine, priced);
+      if (replay.remaining() > 0) {
+        throw InputError(
+            fmt::format("the replay ended with {} measured iterations left: the "
+                        "flags or the workload differ from the measured run's",
+                        replay.remaining()));
+      }
+    } else {
+      result = run_engine(requests, engine, cost);
+    }
     const ServeSummary s = summarize(result, slo);
     write_serve_files(a, result,
                       fmt::format("{} on {}, {}", model.name, hw.spec.name, engine.max_num_seqs));

@@ -55,6 +55,11 @@ struct FittedStepCosts {
   // EngineCosts::matrix_clock_gain: compute-bound tensor-core kernels run faster by this much
   // times the share of the step the tensor cores are idle.
   double matrix_clock_gain = 0.0;
+  // EngineCosts::decode_cta_bps: the bytes per second one CTA of the flash-decode kernel
+  // streams alone (the longest sequence's CTAs of a batch of unequal contexts), and the SMs the
+  // kernel plans its splits for; 0: not priced.
+  double decode_cta_bps = 0.0;
+  int64_t sm_count = 0;
 };
 
 // Prices operators on one device. Implementations: roofline (spec sheet + delay factors),

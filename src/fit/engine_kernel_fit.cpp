@@ -13,6 +13,16 @@ constexpr double kMaxT0_s = 1e-3;
 constexpr int kGridSteps = 48;        // per log-efficiency axis
 constexpr double kFinestStep = 1e-5;  // of the compass search, in log-efficiency
 
+// The scale of the weak pull of a CTA's fixed cost towards 0 (a few microseconds is what a CTA's
+// prologue and epilogue take).
+constexpr double kCtaFixedScale_s = 20e-6;
+
+// The parameters the loss is quadratic in: the fixed time per kernel and per CTA wave.
+struct Linear {
+  double t0_s = 0.0;
+  double cta_fixed_s = 0.0;
+};
+
 // A point of the search: log-efficiencies (compute, memory, per-CTA), then the serial
 // fraction (linear, in [0, 1]).
 using LogEff = std::array<double, 4>;
@@ -38,49 +48,73 @@ struct Problem {
   const std::vector<EngineKernelSample>& samples;
   const EngineKernelPrior& prior;
 
-  // Sum of the max terms (work) and of the launches of one sample at efficiencies e.
-  static void parts(const EngineKernelSample& s, const Eff& e, double& work_s, double& launches) {
-    work_s = 0.0;
-    launches = 0.0;
+  const bool fit_cta_fixed;  // some term has CTA waves: t_cta is fitted beside t0
+
+  // Sum of the max terms (work), of the launches and of the CTA waves of one sample at
+  // efficiencies e.
+  static void parts(const EngineKernelSample& s, const Eff& e, double& work_s, double& launches,
+                    double& waves) {
+    work_s = launches = waves = 0.0;
     for (const auto& t : s.terms) {
       work_s += term_work_s(t, e[0], e[1], e[2], e[3]);
       launches += t.launches;
+      waves += t.cta_waves;
     }
   }
 
-  // The best t0 for fixed efficiencies (the loss is quadratic in it), clamped to its range.
-  double best_t0(const Eff& e) const {
-    const double w = prior.weight / (prior.t0_scale_s * prior.t0_scale_s);
-    double num = w * prior.t0_s, den = w;
+  // The best (t0, t_cta) for fixed efficiencies: the loss is quadratic in both (normal
+  // equations of two unknowns, t0 pulled to its prior, t_cta weakly to 0), each clamped to its
+  // range.
+  Linear best_linear(const Eff& e) const {
+    const double w0 = prior.weight / (prior.t0_scale_s * prior.t0_scale_s);
+    const double wc = prior.weight / (kCtaFixedScale_s * kCtaFixedScale_s);
+    double a00 = w0, a01 = 0.0, a11 = wc, b0 = w0 * prior.t0_s, b1 = 0.0;
     for (const auto& s : samples) {
-      double work_s, launches;
-      parts(s, e, work_s, launches);
-      const double a = launches / s.target_s;
-      num += a * (1.0 - work_s / s.target_s);
-      den += a * a;
+      double work_s, launches, waves;
+      parts(s, e, work_s, launches, waves);
+      const double l = launches / s.target_s, c = waves / s.target_s;
+      const double rest = 1.0 - work_s / s.target_s;
+      a00 += l * l, a01 += l * c, a11 += c * c, b0 += l * rest, b1 += c * rest;
     }
-    return std::clamp(num / den, 0.0, kMaxT0_s);
+    Linear out;
+    if (fit_cta_fixed) {
+      const double det = a00 * a11 - a01 * a01;
+      out.t0_s = (b0 * a11 - b1 * a01) / det;
+      out.cta_fixed_s = (a00 * b1 - a01 * b0) / det;
+      if (out.cta_fixed_s < 0.0) out.cta_fixed_s = 0.0;  // then t0 alone
+      if (out.t0_s < 0.0) {
+        out.t0_s = 0.0;
+        out.cta_fixed_s = b1 / a11;
+      }
+      if (out.cta_fixed_s == 0.0) out.t0_s = b0 / a00;
+    } else {
+      out.t0_s = b0 / a00;
+    }
+    out.t0_s = std::clamp(out.t0_s, 0.0, kMaxT0_s);
+    out.cta_fixed_s = std::clamp(out.cta_fixed_s, 0.0, kMaxT0_s);
+    return out;
   }
 
-  double loss(double t0, const LogEff& log_e) const {
+  double loss(const Linear& lin, const LogEff& log_e) const {
     const Eff e = efficiencies(log_e);
     double sum = 0.0;
     for (const auto& s : samples) {
-      double work_s, launches;
-      parts(s, e, work_s, launches);
-      const double r = (launches * t0 + work_s) / s.target_s - 1.0;
+      double work_s, launches, waves;
+      parts(s, e, work_s, launches, waves);
+      const double r = (launches * lin.t0_s + waves * lin.cta_fixed_s + work_s) / s.target_s - 1.0;
       sum += r * r;
     }
-    const double dt = (t0 - prior.t0_s) / prior.t0_scale_s;
+    const double dt = (lin.t0_s - prior.t0_s) / prior.t0_scale_s;
+    const double dtc = lin.cta_fixed_s / kCtaFixedScale_s;
     const double dc = log_e[0] - std::log(prior.compute_efficiency);
     const double dm = log_e[1] - std::log(prior.memory_efficiency);
-    return sum + prior.weight * (dt * dt + dc * dc + dm * dm);
+    return sum + prior.weight * (dt * dt + dtc * dtc + dc * dc + dm * dm);
   }
 
-  // The loss at the best t0 for these efficiencies.
-  double profile_loss(const LogEff& log_e, double& t0) const {
-    t0 = best_t0(efficiencies(log_e));
-    return loss(t0, log_e);
+  // The loss at the best linear parameters for these efficiencies.
+  double profile_loss(const LogEff& log_e, Linear& lin) const {
+    lin = best_linear(efficiencies(log_e));
+    return loss(lin, log_e);
   }
 };
 
@@ -103,8 +137,9 @@ bool engine_serial_path(const std::string& path) {
 double engine_sample_time_s(const EngineKernelSample& sample, const EngineKernelParams& p) {
   double total = 0.0;
   for (const auto& t : sample.terms) {
-    total += t.launches * p.t0_s + term_work_s(t, p.compute_efficiency, p.memory_efficiency,
-                                               p.cta_efficiency, p.serial_fraction);
+    total += t.launches * p.t0_s + t.cta_waves * p.cta_fixed_s +
+             term_work_s(t, p.compute_efficiency, p.memory_efficiency, p.cta_efficiency,
+                         p.serial_fraction);
   }
   return total;
 }
@@ -113,11 +148,14 @@ EngineKernelParams fit_engine_kernel(const std::vector<EngineKernelSample>& all,
                                      const EngineKernelPrior& prior, EngineBound bound,
                                      bool fit_serial) {
   std::vector<EngineKernelSample> samples;
-  bool has_cta = false;
+  bool has_cta = false, has_waves = false;
   for (const auto& s : all) {
     if (s.target_s > 0.0 && std::isfinite(s.target_s)) {
       samples.push_back(s);
-      for (const auto& t : s.terms) has_cta |= t.cta_s > 0.0;
+      for (const auto& t : s.terms) {
+        has_cta |= t.cta_s > 0.0;
+        has_waves |= t.cta_waves > 0.0;
+      }
     }
   }
   EngineKernelParams out;
@@ -125,7 +163,7 @@ EngineKernelParams fit_engine_kernel(const std::vector<EngineKernelSample>& all,
   out.compute_efficiency = prior.compute_efficiency;
   out.memory_efficiency = prior.memory_efficiency;
   if (samples.empty()) return out;
-  const Problem problem{samples, prior};
+  const Problem problem{samples, prior, has_waves};
   const double lo = std::log(kMinEfficiency), hi = std::log(kMaxEfficiency);
   // An efficiency not fitted stays at its prior (the per-CTA one at the top of the range, where
   // it never binds): its range is that one value.
@@ -146,8 +184,8 @@ EngineKernelParams fit_engine_kernel(const std::vector<EngineKernelSample>& all,
                                         fitted[2] ? kGridSteps / 4 : 0,
                                         fitted[3] ? kSerialGridSteps : 0};
   LogEff best_e = prior_e;
-  double best_t0 = 0.0;
-  double best = problem.profile_loss(best_e, best_t0);
+  Linear best_lin;
+  double best = problem.profile_loss(best_e, best_lin);
   for (int i = 0; i <= steps[0]; ++i) {
     for (int j = 0; j <= steps[1]; ++j) {
       for (int k = 0; k <= steps[2]; ++k) {
@@ -157,9 +195,9 @@ EngineKernelParams fit_engine_kernel(const std::vector<EngineKernelSample>& all,
           for (int a = 0; a < kAxes; ++a) {
             e[a] = steps[a] > 0 ? e_lo[a] + idx[a] * (e_hi[a] - e_lo[a]) / steps[a] : prior_e[a];
           }
-          double t0 = 0.0;
-          const double loss = problem.profile_loss(e, t0);
-          if (loss < best) best = loss, best_e = e, best_t0 = t0;
+          Linear lin;
+          const double loss = problem.profile_loss(e, lin);
+          if (loss < best) best = loss, best_e = e, best_lin = lin;
         }
       }
     }
@@ -173,10 +211,10 @@ EngineKernelParams fit_engine_kernel(const std::vector<EngineKernelSample>& all,
         LogEff e = best_e;
         e[a] = std::clamp(e[a] + sign * step, e_lo[a], e_hi[a]);
         if (e[a] == best_e[a]) continue;
-        double t0 = 0.0;
-        const double l = problem.profile_loss(e, t0);
+        Linear lin;
+        const double l = problem.profile_loss(e, lin);
         if (l < best) {
-          best = l, best_e = e, best_t0 = t0;
+          best = l, best_e = e, best_lin = lin;
           moved = true;
           break;
         }
@@ -184,7 +222,8 @@ EngineKernelParams fit_engine_kernel(const std::vector<EngineKernelSample>& all,
     }
     if (!moved) step /= 2.0;
   }
-  out.t0_s = best_t0;
+  out.t0_s = best_lin.t0_s;
+  out.cta_fixed_s = best_lin.cta_fixed_s;
   // exp(log(x)) may land a rounding step outside the range a file is checked against.
   out.compute_efficiency = std::clamp(std::exp(best_e[0]), kMinEfficiency, kMaxEfficiency);
   out.memory_efficiency = std::clamp(std::exp(best_e[1]), kMinEfficiency, kMaxEfficiency);

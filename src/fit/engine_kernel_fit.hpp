@@ -1,8 +1,8 @@
 #pragma once
-// The fit of one engine (class, path, format): (t0, e_compute, e_memory[, e_cta]) of
+// The fit of one engine (class, path, format): (t0, e_compute, e_memory[, e_cta][, t_cta]) of
 //   class time = sum over its kernels of
-//                t0 + max(c + s min(FLOPs / (peak e_compute), bytes / (BW e_memory)), cta_s /
-//                e_cta)
+//                t0 + waves t_cta + max(c + s min(FLOPs / (peak e_compute), bytes / (BW
+//                e_memory)), cta_s / e_cta)
 // with c the larger of the two and s the serial fraction (fitted for cuBLASLt GEMMs only)
 // from measured class times (cta_s: engine_cta_stream_s, for ops that give their grid). Pure
 // arithmetic, deterministic (a grid, then a compass search).
@@ -21,6 +21,9 @@ struct EngineWorkTerm {
   double compute_s = 0.0;
   double memory_s = 0.0;
   double cta_s = 0.0;  // the per-CTA streaming term at efficiency 1 (0: the op gives no grid)
+  // Waves of CTAs with a fixed cost each (engine_cta_waves: ops whose grid is given without a
+  // streaming share, the tiled prefill attention); each adds cta_fixed_s.
+  double cta_waves = 0.0;
 };
 
 // One (point, class): the class's in-stream time and the work terms of its ops.

@@ -164,10 +164,10 @@ std::map<std::string, std::vector<EngineKernelSample>> class_samples(
         if (key.empty() || op->tag.marks > 0) key = engine_kernel_key(op->tag);
         const double n = static_cast<double>(op->count);
         const double clock = engine_tensor_core_op(*op) ? clock_factor : 1.0;
-        sample.terms.push_back({n * std::max(1, op->kernels),
-                                n * op->flops / engine_op_peak(*op, ceilings) * clock,
-                                n * op->bytes() / ceilings.memory_bandwidth_bps,
-                                n * engine_cta_stream_s(*op, ceilings)});
+        sample.terms.push_back(
+            {n * std::max(1, op->kernels), n * op->flops / engine_op_peak(*op, ceilings) * clock,
+             n * op->bytes() / ceilings.memory_bandwidth_bps,
+             n * engine_cta_stream_s(*op, ceilings), n * engine_cta_waves(*op, ceilings)});
       }
       by_key[key].push_back(std::move(sample));
     }

@@ -218,6 +218,9 @@ class EngineBuilder {
     Op op = make_attention_op("attention", a, p_.float_dtype, p_.kv);
     op.kv_bytes = kv_read_bytes();
     op.tag = tag("attention", a.q_len > 1 ? "flash_prefill" : "flash_decode", kv_label_);
+    // The tiled prefill's grid, one CTA per 128 query rows of a head (attention_prefill_hopper.cu's
+    // kBM): each CTA's fixed cost is priced per wave (EngineKernelParams::cta_fixed_s).
+    if (a.q_len > 1) op.grid_ctas = a.batch * a.q_heads * ((a.q_len + 127) / 128);
     add(op, Scope::per_layer, model_.num_layers);
   }
 

@@ -94,7 +94,8 @@ struct Op {
   bool strided_input = false;
   // Where the engine's CTAs each stream their share in order, too few to fill the GPU or too
   // slow alone to reach its bandwidth (naive attention's P·V walks a whole context per (token,
-  // head)): the CTAs launched and the bytes each reads. 0 when not modelled.
+  // head)): the CTAs launched and the bytes each reads. A grid without bytes (the tiled prefill
+  // attention) is one whose CTAs each carry a fixed cost. 0 when not modelled.
   int64_t grid_ctas = 0;
   double bytes_per_cta = 0.0;
   KernelTag tag{};

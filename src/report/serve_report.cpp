@@ -152,17 +152,17 @@ std::string serve_iterations_csv(const ServeResult& r) {
   std::string out =
       "start_s,duration_ms,prefill_tokens,decode_seqs,batch_seqs,running,waiting,"
       "kv_blocks_used,kv_use,preemptions,device_ms,simulated_ms,prefill_max_context,"
-      "decode_mean_context\n";
+      "decode_mean_context,decode_max_context\n";
   for (const auto& it : r.iterations) {
     // simulated_ms: the cost model's price of this iteration (empty where none priced it).
     const std::string simulated_ms =
         it.priced_s >= 0.0 ? fmt::format("{:.4f}", it.priced_s * 1e3) : std::string();
-    out += fmt::format("{:.6f},{:.4f},{},{},{},{},{},{},{:.4f},{},{:.4f},{},{},{}\n", it.start_s,
+    out += fmt::format("{:.6f},{:.4f},{},{},{},{},{},{},{:.4f},{},{:.4f},{},{},{},{}\n", it.start_s,
                        it.duration_s * 1e3, it.prefill_tokens, it.decode_seqs, it.batch_seqs,
                        it.running, it.waiting, it.kv_blocks_used,
                        static_cast<double>(it.kv_blocks_used) / static_cast<double>(r.kv_blocks),
                        it.preemptions, it.device_s * 1e3, simulated_ms, it.prefill_max_context,
-                       it.decode_mean_context);
+                       it.decode_mean_context, it.decode_max_context);
   }
   return out;
 }

@@ -87,6 +87,7 @@ ServeResult run_serving(const std::vector<ServeRequest>& requests, const EngineC
       if (w.decode) {
         decode_context_sum += context;
         ++decodes;
+        record.decode_max_context = std::max(record.decode_max_context, context);
       } else {
         record.prefill_max_context = std::max(record.prefill_max_context, context);
       }

@@ -68,9 +68,10 @@ struct IterationRecord {
   int64_t kv_blocks_used = 0;
   int64_t preemptions = 0;  // sequences preempted while scheduling it
   // Where its attention reads: the longest context a prefill chunk attends to (its cached
-  // prefix and itself; 0: no prefill) and the decoding sequences' mean context.
+  // prefix and itself; 0: no prefill) and the decoding sequences' mean and longest context.
   int64_t prefill_max_context = 0;
   int64_t decode_mean_context = 0;
+  int64_t decode_max_context = 0;
 };
 
 struct ServeResult {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string_view>
 
+#include "model/engine_blocks.hpp"
+#include "model/engine_decode_plan.hpp"
 #include "predict/request_predictor.hpp"
 
 namespace inferlab {
@@ -40,6 +42,7 @@ PredictedIterationCost::PredictedIterationCost(const ModelConfig& model,
   eager_context_ = context_;
   eager_context_.cuda_graphs = false;
   graphs_decode_only_ = options.framework == Framework::inferlab && options.cuda_graphs;
+  inferlab_engine_ = options.framework == Framework::inferlab;
   if (draft_model) {
     draft_model_ = std::make_unique<ModelConfig>(*draft_model);
     PredictOptions draft_options = options;
@@ -114,11 +117,31 @@ double PredictedIterationCost::draft_prefill_s(int64_t tokens) const {
              predict_step(draft_eager_context_, {Phase::prefill, 1, tokens, tokens}).time_s;
 }
 
+double PredictedIterationCost::decode_straggler_s(int64_t kernel_seqs,
+                                                  int64_t longest_context) const {
+  const auto fitted = context_.cost->fitted_step_costs();
+  if (!inferlab_engine_ || !fitted || fitted->decode_cta_bps <= 0.0 || fitted->sm_count <= 0) {
+    return 0.0;
+  }
+  const ShardDims& s = context_.shard;
+  // The kernel plans at the graph's bound, capped at the model's context (cuda_backend.cpp).
+  const int64_t bound = model_.max_position_embeddings > 0
+                            ? std::min(longest_context, model_.max_position_embeddings)
+                            : longest_context;
+  const DecodeSplitPlan plan = decode_split_plan(kernel_seqs, s.q_heads, s.kv_heads,
+                                                 fitted->sm_count, bound, kDecodeMaxSplits);
+  // The longest sequence's fullest split: keys and values of its positions, one KV head.
+  const double positions = static_cast<double>(std::min(plan.partition, longest_context));
+  const double bytes = 2.0 * positions * engine_kv_vector_bytes(s.head_dim, context_.precision.kv);
+  return static_cast<double>(model_.num_layers) * bytes / fitted->decode_cta_bps;
+}
+
 double PredictedIterationCost::time_s(const IterationBatch& batch) const {
   if (batch.seqs.empty()) return batch.swap_bytes / host_link_bps_;
   int64_t samples = 0;
   // Decoding sequences are one attention call per distinct token count, at their mean context.
   std::unordered_map<int64_t, std::pair<int64_t, int64_t>> decode_groups;  // tokens -> seqs, sum
+  int64_t one_token_decodes_count = 0, longest_decode = 0;
   bool one_token_decodes = true;
   for (const auto& s : batch.seqs)
     one_token_decodes = one_token_decodes && s.decode && s.new_tokens == 1;
@@ -131,13 +154,25 @@ double PredictedIterationCost::time_s(const IterationBatch& batch) const {
       auto& g = decode_groups[s.new_tokens];
       ++g.first;
       g.second += s.context;
+      if (s.new_tokens == 1) {
+        ++one_token_decodes_count;
+        longest_decode = std::max(longest_decode, s.context);
+      }
     } else {
       t += attention_s(1, s.new_tokens, s.context);
     }
   }
   for (const auto& [tokens, group] : decode_groups) {
     const int64_t mean_context = std::max<int64_t>(tokens, group.second / group.first);
-    t += attention_s(group.first, tokens, tokens == 1 ? grained(mean_context) : mean_context);
+    double attention =
+        attention_s(group.first, tokens, tokens == 1 ? grained(mean_context) : mean_context);
+    // One decode kernel over all of them: at unequal contexts no faster than its longest
+    // sequence's CTAs, which stream their partitions while the other SMs idle.
+    if (tokens == 1) {
+      const int64_t kernel_seqs = padded_graph ? rows : one_token_decodes_count;
+      attention = std::max(attention, decode_straggler_s(kernel_seqs, longest_decode));
+    }
+    t += attention;
   }
   t += sampled_s(padded_graph ? rows : samples);  // a graph's LM head and sampler run every row
   // The engine runs every prefill chunk through the draft model too, so that its KV is there

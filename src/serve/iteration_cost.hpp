@@ -74,6 +74,11 @@ class PredictedIterationCost : public IterationCost {
   double attention_s(int64_t seqs, int64_t new_tokens, int64_t context) const;
   double draft_step_s(int64_t seqs, int64_t context) const;
   double draft_prefill_s(int64_t tokens) const;  // the draft's pass over prefill chunks
+  // The inferlab engine's flash-decode kernel over `kernel_seqs` sequences (a graph's padded
+  // rows) whose longest context is `longest_context`: what that sequence's CTAs take to stream
+  // their partitions alone (model/engine_decode_plan.hpp), every layer. 0 where the cost model
+  // does not price it (EngineCosts::decode_cta_bps).
+  double decode_straggler_s(int64_t kernel_seqs, int64_t longest_context) const;
 
  private:
   int64_t graph_rows(int64_t seqs) const;  // a graphed decode batch's padded rows
@@ -83,6 +88,7 @@ class PredictedIterationCost : public IterationCost {
   StepContext context_, draft_context_;
   StepContext eager_context_, draft_eager_context_;  // the two without CUDA graphs
   bool graphs_decode_only_ = false;  // the engine: graphs for one-token decode iterations only
+  bool inferlab_engine_ = false;     // --framework inferlab: the engine's decode kernel
   int64_t graph_batch_limit_ = 0;    // 0: none
   double host_link_bps_;
   mutable std::unordered_map<int64_t, double> flat_cache_, sampled_cache_, draft_cache_,

@@ -72,7 +72,7 @@ TEST_F(ServeOnEngine, IterationsCsvGivesEachIterationsWallDeviceAndSimulatedTime
     EXPECT_EQ(line,
               "start_s,duration_ms,prefill_tokens,decode_seqs,batch_seqs,running,waiting,"
               "kv_blocks_used,kv_use,preemptions,device_ms,simulated_ms,prefill_max_context,"
-              "decode_mean_context");
+              "decode_mean_context,decode_max_context");
     int rows = 0;
     const bool simulated = executor.find("sim") != std::string::npos;
     while (std::getline(in, line)) {
@@ -80,7 +80,7 @@ TEST_F(ServeOnEngine, IterationsCsvGivesEachIterationsWallDeviceAndSimulatedTime
       std::vector<std::string> f;
       std::stringstream fields(line);
       for (std::string x; std::getline(fields, x, ',');) f.push_back(x);
-      ASSERT_EQ(f.size(), 14u) << line;
+      ASSERT_EQ(f.size(), 15u) << line;
       EXPECT_EQ(f[10], f[1]) << executor << ": " << line;  // device_ms = duration_ms
       EXPECT_GT(std::stod(f[11]), 0.0) << line;            // priced by the simulator
       if (simulated) {
@@ -95,6 +95,7 @@ TEST_F(ServeOnEngine, IterationsCsvGivesEachIterationsWallDeviceAndSimulatedTime
       }
       if (std::stoi(f[3]) > 0) {
         EXPECT_GE(std::stoi(f[13]), 11) << line;
+        EXPECT_GE(std::stoi(f[14]), std::stoi(f[13])) << line;  // the longest, at least the mean
       }
     }
     EXPECT_GT(rows, 0) << executor;

@@ -61,11 +61,18 @@ TEST(ModelConfig, RopeScalingParsed) {
   EXPECT_EQ(m.rope_scaling->type, "llama3");
   EXPECT_DOUBLE_EQ(m.rope_scaling->factor, 8.0);
   EXPECT_FALSE(load_model("llama-3-8b").rope_scaling.has_value());
+  // Llama 3.1 8B: Llama 3 8B's shapes with a 128k context and llama3 rope scaling.
+  const ModelConfig l31 = load_model("llama-3.1-8b");
+  EXPECT_EQ(l31.max_position_embeddings, 131072);
+  EXPECT_EQ(l31.total_params(), load_model("llama-3-8b").total_params());
+  ASSERT_TRUE(l31.rope_scaling.has_value());
+  EXPECT_EQ(l31.rope_scaling->type, "llama3");
+  EXPECT_DOUBLE_EQ(l31.rope_scaling->factor, 8.0);
 }
 
 TEST(ModelConfig, AllShippedModelsLoad) {
   auto names = known_models();
-  EXPECT_EQ(names.size(), 10u);  // 9 Llama-family models (Qwen2.5, Mistral included) and gpt3-175b
+  EXPECT_EQ(names.size(), 11u);  // 10 Llama-family models (Qwen2.5, Mistral included) and gpt3-175b
   for (const auto& name : names) EXPECT_NO_THROW(load_model(name)) << name;
 }
 

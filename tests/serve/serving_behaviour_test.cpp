@@ -78,6 +78,41 @@ TEST(ServeCost, TheEngineReplaysGraphsOnlyForOneTokenDecodesPaddedToAPowerOfTwo)
               1e-12);
 }
 
+// The engine's decode kernel plans its splits for the whole batch (model/engine_decode_plan.hpp):
+// beside short ones, a 40,000-token sequence's 8 KV heads x 3 splits each stream 21,846
+// positions while the other SMs idle, which the mean context does not show.
+TEST(ServeCost, AnUnevenDecodeBatchIsNoFasterThanItsLongestSequencesCtas) {
+  const ModelConfig model = load_model("llama-3.1-8b");
+  const LoadedCost hw = load_cost({"h200"});
+  PredictOptions options;
+  options.framework = Framework::inferlab;
+  options.cuda_graphs = true;
+  PredictedIterationCost cost(model, hw.spec, *hw.cost, options, load_host_overhead());
+  const auto fitted = hw.cost->fitted_step_costs();
+  ASSERT_TRUE(fitted.has_value());
+  ASSERT_GT(fitted->decode_cta_bps, 0.0);  // the shipped H200 calibration prices it
+  // 16 graph rows (ten sequences padded), the bound 65536: 3 splits of 21846 positions; each
+  // position's key and value of one KV head are 2 x 128 bf16 values.
+  const double straggler_s = 32.0 * 2.0 * 21846.0 * 256.0 / fitted->decode_cta_bps;
+  EXPECT_NEAR(cost.decode_straggler_s(16, 40000), straggler_s, 1e-12);
+  IterationBatch uneven;
+  for (int i = 0; i < 9; ++i) uneven.seqs.push_back({1, 1024, true, true});
+  uneven.seqs.push_back({1, 40000, true, true});
+  const int64_t mean = (9 * 1024 + 40000) / 10;  // 4921, on the 16-token grain: 4928
+  const double balanced_s = cost.attention_s(10, 1, 4928);
+  ASSERT_GT(straggler_s, balanced_s);
+  EXPECT_NEAR(cost.time_s(uneven), cost.flat_s(16, true) + straggler_s + cost.sampled_s(16),
+              1e-12);
+  (void)mean;
+  // Ten sequences at 4928 each: balanced, the mean prices them.
+  IterationBatch even;
+  for (int i = 0; i < 10; ++i) even.seqs.push_back({1, 4928, true, true});
+  EXPECT_NEAR(cost.time_s(even), cost.flat_s(16, true) + balanced_s + cost.sampled_s(16), 1e-12);
+  // Seventeen rows and up (32 padded): one CTA per SM already, a single split of the bound.
+  EXPECT_NEAR(cost.decode_straggler_s(32, 40000),
+              32.0 * 2.0 * 40000.0 * 256.0 / fitted->decode_cta_bps, 1e-12);
+}
+
 TEST(ServeCost, IterationsAddUpToWholeSteps) {
   Deployment d;
   StepContext c =

@@ -56,6 +56,11 @@ double engine_cta_stream_s(const Op& op, const EngineCeilings& ceilings) {
   return op.bytes_per_cta * waves_of_sms / ceilings.memory_bandwidth_bps;
 }
 
+double engine_cta_waves(const Op& op, const EngineCeilings& ceilings) {
+  if (op.grid_ctas <= 0 || op.bytes_per_cta > 0.0 || ceilings.sm_count <= 0) return 0.0;
+  return static_cast<double>(op.grid_ctas) / static_cast<double>(ceilings.sm_count);
+}
+
 OpCost engine_op_cost(const Op& op, const EngineKernelParams& p, const EngineCeilings& ceilings) {
   OpCost cost;
   cost.op_class = classify_op(op);
@@ -67,7 +72,8 @@ OpCost engine_op_cost(const Op& op, const EngineKernelParams& p, const EngineCei
   if (serial_s > 0.0 && p.cta_efficiency > 0.0) {
     cost.memory_s = std::max(cost.memory_s, serial_s / p.cta_efficiency);
   }
-  cost.latency_s = std::max(1, op.kernels) * p.t0_s;
+  cost.latency_s =
+      std::max(1, op.kernels) * p.t0_s + p.cta_fixed_s * engine_cta_waves(op, ceilings);
   cost.serial_fraction = p.serial_fraction;
   cost.combine_parts();
   return cost;
@@ -114,8 +120,10 @@ double EngineCostModel::isolated_time_s(const Op& op) const {
 }
 
 std::optional<FittedStepCosts> EngineCostModel::fitted_step_costs() const {
-  return FittedStepCosts{costs_.host_per_kernel_s, costs_.eager_step_s, costs_.graph_per_kernel_s,
-                         costs_.graph_step_s, costs_.matrix_clock_gain};
+  return FittedStepCosts{costs_.host_per_kernel_s,  costs_.eager_step_s,
+                         costs_.graph_per_kernel_s, costs_.graph_step_s,
+                         costs_.matrix_clock_gain,  costs_.decode_cta_bps,
+                         costs_.ceilings.sm_count};
 }
 
 nlohmann::json EngineCostModel::describe(const Op& op) const {

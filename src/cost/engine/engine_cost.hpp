@@ -57,6 +57,10 @@ double engine_clock_factor(double gain, double duty);
 // SM at a time, each at one SM's share of the bandwidth (bytes_per_cta x max(SMs, CTAs) /
 // bandwidth); 0 when the op gives no grid or the ceilings no SM count.
 double engine_cta_stream_s(const Op& op, const EngineCeilings& ceilings);
+// Waves of CTAs with a fixed cost each: CTAs / SMs for an op whose grid is given without a
+// streaming share (bytes_per_cta 0; the tiled prefill attention); 0 otherwise or without an SM
+// count.
+double engine_cta_waves(const Op& op, const EngineCeilings& ceilings);
 
 // The time of one op under (t0, efficiencies) against `ceilings`; the fit uses it too.
 OpCost engine_op_cost(const Op& op, const EngineKernelParams& params,

@@ -59,6 +59,7 @@ nlohmann::json engine_costs_to_json(const EngineCosts& costs) {
                     {"memory_efficiency", k.memory_efficiency},
                     {"cta_efficiency", k.cta_efficiency},
                     {"serial_fraction", k.serial_fraction},
+                    {"cta_fixed_s", k.cta_fixed_s},
                     {"points", k.points},
                     {"mape", k.mape}};
   }
@@ -79,7 +80,8 @@ nlohmann::json engine_costs_to_json(const EngineCosts& costs) {
             {"eager_step_s", costs.eager_step_s},
             {"graph_per_kernel_s", costs.graph_per_kernel_s},
             {"graph_step_s", costs.graph_step_s},
-            {"matrix_clock_gain", costs.matrix_clock_gain}}},
+            {"matrix_clock_gain", costs.matrix_clock_gain},
+            {"decode_cta_bps", costs.decode_cta_bps}}},
           {"kernels", kernels},
           {"fit", costs.fit_summary}};
 }
@@ -125,6 +127,10 @@ EngineCosts engine_costs_from_json(const nlohmann::json& json, const std::string
   if (steps.contains("matrix_clock_gain")) {
     c.matrix_clock_gain = checked(steps, "matrix_clock_gain", 0, kMaxClockGain, sctx);
   }
+  // (Absent from files fitted before the decode straggler was priced: not priced.)
+  if (steps.contains("decode_cta_bps")) {
+    c.decode_cta_bps = checked(steps, "decode_cta_bps", 0, 1e13, sctx);
+  }
   const nlohmann::json& kernels = object(json, "kernels", context);
   for (const auto& [key, k] : kernels.items()) {
     const std::string kctx = context + " kernels['" + key + "']";
@@ -143,6 +149,8 @@ EngineCosts engine_costs_from_json(const nlohmann::json& json, const std::string
     if (k.contains("cta_efficiency")) {
       p.cta_efficiency = checked(k, "cta_efficiency", 0, kMaxEfficiency, kctx);
     }
+    // (Absent from files fitted before the per-CTA fixed cost: none.)
+    if (k.contains("cta_fixed_s")) p.cta_fixed_s = checked(k, "cta_fixed_s", 0, kMaxTime_s, kctx);
     // (Absent from files fitted before the serial term: 0, the roofline's max.)
     if (k.contains("serial_fraction")) {
       p.serial_fraction = checked(k, "serial_fraction", 0, 1, kctx);

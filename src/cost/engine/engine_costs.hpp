@@ -13,7 +13,8 @@
 namespace inferlab {
 
 // One (kernel class, path, format) of the engine: each of its kernels takes
-//   t0_s + max(FLOPs / (peak x compute_efficiency), bytes / (bandwidth x memory_efficiency),
+//   t0_s + cta_fixed_s x CTAs / SMs
+//        + max(FLOPs / (peak x compute_efficiency), bytes / (bandwidth x memory_efficiency),
 //              per-CTA bytes x max(SMs, CTAs) / (bandwidth x cta_efficiency))
 // in a stream (a CUDA graph), the ceilings being the ones recorded in the file. The third term,
 // for ops that give their grid (Op::grid_ctas), is a CTA streaming its share at a fitted
@@ -27,6 +28,11 @@ struct EngineKernelParams {
   // 128 to 512 rows grows about linearly with the rows instead of staying at the weights'
   // streaming time until compute binds (H200 serving iterations, MEASUREMENTS §24); 0 elsewhere.
   double serial_fraction = 0.0;
+  // Fixed time of each wave of CTAs (a CTA's prologue and epilogue: loading its query tile,
+  // filling the pipeline, the softmax's last pass and writing out), for ops whose grid is given
+  // without a streaming share (engine_cta_waves): the tiled prefill attention, whose achieved
+  // rate grows from 10 to 390 TFLOP/s with the work per CTA (H200, MEASUREMENTS §27). 0: none.
+  double cta_fixed_s = 0.0;
   int points = 0;     // (profile point, class) samples it was fitted on
   double mape = 0.0;  // on those samples, of the class times less their profile marks
 };
@@ -61,6 +67,11 @@ struct EngineCosts {
   // duty being their share of the step's GPU time; on the H200 the same GEMMs ran ~8% faster
   // between naive attention's memory-bound kernels than back to back. 0: no such term.
   double matrix_clock_gain = 0.0;
+  // What one CTA of the flash-decode kernel streams alone, bytes/s: in a batch of unequal
+  // contexts the longest sequence's few CTAs each read a whole partition of its KV
+  // (model/engine_decode_plan.hpp) while the other SMs idle. Measured from replayed serving
+  // iterations (validation/fit_decode_straggler.py); 0: not priced.
+  double decode_cta_bps = 0.0;
   std::string source;
   nlohmann::json fit_summary = nlohmann::json::object();
 };

@@ -13,13 +13,12 @@
 #include "engine/cuda/attention_hopper.hpp"
 #include "engine/cuda/attention_kernels.hpp"
 #include "engine/cuda/cuda_check.hpp"
+#include "model/engine_decode_plan.hpp"
 
 namespace inferlab::engine::cuda {
 namespace {
 
-// A split covers at least this many positions: below it the CTA's fixed costs (query load,
-// reductions, writing a partial and the combine reading it) outweigh its reads.
-constexpr int64_t kMinPartition = 64;
+constexpr int64_t kMinPartition = kDecodeMinPartition;
 // (token, split) rows of partials the workspace holds at least: enough for a few sequences to
 // be split over every SM (8 KV heads × 32 splits × 4 sequences = 1024 CTAs).
 constexpr int64_t kSplitRowBudget = 1024;
@@ -30,14 +29,6 @@ constexpr int kMaxDevices = 64;
 
 int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
-}
-
-// The context bound a decode graph is captured for, max(256, next power of two); a bound that
-// is already one maps to itself.
-int64_t graph_context_bucket(int64_t max_context_len) {
-  int64_t bucket = 256;
-  while (bucket < max_context_len) bucket *= 2;
-  return bucket;
 }
 
 // Rows of partials for `tokens` decode tokens: none when a context never needs splitting;
@@ -190,17 +181,11 @@ int64_t decode_splits_override() {
 }
 
 // The decode kernel over the sequences with one new token (`decode_seqs` of them; in a mixed
-// batch the kernel passes over the others). Splits, from the host-side maxima only (a captured
-// graph replays with the same grid): none when the CTAs already give every SM one (each CTA
-// keeps 32-64 KB of copies in flight, enough with one per SM for the whole bandwidth);
-// otherwise enough for about two CTAs per SM, each split at least kMinPartition positions and
-// all of them in the workspace (whose rows are indexed by sequence). For batch 1 × context 1024
-// with 8 KV heads that is 16 splits of 64 positions: 128 CTAs of 32 KB each. bf16 caches take
-// the streamed kernel at every batch, the others the chunked one.
+// batch the kernel passes over the others), split as model/engine_decode_plan.hpp plans it, all
+// splits in the workspace (whose rows are indexed by sequence). For batch 1 × context 1024 with
+// 8 KV heads that is 16 splits of 64 positions: 128 CTAs of 32 KB each. bf16 caches take the
+// streamed kernel at every batch, the others the chunked one.
 void launch_decode_path(const PagedAttentionParams& p, int64_t decode_seqs, cudaStream_t stream) {
-  const int64_t group = p.num_heads / p.num_kv_heads;
-  const int64_t head_tile = group == 1 ? 1 : group == 2 ? 2 : group <= 4 ? 4 : 8;
-  const int64_t ctas = decode_seqs * p.num_kv_heads * ceil_div(group, head_tile);
   const int64_t sms = sm_count();
   // (In a mixed batch nobody checked the workspace: a missing or misaligned one holds nothing.)
   const bool usable = p.workspace != nullptr && aligned(p.workspace, 16);
@@ -208,18 +193,20 @@ void launch_decode_path(const PagedAttentionParams& p, int64_t decode_seqs, cuda
       usable ? static_cast<int64_t>(p.workspace_bytes /
                                     detail::decode_row_bytes(p.num_heads, p.head_dim))
              : 0;
-  // Planned for the context bound a captured decode graph has (cuda_backend.cpp: a power of
-  // two of at least 256), not the exact maximum, so that an eager call and a graph replay of
-  // the same batch split alike and give the same bits; splits past a sequence's end are empty.
-  const int64_t plan_context = graph_context_bucket(p.max_context_len);
-  const int64_t max_splits = std::min(
-      {ceil_div(plan_context, kMinPartition), capacity / p.num_seqs, int64_t{detail::kMaxSplits}});
-  int64_t splits = 1;
-  if (ctas < sms && max_splits > 1) splits = std::min(max_splits, ceil_div(2 * sms, ctas));
-  if (decode_splits_override() > 0)
+  // Planned for the context bound a captured decode graph has (cuda_backend.cpp), not the exact
+  // maximum, so that an eager call and a graph replay of the same batch split alike and give the
+  // same bits.
+  const int64_t workspace_splits = std::min(capacity / p.num_seqs, int64_t{detail::kMaxSplits});
+  const DecodeSplitPlan plan = decode_split_plan(decode_seqs, p.num_heads, p.num_kv_heads, sms,
+                                                 p.max_context_len, workspace_splits);
+  int64_t splits = plan.splits, partition = plan.partition;
+  if (decode_splits_override() > 0) {
+    const int64_t plan_context = graph_context_bucket(p.max_context_len);
+    const int64_t max_splits = std::min(ceil_div(plan_context, kMinPartition), workspace_splits);
     splits = std::clamp(decode_splits_override(), int64_t{1}, std::max(max_splits, int64_t{1}));
-  const int64_t partition = ceil_div(plan_context, splits);
-  splits = ceil_div(plan_context, partition);
+    partition = ceil_div(plan_context, splits);
+    splits = ceil_div(plan_context, partition);
+  }
   DecodeKernel kernel = p.decode_kernel;
   if (kernel == DecodeKernel::automatic) kernel = decode_kernel_override();
   // The streamed kernel at every batch: on the H200 it was faster than the chunked one at

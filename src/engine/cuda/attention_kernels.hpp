@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "engine/cuda/attention.hpp"
+#include "model/engine_decode_plan.hpp"
 
 namespace inferlab::engine::cuda::detail {
 
@@ -22,7 +23,7 @@ void launch_decode(const PagedAttentionParams& p, int num_splits, int partition,
                    bool programmatic, cudaStream_t stream);
 
 // Most splits a decode call uses.
-constexpr int kMaxSplits = 256;
+constexpr int kMaxSplits = static_cast<int>(kDecodeMaxSplits);
 
 // Bytes of split-K partials per (sequence, split) row: a normalized fp32 output per head and its
 // (max, sum) pair, both in the log2 domain.

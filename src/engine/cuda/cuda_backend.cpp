@@ -12,6 +12,7 @@
 #include "engine/cuda/cuda_backend_impl.hpp"
 #include "engine/cuda/layer_kernels.hpp"
 #include "engine/rope.hpp"
+#include "model/engine_decode_plan.hpp"
 
 namespace inferlab::engine::cuda {
 
@@ -301,8 +302,10 @@ std::vector<int32_t> CudaBackend::decode_with_graph(const ForwardMetadata& meta,
   };
   const auto padded =
       static_cast<int32_t>(std::min<int64_t>(next_pow2(meta.sequences()), options_.max_sequences));
-  const auto bound = static_cast<int32_t>(std::min<int64_t>(
-      std::max<int64_t>(256, next_pow2(meta.max_context_len)), max_context(config_)));
+  // The bound the decode kernel plans its splits at (model/engine_decode_plan.hpp), capped at
+  // the context: positions past it never reach a backend (validate_batch).
+  const auto bound = static_cast<int32_t>(
+      std::min<int64_t>(graph_context_bucket(meta.max_context_len), max_context(config_)));
   const auto stride = static_cast<int32_t>(layout_.blocks_for(bound));
   const ForwardMetadata shaped = pad_decode_metadata(
       meta, padded, stride, bound, static_cast<int32_t>(layout_.num_blocks), layout_.block_size);
