@@ -1,17 +1,15 @@
 // `inferlab server`: the engine behind an OpenAI-compatible HTTP server until SIGTERM.
 #include <fmt/format.h>
-#include <pthread.h>
 
 #include <chrono>
-#include <csignal>
 #include <filesystem>
 #include <iostream>
-#include <thread>
 
 #include "cli/commands.hpp"
 #include "cli/common_args.hpp"
 #include "cli/engine_args.hpp"
 #include "cli/serve_args.hpp"
+#include "cli/server_signals.hpp"
 #include "engine/speculative.hpp"
 #include "engine/tokenizer/chat.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
@@ -37,28 +35,10 @@ struct ServerArgs {
   EngineSwitchArgs switches;
 };
 
-// Does the server's work between the signals that stop it: SIGTERM or SIGINT drain and stop it
-// (blocked in every thread, taken by sigwait here, so nothing runs in a signal handler).
-void serve_until_signalled(server::OpenAiServer& http) {
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGUSR1);  // sent by this function to end the waiter
-  std::thread waiter([&] {
-    int received = 0;
-    sigwait(&signals, &received);
-    if (received != SIGUSR1) {
-      std::cerr << "inferlab: shutting down: finishing the requests already accepted\n";
-      http.shutdown();
-    }
-  });
-  http.serve();
-  pthread_kill(waiter.native_handle(), SIGUSR1);  // no effect once the waiter has returned
-  waiter.join();
-}
-
 void run_server(const ServerArgs& a) {
+  // SIGTERM and SIGINT are blocked since main (prepare_server_signals); from here they stop the
+  // server, during the start-up too.
+  ServerStopper stopper;
   if (a.port < 0 || a.port > 65535) throw InputError("--port must be 0 to 65535");
   if (a.max_num_seqs < 1 || a.max_num_batched_tokens < 1 || a.max_queue < 0 || a.kv_tokens < 0 ||
       a.max_model_len < 0 || a.block_size < 1 || a.http_threads < 1 || a.http_threads > 65536) {
@@ -126,13 +106,6 @@ void run_server(const ServerArgs& a) {
   http_options.eos_ids = eos;
   http_options.llama3_chat = tokenizer.added_token_id("<|start_header_id|>").has_value();
 
-  // Blocked before any thread starts, so every thread inherits it and only sigwait sees them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  for (int s : {SIGTERM, SIGINT, SIGUSR1}) sigaddset(&signals, s);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);  // a client that went away is a failed write, not a signal
-
   const auto loading = std::chrono::steady_clock::now();
   const EngineBackends backends = make_engine_backends(a.model, draft_model, options);
   const double ready_s =
@@ -154,7 +127,7 @@ void run_server(const ServerArgs& a) {
                        : "",
                    ready_s)
             << std::flush;
-  serve_until_signalled(http);
+  stopper.serve(http);
   std::cerr << "inferlab: server stopped\n";
 }
 

@@ -93,7 +93,11 @@ int OpenAiServer::bind() {
 }
 
 void OpenAiServer::serve() {
-  http_->listen_after_bind();
+  serve_state_ = 1;
+  // Either this sees shutting_down_, or shutdown() sees serve_state_ 1 and waits for the listen
+  // loop to stop it (both atomics sequentially consistent).
+  if (!shutting_down_) http_->listen_after_bind();
+  serve_state_ = 2;
 }
 
 void OpenAiServer::shutdown() {
@@ -103,6 +107,11 @@ void OpenAiServer::shutdown() {
   const auto deadline = std::chrono::steady_clock::now() + kShutdownWriteLimit;
   while (open_exchanges_.load() > 0 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  // serve() entered but its listen loop not yet running: stop() would do nothing and the loop
+  // would run on. It starts at once (or serve() saw shutting_down_ and returns).
+  while (serve_state_.load() == 1 && !http_->is_running()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   http_->stop();
 }
@@ -182,8 +191,15 @@ void OpenAiServer::handle_completion(const std::string& body, Endpoint endpoint,
       created_unix_s_, options_.served_model_name, endpoint};
   exchange->prompt_tokens = static_cast<int64_t>(job.prompt.size());
   exchange->include_usage = request.include_usage;
-  exchange->stream = loop_.submit(std::move(job));
-  ++open_exchanges_;  // until its answer is written: a non-stream return, a stream's release
+  // Counted before the loop accepts it, so that a shutdown that has seen the loop drain cannot
+  // miss it: until its answer is written (a non-stream return, a stream's release).
+  ++open_exchanges_;
+  try {
+    exchange->stream = loop_.submit(std::move(job));
+  } catch (...) {
+    --open_exchanges_;
+    throw;
+  }
 
   // Ends the sequence early when a stop string closed the text.
   const auto stop_if_stopped = [this](Exchange& ex) {

@@ -43,6 +43,7 @@ class OpenAiServer {
   // Serves until shutdown(); call after bind().
   void serve();
   // Graceful stop (SIGTERM): new requests get 503, those accepted finish, then serve() returns.
+  // Any thread, at any time: before serve() too (serve() then returns at once).
   void shutdown();
 
   // The token-level job for a parsed request (public for tests and the fuzz target):
@@ -62,6 +63,9 @@ class OpenAiServer {
   ServerOptions options_;
   std::unique_ptr<httplib::Server> http_;
   std::atomic<bool> shutting_down_{false};
+  // serve()'s progress: 0 not called, 1 inside, 2 returned. httplib's stop() does nothing
+  // before its listen loop runs, so shutdown() waits for that loop when serve() is entering it.
+  std::atomic<int> serve_state_{0};
   std::atomic<uint64_t> next_id_{1};
   std::atomic<int64_t> open_exchanges_{0};  // accepted, answer not yet written
   int listen_socket_ = -1;                  // set while binding

@@ -3,17 +3,16 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <future>
-#include <regex>
 #include <thread>
 
 #include "server/sse.hpp"
+#include "server_process.hpp"
 #include "test_support.hpp"
 
 namespace inferlab {
@@ -26,33 +25,23 @@ std::filesystem::path scratch(const std::string& name) {
   return dir;
 }
 
-TEST(ServerCli, SigtermFinishesAcceptedStreamsAndExitsZero) {
-  if (!testing::have_llama3_tokenizer()) GTEST_SKIP() << "Llama 3 tokenizer not fetched";
-  const auto dir = scratch("sigterm");
+// A tiny checkpoint (init-weights copies the Llama 3 tokenizer into it) in `dir`/ckpt.
+void make_checkpoint(const std::filesystem::path& dir) {
   std::ofstream(dir / "config.json") << testing::tiny_llama_config(128256, 512).dump();
   const auto init = testing::run_inferlab("init-weights --model " + (dir / "config.json").string() +
                                           " --out " + (dir / "ckpt").string() + " --seed 1");
   ASSERT_EQ(init.exit_code, 0) << init.err;
-  const auto log = dir / "server.log";
-  const pid_t pid = fork();
-  if (pid == 0) {
-    freopen(log.c_str(), "w", stderr);
-    execl(testing::inferlab_binary().c_str(), "inferlab", "server", "--model",
-          (dir / "ckpt").c_str(), "--device", "cpu", "--port", "0", "--kv-tokens", "2048",
-          static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  // The port, from "serving ... on http://127.0.0.1:PORT".
-  int port = 0;
-  for (int i = 0; i < 300 && port == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    std::ifstream in(log);
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::smatch m;
-    if (std::regex_search(text, m, std::regex("http://127\\.0\\.0\\.1:(\\d+)")))
-      port = std::stoi(m[1]);
-  }
-  ASSERT_GT(port, 0) << "the server never said where it listens";
+}
+
+TEST(ServerCli, SigtermFinishesAcceptedStreamsAndExitsZero) {
+  if (!testing::have_llama3_tokenizer()) GTEST_SKIP() << "Llama 3 tokenizer not fetched";
+  const auto dir = scratch("sigterm");
+  make_checkpoint(dir);
+  testing::ServerProcess server(
+      {"--model", (dir / "ckpt").string(), "--device", "cpu", "--port", "0", "--kv-tokens", "2048"},
+      dir / "server.log");
+  const int port = server.wait_for_port();
+  ASSERT_GT(port, 0) << "the server never said where it listens\n" << server.log_text();
   // A long stream; SIGTERM once its first chunk is here.
   std::promise<void> first_chunk;
   auto streamed = std::async(std::launch::async, [&] {
@@ -83,14 +72,12 @@ TEST(ServerCli, SigtermFinishesAcceptedStreamsAndExitsZero) {
     return std::make_pair(done, chunks);
   });
   ASSERT_EQ(first_chunk.get_future().wait_for(std::chrono::seconds(60)), std::future_status::ready);
-  kill(pid, SIGTERM);
+  server.signal(SIGTERM);
   const auto [done, chunks] = streamed.get();
   EXPECT_TRUE(done);      // the accepted stream ran to its end
   EXPECT_GE(chunks, 2u);  // text chunks (one carries any tokens that came together), the finish
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  EXPECT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0);
+  ASSERT_TRUE(server.wait_exit());
+  EXPECT_TRUE(server.exited_with(0)) << server.how_it_ended() << "\n" << server.log_text();
   std::filesystem::remove_all(dir);
 }
 
