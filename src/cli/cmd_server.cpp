@@ -112,7 +112,9 @@ void run_server(const ServerArgs& a) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - loading).count();
   const engine::Backend* backend = backends.target.get();
   server::ServingMetrics metrics;
-  server::LoopOptions loop_options{config, a.max_queue, backends.draft.get()};
+  server::LoopOptions loop_options{
+      config, a.max_queue, backends.draft.get(),
+      [](const std::string& line) { std::cerr << "inferlab: warning: " << line << '\n'; }};
   server::EngineLoop loop(*backends.target, loop_options, metrics);
   server::OpenAiServer http(loop, tokenizer, metrics, http_options);
   const int port = http.bind();
@@ -127,8 +129,10 @@ void run_server(const ServerArgs& a) {
                        : "",
                    ready_s)
             << std::flush;
-  stopper.serve(http);
+  stopper.serve(http, loop);
   std::cerr << "inferlab: server stopped\n";
+  const std::string failure = loop.fatal_error();
+  if (!failure.empty()) throw std::runtime_error(failure);  // exit 1: a supervisor restarts it
 }
 
 }  // namespace

@@ -8,13 +8,14 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "server/engine_loop.hpp"
 #include "server/openai_server.hpp"
 
 namespace inferlab::cli {
 
 namespace {
 
-// How often the watcher also looks at the handler's note.
+// How often the watcher also looks at the handler's note and the loop's failure.
 constexpr long kPollNs = 50'000'000;
 
 // A stop signal the handler caught on a thread that had it unblocked (0: none). A lock-free
@@ -73,10 +74,11 @@ void ServerStopper::stop_watching() {
   if (thread_.joinable()) thread_.join();
 }
 
-void ServerStopper::serve(server::OpenAiServer& http) {
+void ServerStopper::serve(server::OpenAiServer& http, const server::EngineLoop& loop) {
   {
     std::lock_guard lock(mutex_);
     http_ = &http;
+    loop_ = &loop;
   }
   http.serve();
   stop_watching();  // before `http` can go: the watcher holds it
@@ -94,10 +96,13 @@ void ServerStopper::watch() {
                 << std::flush;
       std::_Exit(0);
     }
-    if (signal == 0) continue;
+    if (signal == 0 && loop_->fatal_error().empty()) continue;
     server::OpenAiServer& http = *http_;
     lock.unlock();
-    std::cerr << "inferlab: shutting down: finishing the requests already accepted\n" << std::flush;
+    if (signal != 0) {
+      std::cerr << "inferlab: shutting down: finishing the requests already accepted\n"
+                << std::flush;
+    }
     http.shutdown();
     return;
   }

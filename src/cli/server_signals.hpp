@@ -1,10 +1,11 @@
 #pragma once
 // How `inferlab server` stops: SIGTERM and SIGINT drain it (no new requests, the accepted ones
-// finish, exit 0).
+// finish, exit 0); a fatal engine failure stops it the same way (then exit 1).
 #include <mutex>
 #include <thread>
 
 namespace inferlab::server {
+class EngineLoop;
 class OpenAiServer;
 }  // namespace inferlab::server
 
@@ -19,16 +20,17 @@ void prepare_server_signals();
 
 // The thread that waits for a stop signal, from the start of `inferlab server`. A signal before
 // serve() ends the process at once with exit 0 (nothing was accepted yet, and loading weights may
-// take minutes); during serve() it shuts the server down gracefully.
+// take minutes); during serve() it shuts the server down gracefully, and so does the loop's
+// fatal failure.
 class ServerStopper {
  public:
   ServerStopper();
   ~ServerStopper();  // stops watching
   ServerStopper(const ServerStopper&) = delete;
   ServerStopper& operator=(const ServerStopper&) = delete;
-  // Serves `http` until a signal shuts it down; returns once it has stopped and this watcher
-  // with it.
-  void serve(server::OpenAiServer& http);
+  // Serves `http` until a signal or `loop`'s fatal failure shuts it down; returns once it has
+  // stopped and this watcher with it.
+  void serve(server::OpenAiServer& http, const server::EngineLoop& loop);
 
  private:
   void watch();
@@ -36,6 +38,7 @@ class ServerStopper {
 
   std::mutex mutex_;
   server::OpenAiServer* http_ = nullptr;  // under mutex_
+  const server::EngineLoop* loop_ = nullptr;
   bool done_ = false;
   std::thread thread_;
 };

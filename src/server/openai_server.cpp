@@ -306,6 +306,9 @@ void OpenAiServer::install_routes() {
   });
   http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     if (shutting_down_) return send_error(res, ApiError(503, "the server is shutting down"));
+    if (!loop_.fatal_error().empty()) {
+      return send_error(res, ApiError(503, "the engine failed; see the server's log"));
+    }
     res.set_content("{}", "application/json");
   });
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {

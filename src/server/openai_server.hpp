@@ -31,8 +31,8 @@ struct ServerOptions {
 // The OpenAI-compatible HTTP front of an EngineLoop (cpp-httplib): /v1/completions and
 // /v1/chat/completions (streamed as server-sent events ending in `data: [DONE]`), /v1/models,
 // /health and /metrics (Prometheus text). Every refusal is an OpenAI-style JSON error: 400 for a
-// malformed or impossible request, 413 for a body over the limit, 429 for a full queue, 503
-// while shutting down.
+// malformed or impossible request, 413 for a body over the limit, 429 for a full queue, 500 for a
+// request the engine failed, 503 while shutting down or once the engine is unusable.
 class OpenAiServer {
  public:
   OpenAiServer(EngineLoop& loop, const engine::Tokenizer& tokenizer, ServingMetrics& metrics,

@@ -3,16 +3,20 @@
 // served in-process on a free port, and an HTTP client for it.
 #include <httplib.h>
 
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "engine/cpu/cpu_backend.hpp"
 #include "engine/init_weights.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
 #include "server/engine_loop.hpp"
 #include "server/openai_server.hpp"
+#include "server/sse.hpp"
 #include "test_support.hpp"
 #include "util/data_dir.hpp"
 
@@ -40,6 +44,8 @@ struct ServerSetup {
   bool draft_model = false;
   PreemptionMode preemption = PreemptionMode::recompute;
   size_t max_body_bytes = size_t{1} << 20;
+  // Puts something around the model's backend (a fault injector); null: the backend as it is.
+  std::function<std::unique_ptr<engine::Backend>(std::unique_ptr<engine::Backend>)> wrap_backend{};
 };
 
 class TestServer {
@@ -49,6 +55,7 @@ class TestServer {
             engine::Tokenizer::from_file(fetched_tokenizer_dir("llama3") / "tokenizer.json")),
         backend_(tiny_backend(setup.kv_blocks)),
         draft_(setup.draft_model ? tiny_backend(setup.kv_blocks) : nullptr) {
+    if (setup.wrap_backend) backend_ = setup.wrap_backend(std::move(backend_));
     LoopOptions loop;
     loop.config.policy = SchedulePolicy::chunked;
     loop.config.max_num_seqs = setup.max_num_seqs;
@@ -82,17 +89,75 @@ class TestServer {
   }
   const engine::Tokenizer& tokenizer() const { return tokenizer_; }
   ServingMetrics& metrics() { return metrics_; }
+  EngineLoop& loop() { return *loop_; }
   OpenAiServer& http() { return *http_; }
   int port() const { return port_; }
 
  private:
   engine::Tokenizer tokenizer_;
-  std::unique_ptr<engine::CpuBackend> backend_, draft_;
+  std::unique_ptr<engine::Backend> backend_, draft_;
   ServingMetrics metrics_;
   std::unique_ptr<EngineLoop> loop_;
   std::unique_ptr<OpenAiServer> http_;
   int port_ = 0;
   std::thread serving_;
 };
+
+// --- Requests ---------------------------------------------------------------------------------
+
+// A JSON request; the answer's JSON (the status in *status). Headers: e.g. Authorization.
+inline nlohmann::json post(const TestServer& server, const std::string& path,
+                           const nlohmann::json& body, int* status = nullptr,
+                           const httplib::Headers& headers = {}) {
+  auto client = server.client();
+  auto res = client.Post(path.c_str(), headers, body.dump(), "application/json");
+  if (!res) throw std::runtime_error("no response: " + httplib::to_string(res.error()));
+  if (status) *status = res->status;
+  return nlohmann::json::parse(res->body);
+}
+
+struct Streamed {
+  int status = 0;
+  std::vector<nlohmann::json> chunks;
+  bool done = false;  // ended with [DONE]
+};
+
+// A streamed request; `stop_after` chunks, then the client hangs up (0: read to the end).
+inline Streamed post_stream(const TestServer& server, const std::string& path,
+                            const nlohmann::json& body, size_t stop_after = 0) {
+  auto client = server.client();
+  Streamed out;
+  SseParser parser;
+  httplib::Request req;
+  req.method = "POST";
+  req.path = path;
+  req.body = body.dump();
+  req.set_header("Content-Type", "application/json");
+  req.response_handler = [&](const httplib::Response& r) {
+    out.status = r.status;
+    return true;
+  };
+  req.content_receiver = [&](const char* data, size_t size, uint64_t, uint64_t) {
+    for (auto& event : parser.feed(std::string_view(data, size))) {
+      if (event == kSseDone) {
+        out.done = true;
+      } else {
+        out.chunks.push_back(nlohmann::json::parse(event));
+      }
+    }
+    return stop_after == 0 || out.chunks.size() < stop_after;
+  };
+  client.send(req);
+  return out;
+}
+
+// A greedy completion of `tokens` tokens that ignores EOS.
+inline nlohmann::json greedy(const std::string& prompt, int64_t tokens) {
+  return {{"model", "tiny"},
+          {"prompt", prompt},
+          {"max_tokens", tokens},
+          {"temperature", 0},
+          {"ignore_eos", true}};
+}
 
 }  // namespace inferlab::server::testing
