@@ -2,10 +2,11 @@
 # Installs the Debian packages inferlab builds with, only those that are missing (chromium:
 # the tests render the HTML reports in it, headless; clang-14, libfuzzer-14-dev and llvm-14's
 # symbolizer: the `sanitize` preset's ASan+UBSan tests and fuzz targets, scripts/sanitize.sh;
-# libcpp-httplib-dev: the OpenAI-compatible server and the load generator).
+# libcpp-httplib-dev: the OpenAI-compatible server and the load generator; libssl-dev: its HTTPS
+# and API-key digests).
 set -euo pipefail
 packages=(cmake ninja-build g++ nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev
-          libgmock-dev libbenchmark-dev libpcre2-dev libcpp-httplib-dev pkg-config chromium
+          libgmock-dev libbenchmark-dev libpcre2-dev libcpp-httplib-dev libssl-dev pkg-config chromium
           clang-14 libfuzzer-14-dev llvm-14)
 missing=()
 for p in "${packages[@]}"; do

@@ -13,6 +13,7 @@
 #include "engine/speculative.hpp"
 #include "engine/tokenizer/chat.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
+#include "server/api_keys.hpp"
 #include "server/engine_loop.hpp"
 #include "server/openai_server.hpp"
 #include "util/error.hpp"
@@ -33,7 +34,33 @@ struct ServerArgs {
   bool prefix_caching = false;
   double gpu_memory_utilization = 0.90;
   EngineSwitchArgs switches;
+  std::vector<std::string> api_keys;
+  std::string api_key_file, ssl_certfile, ssl_keyfile;
+  bool protect_metrics = false;
 };
+
+bool loopback(const std::string& host) {
+  return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.starts_with("127.");
+}
+
+// The keys of --api-key (or INFERLAB_API_KEY) and --api-key-file, and the rules around them.
+server::ApiKeys api_keys_of(const ServerArgs& a) {
+  std::vector<std::string> keys = a.api_keys;
+  if (!a.api_key_file.empty()) {
+    const auto from_file = server::read_api_key_file(a.api_key_file);
+    keys.insert(keys.end(), from_file.begin(), from_file.end());
+  }
+  server::ApiKeys accepted(keys);
+  if (a.protect_metrics && accepted.empty()) {
+    throw InputError("--protect-metrics needs a key: give --api-key or --api-key-file");
+  }
+  if (accepted.empty() && !loopback(a.host)) {
+    std::cerr << "inferlab: warning: listening on " << a.host
+              << " without an API key: anyone who reaches it can use the model (give --api-key "
+                 "or --api-key-file)\n";
+  }
+  return accepted;
+}
 
 void run_server(const ServerArgs& a) {
   // SIGTERM and SIGINT are blocked since main (prepare_server_signals); from here they stop the
@@ -46,6 +73,10 @@ void run_server(const ServerArgs& a) {
         "--max-num-seqs, --max-num-batched-tokens, --block-size and --http-threads must be "
         "positive; --max-queue, --kv-tokens and --max-model-len not negative");
   }
+  // Keys and certificates are checked before anything loads (a minute for a large model).
+  server::ApiKeys keys = api_keys_of(a);
+  const server::TlsFiles tls{a.ssl_certfile, a.ssl_keyfile};
+  server::check_tls_files(tls);
   EngineConfig config;
   config.policy = parse_schedule_policy(a.policy);
   if (config.policy != SchedulePolicy::vllm && config.policy != SchedulePolicy::chunked) {
@@ -105,6 +136,9 @@ void run_server(const ServerArgs& a) {
   http_options.http_threads = a.http_threads;
   http_options.eos_ids = eos;
   http_options.llama3_chat = tokenizer.added_token_id("<|start_header_id|>").has_value();
+  http_options.api_keys = std::move(keys);
+  http_options.protect_metrics = a.protect_metrics;
+  http_options.tls = tls;
 
   const auto loading = std::chrono::steady_clock::now();
   const EngineBackends backends = make_engine_backends(a.model, draft_model, options);
@@ -119,15 +153,18 @@ void run_server(const ServerArgs& a) {
   server::OpenAiServer http(loop, tokenizer, metrics, http_options);
   const int port = http.bind();
   std::cerr << fmt::format(
-                   "inferlab: serving {} on http://{}:{} ({}, KV cache {} tokens, max model "
-                   "length {}{}; weights loaded{} in {:.1f} s)\n",
-                   http_options.served_model_name, a.host, port, options.device,
-                   backend->kv_layout().slots(), max_model_len,
+                   "inferlab: serving {} on {}://{}:{} ({}, KV cache {} tokens, max model "
+                   "length {}{}; weights loaded{} in {:.1f} s{})\n",
+                   http_options.served_model_name, http.https() ? "https" : "http", a.host, port,
+                   options.device, backend->kv_layout().slots(), max_model_len,
                    draft_model.empty() ? "" : ", draft model " + draft_model,
                    options.device == "cuda" && options.warm_gemm_rows > 0
                        ? fmt::format(" and GEMMs warmed up to {} rows", options.warm_gemm_rows)
                        : "",
-                   ready_s)
+                   ready_s,
+                   http_options.api_keys.empty()
+                       ? ""
+                       : fmt::format("; {} API key(s)", http_options.api_keys.size()))
             << std::flush;
   stopper.serve(http, loop);
   std::cerr << "inferlab: server stopped\n";
@@ -186,6 +223,15 @@ void register_server(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--http-threads", args->http_threads, "Connections served at once")
       ->capture_default_str();
+  cmd->add_option("--api-key", args->api_keys,
+                  "Every request but /health and /metrics needs 'Authorization: Bearer KEY' "
+                  "(repeat for several keys)")
+      ->envname("INFERLAB_API_KEY");
+  cmd->add_option("--api-key-file", args->api_key_file,
+                  "Keys, one a line ('#' comments), accepted beside --api-key");
+  cmd->add_flag("--protect-metrics", args->protect_metrics, "/metrics needs a key too");
+  cmd->add_option("--ssl-certfile", args->ssl_certfile, "PEM certificate (chain): serve HTTPS");
+  cmd->add_option("--ssl-keyfile", args->ssl_keyfile, "PEM private key of --ssl-certfile");
   add_engine_switches(cmd, args->switches);
   cmd->callback([args] { run_server(*args); });
 }

@@ -58,7 +58,7 @@ OpenAiServer::OpenAiServer(EngineLoop& loop, const engine::Tokenizer& tokenizer,
       tokenizer_(tokenizer),
       metrics_(metrics),
       options_(std::move(options)),
-      http_(std::make_unique<httplib::Server>()),
+      http_(make_http_server(options_.tls)),
       created_unix_s_(static_cast<long>(std::time(nullptr))) {
   const int threads = options_.http_threads;
   http_->new_task_queue = [threads] {
@@ -281,8 +281,28 @@ bool OpenAiServer::abandon(Exchange& exchange) {
   return false;
 }
 
+bool OpenAiServer::authorized(const std::string& path, const std::string& authorization) const {
+  if (options_.api_keys.empty()) return true;
+  if (path == "/health") return true;
+  if (path == "/metrics" && !options_.protect_metrics) return true;
+  return options_.api_keys.authorizes(authorization);  // everything else, unknown routes too
+}
+
 void OpenAiServer::install_routes() {
   auto& http = *http_;
+  // Before the route and before the body is read. The same answer for a missing and a wrong key.
+  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (authorized(req.path, req.get_header_value("Authorization"))) {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    metrics_.record_refused(401);
+    res.set_header("WWW-Authenticate", "Bearer");
+    send_error(res, ApiError(401,
+                             "a valid API key is required: send the header 'Authorization: Bearer "
+                             "<key>' with a key this server was given",
+                             "", "invalid_api_key", "invalid_request_error"));
+    return httplib::Server::HandlerResponse::Handled;
+  });
   const auto completion = [this](Endpoint endpoint) {
     return [this, endpoint](const httplib::Request& req, httplib::Response& res) {
       try {

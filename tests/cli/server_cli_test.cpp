@@ -1,5 +1,6 @@
 // `inferlab server` as a process: it says where it listens, serves, and on SIGTERM finishes
-// the stream it accepted, refuses new work and exits 0. Bad flags are exit 2.
+// the stream it accepted, refuses new work and exits 0; its keys come from the environment and
+// key files. Bad flags (keys and certificates too) are exit 2.
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
@@ -81,7 +82,49 @@ TEST(ServerCli, SigtermFinishesAcceptedStreamsAndExitsZero) {
   std::filesystem::remove_all(dir);
 }
 
+// Keys from INFERLAB_API_KEY and a key file; listening beyond the loopback with them gives no
+// warning, without them it does.
+TEST(ServerCli, KeysFromTheEnvironmentAndAFile) {
+  if (!testing::have_llama3_tokenizer()) GTEST_SKIP() << "Llama 3 tokenizer not fetched";
+  const auto dir = scratch("keys");
+  make_checkpoint(dir);
+  std::ofstream(dir / "keys.txt") << "# keys\nsk-from-file\n";
+  const std::vector<std::string> common = {
+      "--model", (dir / "ckpt").string(), "--device", "cpu", "--port", "0", "--host", "0.0.0.0"};
+  {
+    std::vector<std::string> args = common;
+    args.insert(args.end(), {"--api-key-file", (dir / "keys.txt").string()});
+    testing::ServerProcess server(args, dir / "keyed.log", {"INFERLAB_API_KEY=sk-from-env"});
+    const int port = server.wait_for_port();
+    ASSERT_GT(port, 0) << server.log_text();
+    httplib::Client client("127.0.0.1", port);
+    EXPECT_EQ(client.Get("/v1/models")->status, 401);
+    EXPECT_EQ(client.Get("/v1/models", {{"Authorization", "Bearer sk-wrong"}})->status, 401);
+    EXPECT_EQ(client.Get("/v1/models", {{"Authorization", "Bearer sk-from-env"}})->status, 200);
+    EXPECT_EQ(client.Get("/v1/models", {{"Authorization", "Bearer sk-from-file"}})->status, 200);
+    EXPECT_EQ(client.Get("/health")->status, 200);
+    server.signal(SIGTERM);
+    ASSERT_TRUE(server.wait_exit());
+    EXPECT_TRUE(server.exited_with(0)) << server.how_it_ended();
+    EXPECT_EQ(server.log_text().find("warning"), std::string::npos) << server.log_text();
+    EXPECT_NE(server.log_text().find("2 API key(s)"), std::string::npos) << server.log_text();
+  }
+  {
+    testing::ServerProcess server(common, dir / "open.log");
+    ASSERT_GT(server.wait_for_port(), 0) << server.log_text();
+    server.signal(SIGTERM);
+    ASSERT_TRUE(server.wait_exit());
+    EXPECT_NE(server.log_text().find("inferlab: warning: listening on 0.0.0.0 without an API key"),
+              std::string::npos)
+        << server.log_text();
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(ServerCli, BadFlagsAreExitTwo) {
+  const auto dir = scratch("flags");
+  const auto not_pem = dir / "not.pem";
+  std::ofstream(not_pem) << "not a certificate\n";
   testing::expect_refused({
       "server --model /nonexistent/model --device cpu",
       "server --model llama-3.2-1b --device cpu --port 70000",
@@ -94,7 +137,18 @@ TEST(ServerCli, BadFlagsAreExitTwo) {
       "loadgen --url http://127.0.0.1:1 --rate 1 --requests 1",
       "loadgen --url ftp://example --model m --rate 1 --requests 1",
       "loadgen --url http://127.0.0.1:1 --model m --rate -1 --requests 1",
+      "loadgen --url https://127.0.0.1:1 --model m --rate 1 --requests 1 --ca-cert /nonexistent",
+      // Keys and certificates, checked before anything loads.
+      "server --model llama-3.2-1b --device cpu --api-key-file /nonexistent/keys",
+      "server --model llama-3.2-1b --device cpu --api-key 'two words'",
+      "server --model llama-3.2-1b --device cpu --protect-metrics",
+      "server --model llama-3.2-1b --device cpu --ssl-certfile /nonexistent/cert.pem",
+      "server --model llama-3.2-1b --device cpu --ssl-certfile /nonexistent/cert.pem "
+      "--ssl-keyfile /nonexistent/key.pem",
+      "server --model llama-3.2-1b --device cpu --ssl-certfile " + not_pem.string() +
+          " --ssl-keyfile " + not_pem.string(),
   });
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -44,6 +44,9 @@ struct ServerSetup {
   bool draft_model = false;
   PreemptionMode preemption = PreemptionMode::recompute;
   size_t max_body_bytes = size_t{1} << 20;
+  std::vector<std::string> api_keys{};  // the server's; client() sends none
+  bool protect_metrics = false;
+  TlsFiles tls{};  // HTTPS; client() then trusts tls.certfile
   // Puts something around the model's backend (a fault injector); null: the backend as it is.
   std::function<std::unique_ptr<engine::Backend>(std::unique_ptr<engine::Backend>)> wrap_backend{};
 };
@@ -54,7 +57,8 @@ class TestServer {
       : tokenizer_(
             engine::Tokenizer::from_file(fetched_tokenizer_dir("llama3") / "tokenizer.json")),
         backend_(tiny_backend(setup.kv_blocks)),
-        draft_(setup.draft_model ? tiny_backend(setup.kv_blocks) : nullptr) {
+        draft_(setup.draft_model ? tiny_backend(setup.kv_blocks) : nullptr),
+        ca_cert_(setup.tls.certfile) {
     if (setup.wrap_backend) backend_ = setup.wrap_backend(std::move(backend_));
     LoopOptions loop;
     loop.config.policy = SchedulePolicy::chunked;
@@ -74,6 +78,9 @@ class TestServer {
     options.max_body_bytes = setup.max_body_bytes;
     options.http_threads = 64;
     options.eos_ids = {128001, 128009};
+    options.api_keys = ApiKeys(setup.api_keys);
+    options.protect_metrics = setup.protect_metrics;
+    options.tls = setup.tls;
     http_ = std::make_unique<OpenAiServer>(*loop_, tokenizer_, metrics_, options);
     port_ = http_->bind();
     serving_ = std::thread([this] { http_->serve(); });
@@ -82,9 +89,13 @@ class TestServer {
     http_->shutdown();
     serving_.join();
   }
+  std::string url() const {
+    return (ca_cert_.empty() ? "http://127.0.0.1:" : "https://127.0.0.1:") + std::to_string(port_);
+  }
   httplib::Client client() const {
-    httplib::Client c("127.0.0.1", port_);
+    httplib::Client c(url());
     c.set_read_timeout(60, 0);
+    if (!ca_cert_.empty()) c.set_ca_cert_path(ca_cert_);
     return c;
   }
   const engine::Tokenizer& tokenizer() const { return tokenizer_; }
@@ -96,6 +107,7 @@ class TestServer {
  private:
   engine::Tokenizer tokenizer_;
   std::unique_ptr<engine::Backend> backend_, draft_;
+  std::string ca_cert_;
   ServingMetrics metrics_;
   std::unique_ptr<EngineLoop> loop_;
   std::unique_ptr<OpenAiServer> http_;
