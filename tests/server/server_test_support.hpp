@@ -94,7 +94,9 @@ class TestServer {
   }
   httplib::Client client() const {
     httplib::Client c(url());
-    c.set_read_timeout(60, 0);
+    // Generous: under ASan+UBSan at -O0 beside another server test (scripts/sanitize.sh runs
+    // them two at a time on CI's 2 cores) a 20-token speculative answer took over 60 s.
+    c.set_read_timeout(300, 0);
     if (!ca_cert_.empty()) c.set_ca_cert_path(ca_cert_);
     return c;
   }
