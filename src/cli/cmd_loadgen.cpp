@@ -28,7 +28,13 @@ void register_loadgen(CLI::App& app) {
       "loadgen",
       "Send serve's workload to an OpenAI-compatible server (streamed, open loop) and measure "
       "TTFT, TPOT, ITL, E2E and throughput in serve's summary");
-  cmd->add_option("--url", args->options.url, "The server, http://HOST:PORT")->required();
+  cmd->add_option("--url", args->options.url, "The server, http://HOST:PORT or https://HOST:PORT")
+      ->required();
+  cmd->add_option("--api-key", args->options.api_key, "Sent as 'Authorization: Bearer KEY'")
+      ->envname("INFERLAB_API_KEY");
+  cmd->add_option(
+      "--ca-cert", args->options.ca_cert,
+      "https: trust this PEM certificate (a self-signed server's) instead of the system's");
   cmd->add_option("--model", args->options.model,
                   "The 'model' field (default: the server's first)");
   add_workload_options(cmd, args->workload, true);

@@ -1,20 +1,19 @@
 // `inferlab server`: the engine behind an OpenAI-compatible HTTP server until SIGTERM.
 #include <fmt/format.h>
-#include <pthread.h>
 
 #include <chrono>
-#include <csignal>
 #include <filesystem>
 #include <iostream>
-#include <thread>
 
 #include "cli/commands.hpp"
 #include "cli/common_args.hpp"
 #include "cli/engine_args.hpp"
 #include "cli/serve_args.hpp"
+#include "cli/server_signals.hpp"
 #include "engine/speculative.hpp"
 #include "engine/tokenizer/chat.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
+#include "server/api_keys.hpp"
 #include "server/engine_loop.hpp"
 #include "server/openai_server.hpp"
 #include "util/error.hpp"
@@ -35,30 +34,38 @@ struct ServerArgs {
   bool prefix_caching = false;
   double gpu_memory_utilization = 0.90;
   EngineSwitchArgs switches;
+  std::vector<std::string> api_keys;
+  std::string api_key_file, ssl_certfile, ssl_keyfile;
+  bool protect_metrics = false;
 };
 
-// Does the server's work between the signals that stop it: SIGTERM or SIGINT drain and stop it
-// (blocked in every thread, taken by sigwait here, so nothing runs in a signal handler).
-void serve_until_signalled(server::OpenAiServer& http) {
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGUSR1);  // sent by this function to end the waiter
-  std::thread waiter([&] {
-    int received = 0;
-    sigwait(&signals, &received);
-    if (received != SIGUSR1) {
-      std::cerr << "inferlab: shutting down: finishing the requests already accepted\n";
-      http.shutdown();
-    }
-  });
-  http.serve();
-  pthread_kill(waiter.native_handle(), SIGUSR1);  // no effect once the waiter has returned
-  waiter.join();
+bool loopback(const std::string& host) {
+  return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.starts_with("127.");
+}
+
+// The keys of --api-key (or INFERLAB_API_KEY) and --api-key-file, and the rules around them.
+server::ApiKeys api_keys_of(const ServerArgs& a) {
+  std::vector<std::string> keys = a.api_keys;
+  if (!a.api_key_file.empty()) {
+    const auto from_file = server::read_api_key_file(a.api_key_file);
+    keys.insert(keys.end(), from_file.begin(), from_file.end());
+  }
+  server::ApiKeys accepted(keys);
+  if (a.protect_metrics && accepted.empty()) {
+    throw InputError("--protect-metrics needs a key: give --api-key or --api-key-file");
+  }
+  if (accepted.empty() && !loopback(a.host)) {
+    std::cerr << "inferlab: warning: listening on " << a.host
+              << " without an API key: anyone who reaches it can use the model (give --api-key "
+                 "or --api-key-file)\n";
+  }
+  return accepted;
 }
 
 void run_server(const ServerArgs& a) {
+  // SIGTERM and SIGINT are blocked since main (prepare_server_signals); from here they stop the
+  // server, during the start-up too.
+  ServerStopper stopper;
   if (a.port < 0 || a.port > 65535) throw InputError("--port must be 0 to 65535");
   if (a.max_num_seqs < 1 || a.max_num_batched_tokens < 1 || a.max_queue < 0 || a.kv_tokens < 0 ||
       a.max_model_len < 0 || a.block_size < 1 || a.http_threads < 1 || a.http_threads > 65536) {
@@ -66,6 +73,10 @@ void run_server(const ServerArgs& a) {
         "--max-num-seqs, --max-num-batched-tokens, --block-size and --http-threads must be "
         "positive; --max-queue, --kv-tokens and --max-model-len not negative");
   }
+  // Keys and certificates are checked before anything loads (a minute for a large model).
+  server::ApiKeys keys = api_keys_of(a);
+  const server::TlsFiles tls{a.ssl_certfile, a.ssl_keyfile};
+  server::check_tls_files(tls);
   EngineConfig config;
   config.policy = parse_schedule_policy(a.policy);
   if (config.policy != SchedulePolicy::vllm && config.policy != SchedulePolicy::chunked) {
@@ -123,13 +134,9 @@ void run_server(const ServerArgs& a) {
   http_options.http_threads = a.http_threads;
   http_options.eos_ids = eos;
   http_options.llama3_chat = tokenizer.added_token_id("<|start_header_id|>").has_value();
-
-  // Blocked before any thread starts, so every thread inherits it and only sigwait sees them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  for (int s : {SIGTERM, SIGINT, SIGUSR1}) sigaddset(&signals, s);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);  // a client that went away is a failed write, not a signal
+  http_options.api_keys = std::move(keys);
+  http_options.protect_metrics = a.protect_metrics;
+  http_options.tls = tls;
 
   const auto loading = std::chrono::steady_clock::now();
   const EngineBackends backends = make_engine_backends(a.model, draft_model, options);
@@ -137,23 +144,30 @@ void run_server(const ServerArgs& a) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - loading).count();
   const engine::Backend* backend = backends.target.get();
   server::ServingMetrics metrics;
-  server::LoopOptions loop_options{config, a.max_queue, backends.draft.get()};
+  server::LoopOptions loop_options{
+      config, a.max_queue, backends.draft.get(),
+      [](const std::string& line) { std::cerr << "inferlab: warning: " << line << '\n'; }};
   server::EngineLoop loop(*backends.target, loop_options, metrics);
   server::OpenAiServer http(loop, tokenizer, metrics, http_options);
   const int port = http.bind();
   std::cerr << fmt::format(
-                   "inferlab: serving {} on http://{}:{} ({}, KV cache {} tokens, max model "
-                   "length {}{}; weights loaded{} in {:.1f} s)\n",
-                   http_options.served_model_name, a.host, port, options.device,
-                   backend->kv_layout().slots(), max_model_len,
+                   "inferlab: serving {} on {}://{}:{} ({}, KV cache {} tokens, max model "
+                   "length {}{}; weights loaded{} in {:.1f} s{})\n",
+                   http_options.served_model_name, http.https() ? "https" : "http", a.host, port,
+                   options.device, backend->kv_layout().slots(), max_model_len,
                    draft_model.empty() ? "" : ", draft model " + draft_model,
                    options.device == "cuda" && options.warm_gemm_rows > 0
                        ? fmt::format(" and GEMMs warmed up to {} rows", options.warm_gemm_rows)
                        : "",
-                   ready_s)
+                   ready_s,
+                   http_options.api_keys.empty()
+                       ? ""
+                       : fmt::format("; {} API key(s)", http_options.api_keys.size()))
             << std::flush;
-  serve_until_signalled(http);
+  stopper.serve(http, loop);
   std::cerr << "inferlab: server stopped\n";
+  const std::string failure = loop.fatal_error();
+  if (!failure.empty()) throw std::runtime_error(failure);  // exit 1: a supervisor restarts it
 }
 
 }  // namespace
@@ -207,6 +221,15 @@ void register_server(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--http-threads", args->http_threads, "Connections served at once")
       ->capture_default_str();
+  cmd->add_option("--api-key", args->api_keys,
+                  "Every request but /health and /metrics needs 'Authorization: Bearer KEY' "
+                  "(repeat for several keys)")
+      ->envname("INFERLAB_API_KEY");
+  cmd->add_option("--api-key-file", args->api_key_file,
+                  "Keys, one a line ('#' comments), accepted beside --api-key");
+  cmd->add_flag("--protect-metrics", args->protect_metrics, "/metrics needs a key too");
+  cmd->add_option("--ssl-certfile", args->ssl_certfile, "PEM certificate (chain): serve HTTPS");
+  cmd->add_option("--ssl-keyfile", args->ssl_keyfile, "PEM private key of --ssl-certfile");
   add_engine_switches(cmd, args->switches);
   cmd->callback([args] { run_server(*args); });
 }

@@ -4,11 +4,13 @@
 #include <cstddef>
 #include <iostream>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "cli/commands.hpp"
 #include "cli/field_grammar.hpp"
+#include "cli/server_signals.hpp"
 #include "util/error.hpp"
 #include "util/field_error.hpp"
 
@@ -46,6 +48,12 @@ void register_by_job(CLI::App& app) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // `inferlab server` drains on SIGTERM/SIGINT: one thread takes them, so every other thread
+  // must have them blocked, and a thread inherits the mask of the thread that creates it. Blocked
+  // first thing, before the CUDA driver, a thread pool or anything else can start a thread with
+  // them unblocked: a signal the kernel handed to such a thread ran the default action and killed
+  // the server without draining (issue 34: 2 of 19 SIGTERMs).
+  if (argc > 1 && std::string_view(argv[1]) == "server") inferlab::cli::prepare_server_signals();
   CLI::App app{"inferlab: how long an LLM takes on given hardware, and why"};
   app.require_subcommand(1);
   register_by_job(app);

@@ -1,9 +1,13 @@
 #include "server/engine_loop.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <set>
 
 #include "serve/block_keys.hpp"
 #include "server/api_error.hpp"
+#include "server/engine_failure.hpp"
 
 namespace inferlab::server {
 
@@ -48,7 +52,7 @@ std::shared_ptr<RequestStream> EngineLoop::submit(GenerationJob job) {
   auto stream = std::make_shared<RequestStream>(now_s());
   {
     std::lock_guard lock(mutex_);
-    if (failed_) throw ApiError(503, "the engine failed; see the server's log");
+    if (!fatal_error_.empty()) throw ApiError(503, "the engine failed; see the server's log");
     if (draining_ || stopping_) throw ApiError(503, "the server is shutting down");
     const int64_t in_flight = accepted_ - finished_;
     if (in_flight >= options_.config.max_num_seqs + options_.max_waiting) {
@@ -59,6 +63,16 @@ std::shared_ptr<RequestStream> EngineLoop::submit(GenerationJob job) {
   }
   wake_.notify_all();
   return stream;
+}
+
+int64_t EngineLoop::in_flight() const {
+  std::lock_guard lock(mutex_);
+  return accepted_ - finished_;
+}
+
+std::string EngineLoop::fatal_error() const {
+  std::lock_guard lock(mutex_);
+  return fatal_error_;
 }
 
 void EngineLoop::notify_cancel() {
@@ -144,27 +158,61 @@ void EngineLoop::after_iteration() {
     }
   }
   for (int64_t id : ended) active_.erase(id);
-  if (!ended.empty()) {
-    {
-      std::lock_guard lock(mutex_);
-      finished_ += static_cast<int64_t>(ended.size());
-    }
-    drained_.notify_all();
-  }
+  count_finished(static_cast<int64_t>(ended.size()));
 }
 
-void EngineLoop::fail_all(const std::string& error) {
+void EngineLoop::count_finished(int64_t requests) {
+  if (requests == 0) return;
   {
     std::lock_guard lock(mutex_);
-    failed_ = true;
+    finished_ += requests;
   }
-  for (auto& [id, active] : active_) end(id, active, "error", 0, error);
+  drained_.notify_all();
+}
+
+int64_t EngineLoop::fail_iteration(const ScheduledIteration& iteration, const std::string& error) {
+  std::set<int64_t> ids;  // a sequence both swapped in and run is one request
+  for (const Work& w : iteration.work) ids.insert(w.seq->id);
+  // A sequence whose swap the failed iteration was carrying has its KV half moved: it goes too.
+  for (const KvSwap& swap : iteration.swaps) ids.insert(swap.seq);
+  int64_t ended = 0;
+  for (int64_t id : ids) {
+    const auto it = active_.find(id);
+    if (it == active_.end()) continue;
+    // end() gives the blocks back through the scheduler's early end, as for a cancel.
+    end(id, it->second, "error", static_cast<int64_t>(it->second.streamed), error);
+    active_.erase(it);
+    ++ended;
+  }
+  count_finished(ended);
+  return ended;
+}
+
+void EngineLoop::fail_all(const std::string& error, std::vector<Incoming>& pending) {
   {
     std::lock_guard lock(mutex_);
-    finished_ += static_cast<int64_t>(active_.size());
+    fatal_error_ = error;
+    pending.insert(pending.end(), std::make_move_iterator(incoming_.begin()),
+                   std::make_move_iterator(incoming_.end()));
+    incoming_.clear();
+  }
+  const double now = now_s();
+  int64_t ended = 0;
+  const auto finish = [&](RequestStream& stream, int64_t prompt_tokens, int64_t streamed) {
+    metrics_.record_finish("error", prompt_tokens, streamed, -1, 0.0, now - stream.submitted_s());
+    stream.finish("error", streamed, now, error);
+    ++ended;
+  };
+  for (auto& [id, active] : active_) {
+    finish(*active.stream, static_cast<int64_t>(active.job.prompt.size()),
+           static_cast<int64_t>(active.streamed));
   }
   active_.clear();
-  drained_.notify_all();
+  for (auto& in : pending) {
+    if (in.stream) finish(*in.stream, static_cast<int64_t>(in.job.prompt.size()), 0);
+  }
+  pending.clear();  // an admitted one's stream moved to active_ (null here)
+  count_finished(ended);
 }
 
 void EngineLoop::publish_gauges() {
@@ -193,42 +241,70 @@ void EngineLoop::run() {
   while (true) {
     {
       std::unique_lock lock(mutex_);
-      // Idle: sleep until a request comes. Busy: only a short wait for a cancel to land.
+      // Idle: sleep until a request comes. Busy: go on at once.
       wake_.wait(lock, [&] { return stopping_ || !incoming_.empty() || !active_.empty(); });
       if (stopping_ && incoming_.empty() && active_.empty()) break;
       incoming.swap(incoming_);
     }
-    if (stopping_unlocked()) {  // the server is going away: nothing waits for these any more
-      for (auto& in : incoming) in.stream->cancel();
-      for (auto& [id, active] : active_) active.stream->cancel();
-    }
-    admit(incoming);
-    after_iteration();  // cancellations that came in between iterations
-    if (active_.empty()) {
-      publish_gauges();
-      continue;
-    }
-    ScheduledIteration iteration = scheduler_.schedule();
-    if (iteration.idle()) {
-      after_iteration();  // requests the scheduler rejected
-      publish_gauges();
-      std::unique_lock lock(mutex_);
-      wake_.wait_for(lock, std::chrono::milliseconds(1));
-      continue;
-    }
-    IterationOutcome outcome;
     try {
-      outcome = executor_.execute(iteration);
+      iterate(incoming);
     } catch (const std::exception& e) {
-      fail_all(std::string("the engine failed: ") + e.what());
-      continue;
+      // Outside the engine's call (the scheduler, the loop's bookkeeping): nothing says the
+      // state is whole, so nothing more runs.
+      const std::string error = std::string("the serving loop failed: ") + e.what();
+      if (options_.warn) options_.warn(error + "; the server stops");
+      fail_all(error, incoming);
     }
-    IterationRecord record;
-    scheduler_.update(iteration, outcome, now_s(), record);
-    ++iterations_;
-    after_iteration();
-    publish_gauges();
   }
+}
+
+void EngineLoop::iterate(std::vector<Incoming>& incoming) {
+  if (stopping_unlocked()) {  // the server is going away: nothing waits for these any more
+    for (auto& in : incoming) in.stream->cancel();
+    for (auto& [id, active] : active_) active.stream->cancel();
+  }
+  admit(incoming);
+  after_iteration();  // cancellations that came in between iterations
+  if (active_.empty()) {
+    publish_gauges();
+    return;
+  }
+  ScheduledIteration iteration = scheduler_.schedule();
+  if (iteration.idle()) {
+    after_iteration();  // requests the scheduler rejected
+    publish_gauges();
+    std::unique_lock lock(mutex_);
+    wake_.wait_for(lock, std::chrono::milliseconds(1));
+    return;
+  }
+  IterationOutcome outcome;
+  try {
+    outcome = executor_.execute(iteration);
+  } catch (const std::exception& e) {
+    const bool fatal =
+        is_fatal_engine_error(e) || ++failed_in_a_row_ >= kMaxConsecutiveFailedIterations;
+    const std::string error = std::string("the engine failed: ") + e.what();
+    if (fatal) {
+      if (options_.warn) options_.warn(error + "; the engine is unusable and the server stops");
+      fail_all(error, incoming);
+    } else {
+      const int64_t ended = fail_iteration(iteration, error);
+      if (options_.warn) {
+        options_.warn(
+            fmt::format("{}; the iteration's {} request(s) ended with an error, the "
+                        "server goes on",
+                        error, ended));
+      }
+    }
+    publish_gauges();
+    return;
+  }
+  failed_in_a_row_ = 0;
+  IterationRecord record;
+  scheduler_.update(iteration, outcome, now_s(), record);
+  ++iterations_;
+  after_iteration();
+  publish_gauges();
 }
 
 }  // namespace inferlab::server

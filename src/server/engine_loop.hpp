@@ -2,6 +2,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -35,6 +36,9 @@ struct LoopOptions {
   // Speculative decoding's draft model (config.speculative.k drafts per step), kept by the
   // caller; null: n-gram lookup.
   engine::Backend* draft = nullptr;
+  // Where the loop says that an iteration failed (a line without a newline; the CLI prints it
+  // on stderr); null: nowhere.
+  std::function<void(const std::string&)> warn;
 };
 
 // The server's serving loop on its own thread: serve's one scheduler (schedule → execute →
@@ -42,6 +46,11 @@ struct LoopOptions {
 // submit() is called from the HTTP threads; the loop streams each request's tokens to its
 // RequestStream, applies stop tokens, and ends a sequence whose stream was cancelled (its blocks
 // go back before the next iteration).
+//
+// An iteration that throws ends the requests it ran with finish reason "error" (the server
+// answers them 500) and gives their blocks back; the loop goes on with the others. A fatal
+// failure (server/engine_failure.hpp), or one outside the engine's call (the scheduler's
+// bookkeeping), ends every request and the loop refuses new ones: fatal_error() says why.
 class EngineLoop {
  public:
   EngineLoop(engine::Backend& backend, LoopOptions options, ServingMetrics& metrics);
@@ -58,6 +67,10 @@ class EngineLoop {
   // Seconds on the loop's clock (steady, from construction).
   double now_s() const;
   int64_t kv_slots() const { return kv_slots_; }
+  // Requests accepted and not yet finished.
+  int64_t in_flight() const;
+  // Why the loop stopped serving after a fatal failure; empty while it serves.
+  std::string fatal_error() const;
 
  private:
   struct Incoming {
@@ -70,11 +83,19 @@ class EngineLoop {
     size_t streamed = 0;  // tokens handed to the stream
   };
   void run();
+  // One round: admits what came in, runs one iteration if there is work.
+  void iterate(std::vector<Incoming>& incoming);
   void admit(std::vector<Incoming>& incoming);
   void end(int64_t id, Active& active, const std::string& reason, int64_t completion_tokens,
            const std::string& error = "");
   void after_iteration();
-  void fail_all(const std::string& error);
+  // Ends the requests an iteration that threw was running (its work and its swaps); their
+  // blocks go back. Returns how many.
+  int64_t fail_iteration(const ScheduledIteration& iteration, const std::string& error);
+  // Ends every request, `pending` (taken from incoming_, maybe partly admitted) and those still
+  // in incoming_ too, without the scheduler (whose state may be what failed); refuses new ones.
+  void fail_all(const std::string& error, std::vector<Incoming>& pending);
+  void count_finished(int64_t requests);
   void publish_gauges();
   bool stopping_unlocked();  // reads stopping_ under the lock
 
@@ -87,12 +108,14 @@ class EngineLoop {
   engine::ServingExecutor executor_;
   std::unordered_map<int64_t, Active> active_;  // loop thread only
   int64_t iterations_ = 0;
+  int failed_in_a_row_ = 0;  // iterations that threw since the last that ran
 
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable wake_, drained_;
   std::vector<Incoming> incoming_;
   int64_t accepted_ = 0, finished_ = 0;  // under mutex_
-  bool draining_ = false, stopping_ = false, failed_ = false;
+  bool draining_ = false, stopping_ = false;
+  std::string fatal_error_;  // under mutex_; set once
   std::thread thread_;
 };
 

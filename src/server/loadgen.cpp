@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -27,8 +28,10 @@ std::vector<int32_t> draw_ids(uint64_t seed, uint64_t stream, int64_t count, int
   return ids;
 }
 
-httplib::Client make_client(const std::string& url, double timeout_s) {
-  httplib::Client client(url);
+httplib::Client make_client(const LoadgenOptions& options, double timeout_s) {
+  httplib::Client client(options.url);
+  if (!options.api_key.empty()) client.set_bearer_token_auth(options.api_key);
+  if (!options.ca_cert.empty()) client.set_ca_cert_path(options.ca_cert);
   const auto seconds = static_cast<time_t>(timeout_s);
   const auto micros = static_cast<time_t>((timeout_s - static_cast<double>(seconds)) * 1e6);
   client.set_connection_timeout(10, 0);
@@ -52,7 +55,7 @@ std::string run_one(const ServeRequest& request, const std::vector<int32_t>& pro
                      {"temperature", 0},
                      {"stream", true},
                      {"stream_options", {{"include_usage", true}}}};
-  auto client = make_client(options.url, options.timeout_s);
+  auto client = make_client(options, options.timeout_s);
   outcome.arrival_s = since_start();
   const Clock::time_point deadline =
       Clock::now() +
@@ -157,11 +160,15 @@ std::vector<int32_t> loadgen_prompt(const ServeRequest& request, size_t index, u
   return ids;
 }
 
-std::string first_served_model(const std::string& url) {
-  auto client = make_client(url, 10);
+std::string first_served_model(const LoadgenOptions& options) {
+  const std::string& url = options.url;
+  auto client = make_client(options, 10);
   const auto res = client.Get("/v1/models");
   if (!res) {
     throw InputError("cannot reach " + url + ": " + httplib::to_string(res.error()));
+  }
+  if (res->status == 401) {
+    throw InputError(url + " wants an API key (HTTP 401): give --api-key or INFERLAB_API_KEY");
   }
   const json list = json::parse(res->body, nullptr, false);
   if (res->status != 200 || list.is_discarded() || !list.contains("data") ||
@@ -174,14 +181,17 @@ std::string first_served_model(const std::string& url) {
 }
 
 LoadgenResult run_loadgen(const std::vector<ServeRequest>& requests, const LoadgenOptions& given) {
-  if (given.url.rfind("http://", 0) != 0) {
-    throw InputError("--url must start with http:// (got '" + given.url + "')");
+  if (!given.url.starts_with("http://") && !given.url.starts_with("https://")) {
+    throw InputError("--url must start with http:// or https:// (got '" + given.url + "')");
+  }
+  if (!given.ca_cert.empty() && !std::ifstream(given.ca_cert)) {
+    throw InputError("cannot read --ca-cert '" + given.ca_cert + "'");
   }
   if (given.vocab_size < 1 || !(given.timeout_s > 0) || given.max_concurrency < 0) {
     throw InputError("--vocab-size and --timeout-s must be positive, --max-concurrency >= 0");
   }
   LoadgenOptions options = given;
-  if (options.model.empty()) options.model = first_served_model(options.url);
+  if (options.model.empty()) options.model = first_served_model(options);
   LoadgenResult out;
   out.model = options.model;
   out.run.requests.resize(requests.size());

@@ -9,12 +9,14 @@
 namespace inferlab::server {
 
 struct LoadgenOptions {
-  std::string url;              // http://host:port of any OpenAI-compatible server
+  std::string url;              // http(s)://host:port of any OpenAI-compatible server
   std::string model;            // the "model" field; empty: the first of GET /v1/models
   int64_t vocab_size = 32000;   // prompt ids are drawn below it
   uint64_t seed = 1;            // prompt ids
   double timeout_s = 600;       // per request; past it the request fails
   int64_t max_concurrency = 0;  // 0: open loop, no cap
+  std::string api_key;          // sent as `Authorization: Bearer <key>` when not empty
+  std::string ca_cert;          // https: the certificate (PEM) to trust instead of the system's
 };
 
 // A measured run in the simulator's terms: each request's arrival (when it was sent), first
@@ -35,7 +37,7 @@ std::vector<int32_t> loadgen_prompt(const ServeRequest& request, size_t index, u
 
 // The first model id the server lists; InputError when the server cannot be reached or answers
 // something else.
-std::string first_served_model(const std::string& url);
+std::string first_served_model(const LoadgenOptions& options);
 
 // Sends every request at its arrival time (open loop) as a streamed /v1/completions with a
 // token-id prompt, max_tokens = min_tokens = output_tokens and ignore_eos (vLLM's benchmark

@@ -58,7 +58,7 @@ OpenAiServer::OpenAiServer(EngineLoop& loop, const engine::Tokenizer& tokenizer,
       tokenizer_(tokenizer),
       metrics_(metrics),
       options_(std::move(options)),
-      http_(std::make_unique<httplib::Server>()),
+      http_(make_http_server(options_.tls)),
       created_unix_s_(static_cast<long>(std::time(nullptr))) {
   const int threads = options_.http_threads;
   http_->new_task_queue = [threads] {
@@ -93,7 +93,11 @@ int OpenAiServer::bind() {
 }
 
 void OpenAiServer::serve() {
-  http_->listen_after_bind();
+  serve_state_ = 1;
+  // Either this sees shutting_down_, or shutdown() sees serve_state_ 1 and waits for the listen
+  // loop to stop it (both atomics sequentially consistent).
+  if (!shutting_down_) http_->listen_after_bind();
+  serve_state_ = 2;
 }
 
 void OpenAiServer::shutdown() {
@@ -103,6 +107,11 @@ void OpenAiServer::shutdown() {
   const auto deadline = std::chrono::steady_clock::now() + kShutdownWriteLimit;
   while (open_exchanges_.load() > 0 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  // serve() entered but its listen loop not yet running: stop() would do nothing and the loop
+  // would run on. It starts at once (or serve() saw shutting_down_ and returns).
+  while (serve_state_.load() == 1 && !http_->is_running()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   http_->stop();
 }
@@ -182,8 +191,15 @@ void OpenAiServer::handle_completion(const std::string& body, Endpoint endpoint,
       created_unix_s_, options_.served_model_name, endpoint};
   exchange->prompt_tokens = static_cast<int64_t>(job.prompt.size());
   exchange->include_usage = request.include_usage;
-  exchange->stream = loop_.submit(std::move(job));
-  ++open_exchanges_;  // until its answer is written: a non-stream return, a stream's release
+  // Counted before the loop accepts it, so that a shutdown that has seen the loop drain cannot
+  // miss it: until its answer is written (a non-stream return, a stream's release).
+  ++open_exchanges_;
+  try {
+    exchange->stream = loop_.submit(std::move(job));
+  } catch (...) {
+    --open_exchanges_;
+    throw;
+  }
 
   // Ends the sequence early when a stop string closed the text.
   const auto stop_if_stopped = [this](Exchange& ex) {
@@ -265,8 +281,28 @@ bool OpenAiServer::abandon(Exchange& exchange) {
   return false;
 }
 
+bool OpenAiServer::authorized(const std::string& path, const std::string& authorization) const {
+  if (options_.api_keys.empty()) return true;
+  if (path == "/health") return true;
+  if (path == "/metrics" && !options_.protect_metrics) return true;
+  return options_.api_keys.authorizes(authorization);  // everything else, unknown routes too
+}
+
 void OpenAiServer::install_routes() {
   auto& http = *http_;
+  // Before the route and before the body is read. The same answer for a missing and a wrong key.
+  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (authorized(req.path, req.get_header_value("Authorization"))) {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    metrics_.record_refused(401);
+    res.set_header("WWW-Authenticate", "Bearer");
+    send_error(res, ApiError(401,
+                             "a valid API key is required: send the header 'Authorization: Bearer "
+                             "<key>' with a key this server was given",
+                             "", "invalid_api_key", "invalid_request_error"));
+    return httplib::Server::HandlerResponse::Handled;
+  });
   const auto completion = [this](Endpoint endpoint) {
     return [this, endpoint](const httplib::Request& req, httplib::Response& res) {
       try {
@@ -290,6 +326,9 @@ void OpenAiServer::install_routes() {
   });
   http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     if (shutting_down_) return send_error(res, ApiError(503, "the server is shutting down"));
+    if (!loop_.fatal_error().empty()) {
+      return send_error(res, ApiError(503, "the engine failed; see the server's log"));
+    }
     res.set_content("{}", "application/json");
   });
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {

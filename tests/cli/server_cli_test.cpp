@@ -1,19 +1,19 @@
 // `inferlab server` as a process: it says where it listens, serves, and on SIGTERM finishes
-// the stream it accepted, refuses new work and exits 0. Bad flags are exit 2.
+// the stream it accepted, refuses new work and exits 0; its keys come from the environment and
+// key files. Bad flags (keys and certificates too) are exit 2.
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <future>
-#include <regex>
 #include <thread>
 
 #include "server/sse.hpp"
+#include "server_process.hpp"
 #include "test_support.hpp"
 
 namespace inferlab {
@@ -26,33 +26,23 @@ std::filesystem::path scratch(const std::string& name) {
   return dir;
 }
 
-TEST(ServerCli, SigtermFinishesAcceptedStreamsAndExitsZero) {
-  if (!testing::have_llama3_tokenizer()) GTEST_SKIP() << "Llama 3 tokenizer not fetched";
-  const auto dir = scratch("sigterm");
+// A tiny checkpoint (init-weights copies the Llama 3 tokenizer into it) in `dir`/ckpt.
+void make_checkpoint(const std::filesystem::path& dir) {
   std::ofstream(dir / "config.json") << testing::tiny_llama_config(128256, 512).dump();
   const auto init = testing::run_inferlab("init-weights --model " + (dir / "config.json").string() +
                                           " --out " + (dir / "ckpt").string() + " --seed 1");
   ASSERT_EQ(init.exit_code, 0) << init.err;
-  const auto log = dir / "server.log";
-  const pid_t pid = fork();
-  if (pid == 0) {
-    freopen(log.c_str(), "w", stderr);
-    execl(testing::inferlab_binary().c_str(), "inferlab", "server", "--model",
-          (dir / "ckpt").c_str(), "--device", "cpu", "--port", "0", "--kv-tokens", "2048",
-          static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  // The port, from "serving ... on http://127.0.0.1:PORT".
-  int port = 0;
-  for (int i = 0; i < 300 && port == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    std::ifstream in(log);
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::smatch m;
-    if (std::regex_search(text, m, std::regex("http://127\\.0\\.0\\.1:(\\d+)")))
-      port = std::stoi(m[1]);
-  }
-  ASSERT_GT(port, 0) << "the server never said where it listens";
+}
+
+TEST(ServerCli, SigtermFinishesAcceptedStreamsAndExitsZero) {
+  if (!testing::have_llama3_tokenizer()) GTEST_SKIP() << "Llama 3 tokenizer not fetched";
+  const auto dir = scratch("sigterm");
+  make_checkpoint(dir);
+  testing::ServerProcess server(
+      {"--model", (dir / "ckpt").string(), "--device", "cpu", "--port", "0", "--kv-tokens", "2048"},
+      dir / "server.log");
+  const int port = server.wait_for_port();
+  ASSERT_GT(port, 0) << "the server never said where it listens\n" << server.log_text();
   // A long stream; SIGTERM once its first chunk is here.
   std::promise<void> first_chunk;
   auto streamed = std::async(std::launch::async, [&] {
@@ -83,18 +73,58 @@ TEST(ServerCli, SigtermFinishesAcceptedStreamsAndExitsZero) {
     return std::make_pair(done, chunks);
   });
   ASSERT_EQ(first_chunk.get_future().wait_for(std::chrono::seconds(60)), std::future_status::ready);
-  kill(pid, SIGTERM);
+  server.signal(SIGTERM);
   const auto [done, chunks] = streamed.get();
   EXPECT_TRUE(done);      // the accepted stream ran to its end
   EXPECT_GE(chunks, 2u);  // text chunks (one carries any tokens that came together), the finish
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  EXPECT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0);
+  ASSERT_TRUE(server.wait_exit());
+  EXPECT_TRUE(server.exited_with(0)) << server.how_it_ended() << "\n" << server.log_text();
+  std::filesystem::remove_all(dir);
+}
+
+// Keys from INFERLAB_API_KEY and a key file; listening beyond the loopback with them gives no
+// warning, without them it does.
+TEST(ServerCli, KeysFromTheEnvironmentAndAFile) {
+  if (!testing::have_llama3_tokenizer()) GTEST_SKIP() << "Llama 3 tokenizer not fetched";
+  const auto dir = scratch("keys");
+  make_checkpoint(dir);
+  std::ofstream(dir / "keys.txt") << "# keys\nsk-from-file\n";
+  const std::vector<std::string> common = {
+      "--model", (dir / "ckpt").string(), "--device", "cpu", "--port", "0", "--host", "0.0.0.0"};
+  {
+    std::vector<std::string> args = common;
+    args.insert(args.end(), {"--api-key-file", (dir / "keys.txt").string()});
+    testing::ServerProcess server(args, dir / "keyed.log", {"INFERLAB_API_KEY=sk-from-env"});
+    const int port = server.wait_for_port();
+    ASSERT_GT(port, 0) << server.log_text();
+    httplib::Client client("127.0.0.1", port);
+    EXPECT_EQ(client.Get("/v1/models")->status, 401);
+    EXPECT_EQ(client.Get("/v1/models", {{"Authorization", "Bearer sk-wrong"}})->status, 401);
+    EXPECT_EQ(client.Get("/v1/models", {{"Authorization", "Bearer sk-from-env"}})->status, 200);
+    EXPECT_EQ(client.Get("/v1/models", {{"Authorization", "Bearer sk-from-file"}})->status, 200);
+    EXPECT_EQ(client.Get("/health")->status, 200);
+    server.signal(SIGTERM);
+    ASSERT_TRUE(server.wait_exit());
+    EXPECT_TRUE(server.exited_with(0)) << server.how_it_ended();
+    EXPECT_EQ(server.log_text().find("warning"), std::string::npos) << server.log_text();
+    EXPECT_NE(server.log_text().find("2 API key(s)"), std::string::npos) << server.log_text();
+  }
+  {
+    testing::ServerProcess server(common, dir / "open.log");
+    ASSERT_GT(server.wait_for_port(), 0) << server.log_text();
+    server.signal(SIGTERM);
+    ASSERT_TRUE(server.wait_exit());
+    EXPECT_NE(server.log_text().find("inferlab: warning: listening on 0.0.0.0 without an API key"),
+              std::string::npos)
+        << server.log_text();
+  }
   std::filesystem::remove_all(dir);
 }
 
 TEST(ServerCli, BadFlagsAreExitTwo) {
+  const auto dir = scratch("flags");
+  const auto not_pem = dir / "not.pem";
+  std::ofstream(not_pem) << "not a certificate\n";
   testing::expect_refused({
       "server --model /nonexistent/model --device cpu",
       "server --model llama-3.2-1b --device cpu --port 70000",
@@ -107,7 +137,18 @@ TEST(ServerCli, BadFlagsAreExitTwo) {
       "loadgen --url http://127.0.0.1:1 --rate 1 --requests 1",
       "loadgen --url ftp://example --model m --rate 1 --requests 1",
       "loadgen --url http://127.0.0.1:1 --model m --rate -1 --requests 1",
+      "loadgen --url https://127.0.0.1:1 --model m --rate 1 --requests 1 --ca-cert /nonexistent",
+      // Keys and certificates, checked before anything loads.
+      "server --model llama-3.2-1b --device cpu --api-key-file /nonexistent/keys",
+      "server --model llama-3.2-1b --device cpu --api-key 'two words'",
+      "server --model llama-3.2-1b --device cpu --protect-metrics",
+      "server --model llama-3.2-1b --device cpu --ssl-certfile /nonexistent/cert.pem",
+      "server --model llama-3.2-1b --device cpu --ssl-certfile /nonexistent/cert.pem "
+      "--ssl-keyfile /nonexistent/key.pem",
+      "server --model llama-3.2-1b --device cpu --ssl-certfile " + not_pem.string() +
+          " --ssl-keyfile " + not_pem.string(),
   });
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

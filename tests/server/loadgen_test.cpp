@@ -3,9 +3,12 @@
 #include "server/loadgen.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 
+#include "self_signed_cert.hpp"
 #include "serve/metrics.hpp"
 #include "server_test_support.hpp"
 #include "util/error.hpp"
@@ -77,6 +80,38 @@ TEST(Loadgen, MeasuresEveryRequestOfALiveServer) {
   EXPECT_NE(metrics.find("inferlab:generation_tokens_total{model_name=\"tiny\"} " +
                          std::to_string(output_tokens) + "\n"),
             std::string::npos);
+}
+
+// A server behind HTTPS (self-signed) and an API key: the load generator trusts the certificate
+// and sends the key; without the key it stops at the model list, with a wrong one every request
+// fails as a 401.
+TEST(Loadgen, SendsTheKeyOverHttps) {
+  if (!inferlab::testing::have_llama3_tokenizer()) GTEST_SKIP() << "Llama 3 tokenizer not fetched";
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("inferlab_loadgen_tls_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const auto files = testing::write_self_signed_cert(dir);
+  testing::ServerSetup setup;
+  setup.api_keys = {"sk-load"};
+  setup.tls = {files.cert, files.key};
+  testing::TestServer server(setup);
+  LoadgenOptions options;
+  options.url = server.url();
+  options.vocab_size = 128000;
+  options.ca_cert = files.cert;
+  const auto reqs = requests(4, 0.0);
+  EXPECT_THROW(run_loadgen(reqs, options), InputError);  // 401 on /v1/models
+  options.api_key = "sk-load";
+  const LoadgenResult result = run_loadgen(reqs, options);
+  EXPECT_EQ(result.model, "tiny");
+  EXPECT_EQ(result.failed, 0) << (result.failures.empty() ? "" : result.failures[0]);
+  options.api_key = "sk-wrong";
+  options.model = "tiny";
+  const LoadgenResult refused = run_loadgen(reqs, options);
+  EXPECT_EQ(refused.failed, 4);
+  ASSERT_FALSE(refused.failures.empty());
+  EXPECT_NE(refused.failures[0].find("HTTP 401"), std::string::npos) << refused.failures[0];
+  std::filesystem::remove_all(dir);
 }
 
 // A fake server answering every completion with `handler`, on a free port, while it lives.

@@ -16,56 +16,16 @@ namespace inferlab::server {
 namespace {
 
 using nlohmann::json;
+using testing::greedy;
+using testing::post;
+using testing::post_stream;
+using testing::Streamed;
 using testing::TestServer;
 
 #define SKIP_WITHOUT_TOKENIZER()                                                  \
   if (!inferlab::testing::have_llama3_tokenizer()) {                              \
     GTEST_SKIP() << "Llama 3 tokenizer not fetched (scripts/fetch-tokenizer.sh)"; \
   }
-
-json post(const TestServer& server, const std::string& path, const json& body,
-          int* status = nullptr) {
-  auto client = server.client();
-  auto res = client.Post(path.c_str(), body.dump(), "application/json");
-  if (!res) throw std::runtime_error("no response");
-  if (status) *status = res->status;
-  return json::parse(res->body);
-}
-
-struct Streamed {
-  int status = 0;
-  std::vector<json> chunks;
-  bool done = false;  // ended with [DONE]
-};
-
-// A streamed request; `stop_after` chunks, then the client hangs up (0: read to the end).
-Streamed post_stream(const TestServer& server, const std::string& path, const json& body,
-                     size_t stop_after = 0) {
-  auto client = server.client();
-  Streamed out;
-  SseParser parser;
-  httplib::Request req;
-  req.method = "POST";
-  req.path = path;
-  req.body = body.dump();
-  req.set_header("Content-Type", "application/json");
-  req.response_handler = [&](const httplib::Response& r) {
-    out.status = r.status;
-    return true;
-  };
-  req.content_receiver = [&](const char* data, size_t size, uint64_t, uint64_t) {
-    for (auto& event : parser.feed(std::string_view(data, size))) {
-      if (event == kSseDone) {
-        out.done = true;
-      } else {
-        out.chunks.push_back(json::parse(event));
-      }
-    }
-    return stop_after == 0 || out.chunks.size() < stop_after;
-  };
-  client.send(req);
-  return out;
-}
 
 // What generate() gives for `prompt` alone on the same weights: the reference.
 std::string reference_text(const TestServer& server, const std::string& prompt, int64_t tokens) {
@@ -75,14 +35,6 @@ std::string reference_text(const TestServer& server, const std::string& prompt, 
   options.max_new_tokens = tokens;
   const auto result = engine::generate(*backend, ids, options);
   return engine::utf8_lossy(server.tokenizer().decode(result.tokens, true));
-}
-
-json greedy(const std::string& prompt, int64_t tokens) {
-  return {{"model", "tiny"},
-          {"prompt", prompt},
-          {"max_tokens", tokens},
-          {"temperature", 0},
-          {"ignore_eos", true}};
 }
 
 // Greedy completions of `tokens` tokens for every prompt, posted from a thread each at once.
