@@ -6,7 +6,7 @@
 #          and off (the tokens must be equal) and `bench` (prefill time, decode step time);
 #  profile: `bench --profile --profile-grid long` of Llama 3.1 8B (decode at 6k-64k contexts,
 #          prefill chunks after cached prefixes up to 128k), the calibration's long-context data;
-#  long:   two long-prompt serving workloads (prompts 2k-100k tokens) measured with their
+#  long:   three long-prompt serving workloads (prompts 2k-100k tokens) measured with their
 #          iteration and request CSVs, for the simulator's tails (validation/long_prompt_tails.py
 #          runs the simulator on the same streams).
 #   OUT=DIR bash validation/long_context_gpu.sh BIN_DIR [STAGES]   (default "issue ctx profile long")
@@ -75,7 +75,7 @@ if [[ " $stages " == *" profile "* ]]; then
 fi
 
 want() { [[ " $stages " == *" $1 "* ]]; }
-if want long || want longA || want longB; then
+if want long || want longA || want longB || want longC; then
   # Two workloads of long prompts on Llama 3.1 8B, chunked prefill beside decodes, graphs on.
   common=(serve --model llama-3.1-8b --hardware h200 --executor engine --device cuda
           --framework inferlab --cuda-graphs on --policy chunked --max-num-seqs 64
@@ -95,6 +95,14 @@ if want long || want longA || want longB; then
     --requests-csv "$out/longB_requests.csv" --iterations-csv "$out/longB_iterations.csv" \
     >"$out/longB.json" 2>"$out/longB.err"
   log "long: B exit $?"
+  fi
+  if want long || want longC; then
+    log "long: C (prompts uniform 2000-60000; 40 requests at 0.5/s)"
+    timeout 240 "$bin/inferlab" "${common[@]}" --requests 40 --rate 0.5 \
+      --input-dist uniform:2000,60000 --output-dist lognormal:250,0.6 \
+      --requests-csv "$out/longC_requests.csv" --iterations-csv "$out/longC_iterations.csv" \
+      >"$out/longC.json" 2>"$out/longC.err"
+    log "long: C exit $?"
   fi
 fi
 log "done"

@@ -12,7 +12,7 @@
 # (/proc/PID/task/*/status: the thread waiting for the signal shows it unblocked while it waits;
 # any other is one the kernel may kill the server through), puts it under
 # load (8 streaming clients back to back, validation/server_sigterm_clients.py, beside a
-# closed-loop `inferlab loadgen` of 32), waits a random 1 to 20 s, scrapes /metrics in every
+# closed-loop `inferlab loadgen` of 32), waits a random 1 to 20 s (MAX_DELAY_MS), scrapes /metrics in every
 # other trial (the H200 failure came right after a scrape), sends SIGTERM and checks:
 # exit 0, "inferlab: shutting down" and "inferlab: server stopped" in its log, no request it
 # answered with 200 cut short, and no thread but the waiting one with SIGTERM unblocked. Writes $OUT/sigterm_summary.txt (a line a trial, then the
@@ -41,8 +41,9 @@ passed=0
 for trial in $(seq "$trials"); do
   t=$logs/trial_$trial
   mkdir -p "$t"
+  # shellcheck disable=SC2086  # SERVER_FLAGS: more server flags (e.g. --gemm-warmup off)
   "$bin/inferlab" server --model "$model" --device "$device" --port $port --max-num-seqs 64 \
-    --max-num-batched-tokens 2048 --kv-tokens 131072 --http-threads 128 \
+    --max-num-batched-tokens 2048 --kv-tokens 131072 --http-threads 128 ${SERVER_FLAGS:-} \
     >"$t/server.out" 2>"$t/server.err" &
   server=$!
   if ! wait_for_line "serving" "$t/server.err" $server 300; then
@@ -66,7 +67,7 @@ for trial in $(seq "$trials"); do
     --input-dist fixed:512 --output-dist fixed:128 --vocab-size 128000 --seed $trial \
     --timeout-s 300 --format json >"$t/loadgen.json" 2>"$t/loadgen.err" &
   loadgen=$!
-  delay_ms=$((1000 + RANDOM % 19000))
+  delay_ms=$((1000 + RANDOM % (${MAX_DELAY_MS:-20000} - 999)))
   sleep "$(printf '%d.%03d' $((delay_ms / 1000)) $((delay_ms % 1000)))"
   scraped=no
   if ((trial % 2 == 0)); then

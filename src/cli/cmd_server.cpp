@@ -102,9 +102,8 @@ void run_server(const ServerArgs& a) {
   const std::vector<int32_t> eos =
       engine::stop_token_ids(tokenizer, is_checkpoint_folder(a.model) ? a.model : "");
   const engine::LlamaConfig llama = engine::load_llama_config(a.model);
-  const int64_t max_model_len =
+  int64_t max_model_len =
       resolve_max_model_len(a.max_model_len, llama.model.max_position_embeddings);
-  config.max_model_len = max_model_len;  // the scheduler's own check behind the 400
   EngineOptions options;
   options.device = resolve_device(a.device);
   options.seed = a.seed;
@@ -143,6 +142,24 @@ void run_server(const ServerArgs& a) {
   const double ready_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - loading).count();
   const engine::Backend* backend = backends.target.get();
+  // A request of max_model_len tokens must fit the KV pool (as vLLM checks at start-up): a
+  // --max-model-len past it is refused; the model's context is cut to it, and said.
+  const int64_t kv_slots = backend->kv_layout().slots();
+  if (max_model_len > kv_slots) {
+    if (a.max_model_len > 0) {
+      throw InputError(fmt::format(
+          "--max-model-len {} is more than the KV cache holds ({} tokens); give a smaller one or "
+          "a larger --kv-tokens",
+          max_model_len, kv_slots));
+    }
+    std::cerr << fmt::format(
+        "inferlab: note: max model length {} (the model's context) cut to the KV cache's {} "
+        "tokens\n",
+        max_model_len, kv_slots);
+    max_model_len = kv_slots;
+  }
+  config.max_model_len = max_model_len;  // the scheduler's own check behind the 400
+  http_options.max_model_len = max_model_len;
   server::ServingMetrics metrics;
   server::LoopOptions loop_options{
       config, a.max_queue, backends.draft.get(),

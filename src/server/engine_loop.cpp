@@ -128,7 +128,9 @@ void EngineLoop::after_iteration() {
     }
     const RequestOutcome& outcome = scheduler_.outcome(id);
     if (outcome.rejected) {
-      end(id, active, "error", 0, "the prompt does not fit in the KV cache");
+      end(id, active, "error", 0,
+          outcome.past_max_model_len ? "the prompt and max_tokens pass the maximum model length"
+                                     : "the prompt and max_tokens do not fit in the KV cache");
       ended.push_back(id);
       continue;
     }

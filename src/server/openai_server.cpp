@@ -161,11 +161,15 @@ GenerationJob OpenAiServer::make_job(const CompletionRequest& r) const {
                     std::max<int64_t>(job.max_tokens, 1)),
         r.max_tokens ? "max_tokens" : "prompt", "context_length_exceeded");
   }
-  if (prompt + 1 > loop_.kv_slots()) {
-    throw ApiError(400,
-                   fmt::format("the prompt ({} tokens) does not fit in the KV cache ({} tokens)",
-                               prompt, loop_.kv_slots()),
-                   "prompt");
+  // The scheduler's own rule (it never starts a request that cannot finish in the whole pool):
+  // the prompt and every generated token but the last hold a KV slot.
+  if (prompt + job.max_tokens - 1 > loop_.kv_slots()) {
+    throw ApiError(
+        400,
+        fmt::format("the prompt ({} tokens) and max_tokens ({}) need {} KV slots; the "
+                    "KV cache holds {}",
+                    prompt, job.max_tokens, prompt + job.max_tokens - 1, loop_.kv_slots()),
+        prompt + 1 > loop_.kv_slots() ? "prompt" : "max_tokens");
   }
   job.min_tokens = std::min(r.min_tokens, job.max_tokens);
   job.sampling.temperature = r.temperature;

@@ -41,8 +41,8 @@ TEST(ServeReplay, ReplayingARunGivesItBackAndPricesEachIteration) {
   const auto measured = dir / "measured.csv", replayed = dir / "replayed.csv";
   auto run = run_inferlab(flags + " --iterations-csv " + measured.string());
   ASSERT_EQ(run.exit_code, 0) << run.err;
-  auto replay = run_inferlab(flags + " --executor replay --replay-iterations " +
-                             measured.string() + " --iterations-csv " + replayed.string());
+  auto replay = run_inferlab(flags + " --executor replay --replay-iterations " + measured.string() +
+                             " --iterations-csv " + replayed.string());
   ASSERT_EQ(replay.exit_code, 0) << replay.err;
   const auto a = nlohmann::json::parse(run.out), b = nlohmann::json::parse(replay.out);
   // (The CSV keeps durations to 0.1 us, so the replayed clock may differ by that much.)
@@ -58,18 +58,20 @@ TEST(ServeReplay, ReplayingARunGivesItBackAndPricesEachIteration) {
   ASSERT_EQ(m.size(), r.size());
   ASSERT_GT(m.size(), 10u);
   for (size_t i = 1; i < m.size(); ++i) {
-    EXPECT_EQ(r[i][1], m[i][1]) << i;   // duration_ms
-    EXPECT_EQ(r[i][2], m[i][2]) << i;   // prefill_tokens
+    EXPECT_EQ(r[i][1], m[i][1]) << i;                                 // duration_ms
+    EXPECT_EQ(r[i][2], m[i][2]) << i;                                 // prefill_tokens
     EXPECT_NEAR(std::stod(r[i][11]), std::stod(m[i][1]), 1e-3) << i;  // simulated_ms: the price
   }
   // Another seed forms other iterations: refused, naming where the replay left the run.
-  auto other = run_inferlab(flags + " --seed 5 --executor replay --replay-iterations " +
-                            measured.string());
+  std::string other_flags = flags;
+  other_flags.replace(other_flags.find("--seed 4"), 8, "--seed 5");
+  auto other =
+      run_inferlab(other_flags + " --executor replay --replay-iterations " + measured.string());
   EXPECT_EQ(other.exit_code, 2);
   EXPECT_NE(other.err.find("differ from the measured run"), std::string::npos) << other.err;
   std::ofstream(dir / "bad.csv") << "start_s,duration_ms\n0,1\n";
   testing::expect_refused({
-      flags + " --executor replay",  // no file
+      flags + " --executor replay",                         // no file
       flags + " --replay-iterations " + measured.string(),  // no replay executor
       flags + " --executor replay --replay-iterations /nonexistent.csv",
       flags + " --executor replay --replay-iterations " + (dir / "bad.csv").string(),

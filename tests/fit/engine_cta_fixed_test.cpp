@@ -6,6 +6,7 @@
 
 #include "cost/engine/engine_cost.hpp"
 #include "fit/engine_kernel_fit.hpp"
+#include "util/error.hpp"
 
 namespace inferlab {
 namespace {

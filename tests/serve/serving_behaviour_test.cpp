@@ -83,7 +83,9 @@ TEST(ServeCost, TheEngineReplaysGraphsOnlyForOneTokenDecodesPaddedToAPowerOfTwo)
 // positions while the other SMs idle, which the mean context does not show.
 TEST(ServeCost, AnUnevenDecodeBatchIsNoFasterThanItsLongestSequencesCtas) {
   const ModelConfig model = load_model("llama-3.1-8b");
-  const LoadedCost hw = load_cost({"h200"});
+  CostRequest request{"h200"};
+  request.engine_costs = "auto";  // the engine's own calibration, as --framework inferlab has it
+  const LoadedCost hw = load_cost(request);
   PredictOptions options;
   options.framework = Framework::inferlab;
   options.cuda_graphs = true;
@@ -101,8 +103,7 @@ TEST(ServeCost, AnUnevenDecodeBatchIsNoFasterThanItsLongestSequencesCtas) {
   const int64_t mean = (9 * 1024 + 40000) / 10;  // 4921, on the 16-token grain: 4928
   const double balanced_s = cost.attention_s(10, 1, 4928);
   ASSERT_GT(straggler_s, balanced_s);
-  EXPECT_NEAR(cost.time_s(uneven), cost.flat_s(16, true) + straggler_s + cost.sampled_s(16),
-              1e-12);
+  EXPECT_NEAR(cost.time_s(uneven), cost.flat_s(16, true) + straggler_s + cost.sampled_s(16), 1e-12);
   (void)mean;
   // Ten sequences at 4928 each: balanced, the mean prices them.
   IterationBatch even;
