@@ -75,7 +75,7 @@ void run_ablation(const BenchArgs& a, OutputFormat format) {
     const PredictRun predicted = run_prediction(common, a.batch, a.input, a.output);
     engine::BenchResult result;
     {
-      auto backend = make_engine_backend(a.model, options);
+      auto backend = engine::open_backend(a.model, options);
       result = engine::run_engine_bench(*backend, bench);
     }
     const auto& spec = predicted.hw.spec;

@@ -36,7 +36,7 @@ void run_profile(const BenchArgs& a, OutputFormat format) {
   options.max_sequences = kMaxSequences;
   const std::string device_name =
       options.device == "cuda" ? engine::cuda_device_name() : std::string("cpu");
-  auto backend = make_engine_backend(a.model, options);
+  auto backend = engine::open_backend(a.model, options);
   const auto& layout = backend->kv_layout();
   const auto points =
       engine::profile_grid(backend->config().model.max_position_embeddings, layout.slots(),

@@ -30,9 +30,9 @@ void run_speculative_bench(const BenchArgs& a, OutputFormat format) {
   EngineOptions options = batch_engine_options(a);                   // batch 1
   options.kv_tokens = a.input + speculative.k + 1;
   options.kv_pool_tokens = options.kv_tokens;  // leave the GPU's memory to the draft model too
-  auto target = make_engine_backend(a.model, options);
+  auto target = engine::open_backend(a.model, options);
   std::unique_ptr<engine::Backend> draft;
-  if (!draft_model.empty()) draft = make_engine_backend(draft_model, options);
+  if (!draft_model.empty()) draft = engine::open_backend(draft_model, options);
   const auto costs = engine::measure_speculative_costs(*target, draft.get(), speculative, a.input,
                                                        a.repeats, a.seed);
   const std::string device_name =
@@ -59,7 +59,7 @@ void run_bench(const BenchArgs& a) {
     common = predict_args_for(a, options, hardware_for_compare(a, device_name));
     load_cost_model(common);
   }
-  auto backend = make_engine_backend(a.model, options);
+  auto backend = engine::open_backend(a.model, options);
   const engine::BenchOptions bench = bench_options(a, !a.no_kernels && options.device == "cuda");
   const engine::BenchResult result = engine::run_engine_bench(*backend, bench);
   if (a.compare) predicted = run_prediction(common, a.batch, a.input, a.output).prediction;

@@ -112,9 +112,9 @@ void run_generate(const GenerateArgs& a) {
     engine_options.kv_tokens += speculative.k;
     engine_options.kv_pool_tokens = engine_options.kv_tokens;
   }
-  auto backend = make_engine_backend(a.model, engine_options);
+  auto backend = engine::open_backend(a.model, engine_options);
   std::unique_ptr<engine::Backend> draft;
-  if (!draft_model.empty()) draft = make_engine_backend(draft_model, engine_options);
+  if (!draft_model.empty()) draft = engine::open_backend(draft_model, engine_options);
   std::vector<int32_t> stops =
       engine::stop_token_ids(tok, is_checkpoint_folder(a.model) ? a.model : "");
   engine::GenerateOptions options{a.max_tokens,

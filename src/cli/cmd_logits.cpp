@@ -74,7 +74,7 @@ void run_logits(const LogitsArgs& a) {
   options.max_batch_tokens = std::max<int64_t>(4096, prefill);
   options.max_sequences = 1;
   apply_engine_switches(a.switches, options);
-  auto backend = make_engine_backend(a.model, options);
+  auto backend = engine::open_backend(a.model, options);
   const int64_t context = backend->config().model.max_position_embeddings;
   if (context > 0 && count > context) {
     throw InputError(

@@ -83,7 +83,7 @@ ServeResult run_on_engine(const ServeCommandArgs& a, const std::vector<ServeRequ
         "--weights fp8");
   }
   const std::string model = a.common.model;
-  const EngineBackends backends = make_engine_backends(model, draft_model, options);
+  const EngineBackends backends = engine::open_engine(model, draft_model, options);
   engine.kv_blocks = backends.target->kv_layout().num_blocks;
   engine::ServingExecutor executor(*backends.target, requests, a.serve.seed);
   if (backends.draft) executor.set_draft_model(*backends.draft);

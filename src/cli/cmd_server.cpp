@@ -138,7 +138,7 @@ void run_server(const ServerArgs& a) {
   http_options.tls = tls;
 
   const auto loading = std::chrono::steady_clock::now();
-  const EngineBackends backends = make_engine_backends(a.model, draft_model, options);
+  const EngineBackends backends = engine::open_engine(a.model, draft_model, options);
   const double ready_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - loading).count();
   const engine::Backend* backend = backends.target.get();

@@ -1,54 +1,13 @@
 #include "cli/engine_args.hpp"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <cstdlib>
 
 #include "cli/common_args.hpp"
-#include "engine/checkpoint.hpp"
-#include "engine/cpu/cpu_backend.hpp"
-#include "engine/cuda_backend.hpp"
-#include "engine/init_weights.hpp"
-#include "engine/quant/quantized_model.hpp"
-#include "engine/speculative.hpp"
-#include "engine/tensor_source.hpp"
-#include "engine/tp/shard.hpp"
-#include "engine/tp/tp_cpu_backend.hpp"
-#include "util/data_dir.hpp"
 #include "util/error.hpp"
 
 namespace inferlab::cli {
-
-bool is_checkpoint_folder(const std::string& model) {
-  std::error_code ec;
-  return std::filesystem::is_regular_file(std::filesystem::path(model) / "config.json", ec);
-}
-
-std::filesystem::path tokenizer_path(const std::string& model, const std::string& tokenizer) {
-  if (!tokenizer.empty()) return tokenizer;
-  if (!model.empty() && is_checkpoint_folder(model)) {
-    auto own = std::filesystem::path(model) / "tokenizer.json";
-    std::error_code ec;
-    if (std::filesystem::is_regular_file(own, ec)) return own;
-    throw InputError("checkpoint '" + model + "' has no tokenizer.json; give --tokenizer FILE");
-  }
-  return fetched_tokenizer_dir("llama3") / "tokenizer.json";
-}
-
-engine::LlamaModel load_engine_model(const std::string& model, uint64_t seed) {
-  if (is_checkpoint_folder(model)) return engine::load_llama_model(model);
-  engine::LlamaConfig config = engine::load_llama_config(model);
-  engine::LlamaWeights weights = engine::random_llama_weights(config, seed);
-  return {std::move(config), std::move(weights)};
-}
-
-std::string resolve_device(const std::string& device) {
-  if (device == "auto") return engine::cuda_device_available() ? "cuda" : "cpu";
-  if (device == "cpu" || device == "cuda") return device;
-  throw InputError("unknown --device '" + device + "'; known: auto, cpu, cuda");
-}
 
 void add_engine_switches(CLI::App* cmd, EngineSwitchArgs& args) {
   cmd->add_option("--gemv", args.gemv,
@@ -103,139 +62,6 @@ void apply_engine_switches(const EngineSwitchArgs& args, EngineOptions& options)
       options.quant.weights != DType::int8) {
     throw InputError("--activations int8 is W8A8 and needs --weights int8");
   }
-}
-
-namespace {
-
-// Refuses, before any weight is read, a CPU run that would not fit in this machine's memory.
-void check_cpu_memory(const engine::LlamaConfig& config, int64_t kv_tokens, int64_t tp) {
-  double physical_bytes =
-      static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
-  // Tensor parallelism replicates the embedding on every rank (and builds the shards from the
-  // whole model's weights: a second copy while they are made).
-  double needed_bytes =
-      static_cast<double>(engine::cpu_backend_bytes(config, kv_tokens)) * (tp > 1 ? 2.0 : 1.0) +
-      4.0 * static_cast<double>((tp - 1) * config.model.embedding_params());
-  if (needed_bytes > 0.9 * physical_bytes) {
-    throw InputError(fmt::format(
-        "{} on the CPU needs {:.1f} GB (fp32 weights and KV cache for {} tokens); this machine "
-        "has {:.1f} GB",
-        config.model.name, needed_bytes / 1e9, kv_tokens, physical_bytes / 1e9));
-  }
-}
-
-// The number formats `config` runs in: --weights auto takes the checkpoint's own.
-engine::QuantConfig resolved_quant(const engine::LlamaConfig& config,
-                                   const EngineOptions& options) {
-  engine::QuantConfig quant = options.quant;
-  if (options.weights_from_checkpoint) {
-    quant.weights = engine::checkpoint_weight_format(config);
-    if (quant.activations == DType::int8 && quant.weights != DType::int8) {
-      throw InputError("--activations int8 is W8A8 and needs --weights int8");
-    }
-  }
-  return quant;
-}
-
-engine::CudaBackendOptions cuda_backend_options(const EngineOptions& options,
-                                                const engine::QuantConfig& quant) {
-  engine::CudaBackendOptions cuda;
-  cuda.gpu_memory_utilization = options.gpu_memory_utilization;
-  cuda.max_batch_tokens = options.max_batch_tokens;
-  cuda.max_sequences = options.max_sequences;
-  cuda.block_size = options.block_size;
-  cuda.cuda_graphs = options.cuda_graphs;
-  cuda.max_kv_tokens = options.kv_pool_tokens;
-  cuda.reserved_bytes = options.reserved_bytes;
-  cuda.reserved_bytes_per_kv_block = options.reserved_bytes_per_kv_block;
-  cuda.gemv = options.gemv;
-  cuda.fusion = options.fusion;
-  cuda.naive_attention = options.naive_attention;
-  cuda.warm_gemm_rows = options.warm_gemm_rows;
-  cuda.quant = quant;
-  // A switch for checking the GPU sampler against the host's: logits to the host, picked there.
-  const char* host_sampling = std::getenv("INFERLAB_ENGINE_HOST_SAMPLING");
-  cuda.sample_on_device = host_sampling == nullptr || std::string(host_sampling) != "1";
-  return cuda;
-}
-
-}  // namespace
-
-std::unique_ptr<engine::Backend> make_engine_backend(const std::string& model,
-                                                     const EngineOptions& options) {
-  const engine::LlamaConfig config = engine::load_llama_config(model);
-  engine::QuantConfig quant = resolved_quant(config, options);
-  if (config.gptq && quant.weights == DType::int4) quant.group_size = config.gptq->group_size;
-  engine::check_quant_config(quant, config.model.hidden_size, config.model.intermediate_size,
-                             config.model.q_dim());
-  if (options.tp > 1) engine::check_tensor_parallel(config.model, options.tp);
-  if (options.device == "cpu") {
-    check_cpu_memory(config, options.kv_tokens, options.tp);
-    if (options.tp > 1) {
-      return engine::make_tp_cpu_backend(load_engine_model(model, options.seed), options.tp,
-                                         options.kv_tokens, options.block_size, quant);
-    }
-    return engine::make_cpu_backend(load_engine_model(model, options.seed), options.kv_tokens,
-                                    options.block_size, quant);
-  }
-  if (options.tp > 1) {
-    // Issue 22: sharded CUDA weights with NCCL all-reduces inside the captured graphs need
-    // machines of 2 or 4 GPUs to build and check on; none has been lent so far.
-    throw InputError(fmt::format(
-        "--tp {} --device cuda: the CUDA backend runs on one GPU (tensor parallelism across GPUs "
-        "is not built yet); --device cpu runs the sharded model on the CPU reference",
-        options.tp));
-  }
-  const engine::CudaBackendOptions cuda = cuda_backend_options(options, quant);
-  if (!engine::cuda_device_available()) {
-    throw InputError("--device cuda: no CUDA GPU is visible on this machine; use --device cpu");
-  }
-  std::unique_ptr<engine::Backend> backend;
-  if (is_checkpoint_folder(model)) {
-    const auto checkpoint = engine::Checkpoint::open(model);
-    engine::check_llama_checkpoint(checkpoint, config);
-    backend = engine::make_cuda_backend(config, engine::checkpoint_tensor_source(checkpoint), cuda,
-                                        &checkpoint);
-  } else {
-    backend =
-        engine::make_cuda_backend(config, engine::random_tensor_source(config, options.seed), cuda);
-  }
-  if (options.kv_tokens > backend->kv_layout().slots()) {
-    throw InputError(fmt::format("the KV cache holds {} tokens on this GPU; {} are needed",
-                                 backend->kv_layout().slots(), options.kv_tokens));
-  }
-  return backend;
-}
-
-EngineBackends make_engine_backends(const std::string& model, const std::string& draft_model,
-                                    const EngineOptions& options) {
-  EngineBackends backends;
-  if (draft_model.empty()) {
-    backends.target = make_engine_backend(model, options);
-    return backends;
-  }
-  const engine::LlamaConfig draft_config = engine::load_llama_config(draft_model);
-  engine::check_draft_vocabulary(engine::load_llama_config(model), draft_config);
-  EngineOptions target = options;
-  if (options.device == "cuda") {
-    // The target's pool is otherwise all that --gpu-memory-utilization leaves. The draft needs
-    // its weights and buffers and a KV block for each of the target's, so the target leaves the
-    // draft's fixed bytes and sizes its pool by both models' KV bytes per block: blocks =
-    // (budget − both models' fixed bytes) / (target's + draft's bytes per block).
-    const engine::CudaBackendOptions draft_cuda =
-        cuda_backend_options(options, resolved_quant(draft_config, options));
-    target.reserved_bytes = engine::cuda_backend_fixed_bytes(draft_config, draft_cuda);
-    target.reserved_bytes_per_kv_block = engine::cuda_kv_block_bytes(draft_config, draft_cuda);
-  }
-  backends.target = make_engine_backend(model, target);
-  EngineOptions draft = options;
-  draft.kv_tokens = backends.target->kv_layout().slots();  // the target's blocks, no more
-  draft.kv_pool_tokens = draft.kv_tokens;
-  // The draft takes the room the target left: its budget is all the GPU has left (capped at the
-  // target's blocks above), so that rounding in the target's allocations cannot cost it a block.
-  draft.gpu_memory_utilization = 1.0;
-  backends.draft = make_engine_backend(draft_model, draft);
-  return backends;
 }
 
 }  // namespace inferlab::cli

@@ -1,0 +1,72 @@
+#pragma once
+// One way to open the engine (every front end: the CLI, the server, the Python binding, tests):
+// a model reference (a checkpoint folder or a shipped name) and EngineOptions in, the backend(s)
+// out, with the device resolved and the number formats, tensor-parallel degree and memory checked
+// before any weight is read.
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "engine/backend.hpp"
+#include "engine/llama_weights.hpp"
+#include "engine/quant/formats.hpp"
+
+namespace inferlab::engine {
+
+// True when `model` names a checkpoint folder (config.json inside) rather than a shipped model.
+bool is_checkpoint_folder(const std::string& model);
+
+// The tokenizer for `model`: `tokenizer` when given (tokenizer.json or its folder), else the
+// checkpoint's own tokenizer.json, else the fetched Llama 3 tokenizer (shipped model names).
+std::filesystem::path tokenizer_path(const std::string& model, const std::string& tokenizer);
+
+// A checkpoint folder's weights, or random weights at a shipped model's real shapes (the
+// values init-weights would write with this seed).
+LlamaModel load_engine_model(const std::string& model, uint64_t seed);
+
+// "cuda" or "cpu" for a device name (auto → cuda when a GPU is visible); an unknown name is an
+// InputError.
+std::string resolve_device(const std::string& device);
+
+// Where to run and how big the cache and batches are.
+struct EngineOptions {
+  std::string device = "auto";  // auto (cuda where a GPU is present), cuda, cpu
+  uint64_t seed = 0;            // random weights of a shipped model
+  int64_t kv_tokens = 0;        // the cache must hold this many tokens (CPU: exactly this)
+  int64_t kv_pool_tokens = 0;   // > 0: the GPU's pool holds this many, not all memory left
+  int64_t max_batch_tokens = 4096;
+  int64_t max_sequences = 256;
+  int64_t block_size = 16;       // tokens per KV block
+  bool cuda_graphs = true;       // decode steps replay captured graphs (CUDA)
+  bool gemv = true;              // few rows on the engine's GEMV kernels, not cuBLASLt (CUDA)
+  bool fusion = true;            // the decode GEMVs' norm prologue and epilogues (CUDA)
+  bool naive_attention = false;  // materialized scores instead of the flash kernels (CUDA)
+  int64_t warm_gemm_rows = 0;    // > 0: every GEMM shape up to this many rows run at start-up
+  bool weights_from_checkpoint = true;  // weights "auto": the checkpoint's format (GPTQ or bf16)
+  QuantConfig quant;
+  double gpu_memory_utilization = 0.90;
+  int64_t tp = 1;  // tensor-parallel ranks (CPU: threads over the sharded reference)
+  // GPU: room the pool leaves for a second model (a draft: its fixed bytes, KV bytes per block).
+  int64_t reserved_bytes = 0, reserved_bytes_per_kv_block = 0;
+};
+
+// The backend for `model` on options.device (already resolved), its weights, KV cache and GEMM
+// inputs as options.quant says (weights "auto": a GPTQ checkpoint's own format, else bf16). CPU:
+// refused up front when its fp32 weights and cache would not fit in this machine's memory; the
+// fp32 reference of the quantized model. CUDA: weights read straight from the checkpoint (or
+// drawn at the shipped shapes), quantized while they load.
+std::unique_ptr<Backend> open_backend(const std::string& model, const EngineOptions& options);
+
+// The target's backend and, with `draft_model` (a checkpoint folder or shipped name; empty:
+// none), a draft model's for speculative decoding: same device, switches and block size, and a
+// KV pool of the target's blocks, so the scheduler's block tables serve both
+// (engine/serving_drafter.hpp). A draft whose vocabulary is not the target's is an InputError
+// before any weight is read.
+struct EngineBackends {
+  std::unique_ptr<Backend> target, draft;
+};
+EngineBackends open_engine(const std::string& model, const std::string& draft_model,
+                           const EngineOptions& options);
+
+}  // namespace inferlab::engine
