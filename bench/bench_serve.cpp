@@ -26,7 +26,7 @@ void BM_Serve10kRequestsLlama3_8bH100(benchmark::State& state) {
   const ModelConfig model = load_model("llama-3-8b");
   const LoadedCost hw = load_cost({"h100-sxm"});
   const auto requests = generate_workload(chat_workload(10000, 20.0));
-  EngineConfig engine;
+  SchedulerConfig engine;
   engine.policy = SchedulePolicy::chunked;
   engine.max_num_batched_tokens = 2048;
   PredictOptions options;
@@ -34,7 +34,7 @@ void BM_Serve10kRequestsLlama3_8bH100(benchmark::State& state) {
   int64_t iterations = 0;
   for (auto _ : state) {
     PredictedIterationCost cost(model, hw.spec, *hw.cost, options, load_host_overhead());
-    ServeResult r = run_engine(requests, engine, cost);
+    ServeResult r = simulate_serving(requests, engine, cost);
     iterations = static_cast<int64_t>(r.iterations.size());
     benchmark::DoNotOptimize(r.makespan_s);
   }
@@ -47,8 +47,8 @@ void BM_Capacity4Gpus4TpDegrees(benchmark::State& state) {
   plan.model = load_model("llama-3-8b");
   plan.hardware = {"h100-sxm", "h200", "a100-80g", "l40s"};
   plan.tp_degrees = {1, 2, 4, 8};
-  plan.engine.policy = SchedulePolicy::chunked;
-  plan.engine.max_num_batched_tokens = 2048;
+  plan.scheduler.policy = SchedulePolicy::chunked;
+  plan.scheduler.max_num_batched_tokens = 2048;
   plan.unit_rate_requests = generate_workload(chat_workload(1000, 1.0));
   plan.slo = {1.0, 0.05};
   int simulations = 0;

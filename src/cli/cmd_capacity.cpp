@@ -61,7 +61,7 @@ CapacityPlanRequest make_plan(const CapacityArgs& a, std::unique_ptr<ModelConfig
   plan.slo = parse_capacity_slo(a.slo);
   plan.usd_per_device_hour = parse_prices(a.prices);
   plan.model = load_model(a.common.model);
-  plan.engine = make_engine_config(a.serve, plan.model.max_position_embeddings);
+  plan.scheduler = make_scheduler_config(a.serve, plan.model.max_position_embeddings);
   draft = load_draft_model(a.serve);
   plan.draft_model = draft.get();
   // The same requests at every rate: drawn at 1 request/s, or the trace's pattern at a mean

@@ -85,7 +85,7 @@ HtmlPage serve_page(const ReportArgs& a) {
   ModelConfig model = load_model(a.common.model);
   LoadedHardware hw = load_cost_model(a.common);
   PredictOptions o = to_predict_options(a.common);
-  EngineConfig engine = make_engine_config(a.serve, model.max_position_embeddings);
+  SchedulerConfig scheduler = make_scheduler_config(a.serve, model.max_position_embeddings);
   const std::unique_ptr<ModelConfig> draft = load_draft_model(a.serve);
   SloTargets slo;
   if (!a.slo.empty()) {
@@ -94,7 +94,7 @@ HtmlPage serve_page(const ReportArgs& a) {
     slo.tpot_s = targets.tpot_p99_s;
   }
   std::vector<ServeRequest> requests = make_workload(a.serve, a.serve.rate);
-  const KvBudget kv = size_kv_cache(engine, model, hw.spec, o);
+  const KvBudget kv = size_kv_cache(scheduler, model, hw.spec, o);
   const std::string title =
       fmt::format("{} served on {} (TP {})", model.name, hw.spec.display_name, o.tp);
   const std::string workload =
@@ -106,16 +106,16 @@ HtmlPage serve_page(const ReportArgs& a) {
   std::string subtitle = fmt::format(
       "inferlab serve: {}; policy {}, max {} seqs, {} batched tokens, prefix caching {}; {} "
       "cost model",
-      workload, schedule_policy_name(engine.policy), engine.max_num_seqs,
-      engine.max_num_batched_tokens, engine.prefix_caching ? "on" : "off", hw.cost->name());
+      workload, schedule_policy_name(scheduler.policy), scheduler.max_num_seqs,
+      scheduler.max_num_batched_tokens, scheduler.prefix_caching ? "on" : "off", hw.cost->name());
   if (!kv.fits()) {
     return serve_not_fitting_page(title, subtitle, kv.weights_bytes, kv.activations_bytes,
                                   kv.usable_bytes);
   }
   PredictedIterationCost cost(model, hw.spec, *hw.cost, o, load_host_overhead(), draft.get());
-  const ServeResult result = run_engine(requests, engine, cost);
+  const ServeResult result = simulate_serving(requests, scheduler, cost);
   const ServeSummary summary = summarize(result, slo);
-  ServeReportInput in{title, subtitle, &result, &summary, engine.block_size, !a.slo.empty()};
+  ServeReportInput in{title, subtitle, &result, &summary, scheduler.block_size, !a.slo.empty()};
   return serve_html_page(in);
 }
 

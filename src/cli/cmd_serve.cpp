@@ -32,20 +32,20 @@ struct ServeCommandArgs {
 // The engine's run of the same schedule: the model on --device, its KV pool holding
 // --kv-tokens (default on a GPU: what its memory holds, less the draft model's share where
 // --speculative names one; the CPU needs it given), each iteration timed on the wall clock.
-// `engine.kv_blocks` becomes the pool's size.
+// `scheduler.kv_blocks` becomes the pool's size.
 ServeResult run_on_engine(const ServeCommandArgs& a, const std::vector<ServeRequest>& requests,
-                          EngineConfig& engine, const IterationCost& cost) {
+                          SchedulerConfig& scheduler, const IterationCost& cost) {
   // draft=ngram: prompt lookup on the host; any other name: a draft model beside the target.
   std::string draft_model =
-      engine.speculative.k > 0 ? parse_speculative(a.serve.speculative).draft_model : "";
+      scheduler.speculative.k > 0 ? parse_speculative(a.serve.speculative).draft_model : "";
   if (draft_model == "ngram") draft_model.clear();
   EngineOptions options;
   options.device = resolve_device(a.device);
   options.seed = a.serve.seed;
-  options.block_size = engine.block_size;
+  options.block_size = scheduler.block_size;
   // Without --kv-tokens the GPU's pool is what --gpu-memory-utilization leaves, which need not
-  // equal the simulated GPU's estimate; the run reports the pool it had (engine.kv_blocks), and a
-  // comparison with the simulation passes the same --kv-tokens to both.
+  // equal the simulated GPU's estimate; the run reports the pool it had (scheduler.kv_blocks), and
+  // a comparison with the simulation passes the same --kv-tokens to both.
   options.kv_tokens = a.kv_tokens > 0 ? a.kv_tokens : 0;
   options.kv_pool_tokens = options.kv_tokens;  // the simulated run is given the same pool
   if (options.device == "cpu" && a.kv_tokens <= 0) {
@@ -55,42 +55,28 @@ ServeResult run_on_engine(const ServeCommandArgs& a, const std::vector<ServeRequ
   // rejected by the scheduler and never reach the engine.
   int64_t longest = 0;
   for (const auto& r : requests) {
-    if (!exceeds_max_model_len(r, engine)) {
+    if (!exceeds_max_model_len(r, scheduler)) {
       longest = std::max(longest, r.prompt_tokens + r.output_tokens);
     }
   }
-  options.max_batch_tokens = max_iteration_tokens(engine, longest);
-  options.max_sequences = engine.max_num_seqs;
+  options.max_batch_tokens = max_iteration_tokens(scheduler, longest);
+  options.max_sequences = scheduler.max_num_seqs;
   options.gpu_memory_utilization = a.common.gpu_memory_utilization;
   options.cuda_graphs = a.common.cuda_graphs == "on";  // decode-only iterations replay graphs
   // Every GEMM shape an iteration can have, run before the first request (CUDA; the flag's value
   // was checked in the command's callback).
-  if (a.gemm_warmup == "on") options.warm_gemm_rows = engine.max_num_batched_tokens;
-  // The simulator's number formats, run for real: --weights, --kv, and --activations int8 (W8A8)
-  // or fp8 with fp8 weights (which the engine's fp8 path implies).
-  if (!a.common.weights.empty()) {
-    options.weights_from_checkpoint = false;
-    options.quant.weights = engine::parse_weight_format(a.common.weights);
-  }
-  if (!a.common.kv.empty()) options.quant.kv = engine::parse_kv_format(a.common.kv);
-  const std::string& activations = a.common.activations;
-  if (activations == "int8") {
-    options.quant.activations = DType::int8;
-  } else if (!activations.empty() && activations != "bf16" &&
-             !(activations == "fp8" && options.quant.weights == DType::fp8)) {
-    throw InputError(
-        "--executor engine runs --activations bf16, int8 (W8A8) or fp8 with "
-        "--weights fp8");
-  }
+  if (a.gemm_warmup == "on") options.warm_gemm_rows = scheduler.max_num_batched_tokens;
+  // The simulator's number formats, run for real, in the engine commands' grammar.
+  apply_number_formats(a.common.weights, a.common.kv, a.common.activations, options);
   const std::string model = a.common.model;
   const EngineBackends backends = engine::open_engine(model, draft_model, options);
-  engine.kv_blocks = backends.target->kv_layout().num_blocks;
+  scheduler.kv_blocks = backends.target->kv_layout().num_blocks;
   engine::ServingExecutor executor(*backends.target, requests, a.serve.seed);
   if (backends.draft) executor.set_draft_model(*backends.draft);
   executor.profile_kernels(!a.kernel_profile_csv.empty());
   // Each measured iteration also priced by the simulator (the iterations CSV's simulated_ms).
-  PricedExecutor priced(executor, cost, engine);
-  ServeResult result = run_serving(requests, engine, priced);
+  PricedExecutor priced(executor, cost, scheduler);
+  ServeResult result = run_serving(requests, scheduler, priced);
   if (!a.kernel_profile_csv.empty()) {
     std::ofstream out = open_output(a.kernel_profile_csv, "--kernel-profile-csv");
     out << "iteration,prefill_tokens,decode_seqs,class,ms,launches\n";
@@ -185,31 +171,31 @@ void register_serve(CLI::App& app) {
         is_checkpoint_folder(a.common.model) ? a.common.model + "/config.json" : a.common.model);
     LoadedHardware hw = load_cost_model(a.common);
     PredictOptions o = to_predict_options(a.common);
-    EngineConfig engine = make_engine_config(a.serve, model.max_position_embeddings);
+    SchedulerConfig scheduler = make_scheduler_config(a.serve, model.max_position_embeddings);
     const std::unique_ptr<ModelConfig> draft = load_draft_model(a.serve);
     const SloTargets slo = goodput_slo(a.slo);
     std::vector<ServeRequest> requests = make_workload(a.serve, a.serve.rate);
-    KvBudget kv = size_kv_cache(engine, model, hw.spec, o);
+    KvBudget kv = size_kv_cache(scheduler, model, hw.spec, o);
     if (a.kv_tokens < 0) throw InputError("--kv-tokens must be positive");
     if (a.kv_tokens > 0) {  // the simulated run and the engine's get the same pool
-      engine.kv_blocks = (a.kv_tokens + engine.block_size - 1) / engine.block_size;
+      scheduler.kv_blocks = (a.kv_tokens + scheduler.block_size - 1) / scheduler.block_size;
     }
-    const ServeSetupView setup{model, hw.spec, hw.cost->name(), o.tp, engine, kv};
+    const ServeSetupView setup{model, hw.spec, hw.cost->name(), o.tp, scheduler, kv};
     if (!kv.fits()) {  // not fitting is a result: say so with the numbers
       const std::string text = serve_not_fitting_text(setup);
       emit(serve_setup_json(setup), text, text, format);
       return;
     }
     PredictedIterationCost cost(model, hw.spec, *hw.cost, o, load_host_overhead(), draft.get());
-    cost.set_graph_batch_limit(engine.max_num_seqs);
+    cost.set_graph_batch_limit(scheduler.max_num_seqs);
     ServeResult result;
     if (a.executor == "engine") {
-      result = run_on_engine(a, requests, engine, cost);
+      result = run_on_engine(a, requests, scheduler, cost);
     } else if (a.executor == "replay") {
       // The measured iterations again, each priced by the cost model (simulated_ms).
-      ReplayExecutor replay(load_measured_iterations(a.replay_iterations), engine);
-      PricedExecutor priced(replay, cost, engine);
-      result = run_serving(requests, engine, priced);
+      ReplayExecutor replay(load_measured_iterations(a.replay_iterations), scheduler);
+      PricedExecutor priced(replay, cost, scheduler);
+      result = run_serving(requests, scheduler, priced);
       if (replay.remaining() > 0) {
         throw InputError(
             fmt::format("the replay ended with {} measured iterations left: the "
@@ -217,12 +203,12 @@ void register_serve(CLI::App& app) {
                         replay.remaining()));
       }
     } else {
-      result = run_engine(requests, engine, cost);
+      result = simulate_serving(requests, scheduler, cost);
     }
     const ServeSummary s = summarize(result, slo);
-    write_serve_files(a, result,
-                      fmt::format("{} on {}, {}", model.name, hw.spec.name, engine.max_num_seqs));
-    kv.blocks = engine.kv_blocks;  // --kv-tokens, or the engine's pool, where they set it
+    write_serve_files(
+        a, result, fmt::format("{} on {}, {}", model.name, hw.spec.name, scheduler.max_num_seqs));
+    kv.blocks = scheduler.kv_blocks;  // --kv-tokens, or the engine's pool, where they set it
     nlohmann::json json = serve_json(setup, s);
     std::string text = serve_text(setup, s);
     json["executor"] = a.executor;

@@ -77,7 +77,7 @@ void run_server(const ServerArgs& a) {
   server::ApiKeys keys = api_keys_of(a);
   const server::TlsFiles tls{a.ssl_certfile, a.ssl_keyfile};
   server::check_tls_files(tls);
-  EngineConfig config;
+  SchedulerConfig config;
   config.policy = parse_schedule_policy(a.policy);
   if (config.policy != SchedulePolicy::vllm && config.policy != SchedulePolicy::chunked) {
     throw InputError("the server schedules with --policy chunked or vllm (paged KV cache)");

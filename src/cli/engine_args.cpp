@@ -44,11 +44,7 @@ void apply_engine_switches(const EngineSwitchArgs& args, EngineOptions& options)
     throw InputError("unknown --attention '" + args.attention + "'; known: flash, naive");
   }
   options.naive_attention = args.attention == "naive";
-  options.weights_from_checkpoint = args.weights == "auto";
-  options.quant.weights =
-      options.weights_from_checkpoint ? DType::bf16 : engine::parse_weight_format(args.weights);
-  options.quant.kv = engine::parse_kv_format(args.kv);
-  options.quant.activations = engine::parse_activation_format(args.activations);
+  apply_number_formats(args.weights, args.kv, args.activations, options);
   if (args.group_size < 32 || args.group_size > 65536 || args.group_size % 32 != 0) {
     throw InputError("--group-size must be a multiple of 32 in [32, 65536]");
   }
@@ -58,10 +54,27 @@ void apply_engine_switches(const EngineSwitchArgs& args, EngineOptions& options)
         fmt::format("--tp {}: the tensor-parallel degree must be in [1, 64]", args.tp));
   }
   options.tp = args.tp;
-  if (options.quant.activations == DType::int8 && !options.weights_from_checkpoint &&
-      options.quant.weights != DType::int8) {
-    throw InputError("--activations int8 is W8A8 and needs --weights int8");
+}
+
+void apply_number_formats(const std::string& weights, const std::string& kv,
+                          const std::string& activations, EngineOptions& options) {
+  options.weights_from_checkpoint = weights.empty() || weights == "auto";
+  options.quant.weights =
+      options.weights_from_checkpoint ? DType::bf16 : engine::parse_weight_format(weights);
+  options.quant.kv = kv.empty() ? DType::bf16 : engine::parse_kv_format(kv);
+  // fp8 inputs are what fp8 weights run with anyway (their GEMMs quantize x per token): the
+  // flag names them, and means nothing with any other weights. (W8A8's rule, int8 activations
+  // with int8 weights, is checked once, where the checkpoint's own format is known:
+  // engine::check_quant_config.)
+  if (activations == "fp8") {
+    if (options.quant.weights != DType::fp8) {
+      throw InputError("--activations fp8 runs with --weights fp8 (whose GEMMs take fp8 inputs)");
+    }
+    options.quant.activations = DType::bf16;
+    return;
   }
+  options.quant.activations =
+      activations.empty() ? DType::bf16 : engine::parse_activation_format(activations);
 }
 
 }  // namespace inferlab::cli

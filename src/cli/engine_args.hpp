@@ -29,5 +29,10 @@ struct EngineSwitchArgs {
 void add_engine_switches(CLI::App* cmd, EngineSwitchArgs& args);
 // Parses the switches into `options` (InputError for unknown names and impossible combinations).
 void apply_engine_switches(const EngineSwitchArgs& args, EngineOptions& options);
+// --weights (auto or empty: the checkpoint's), --kv and --activations (bf16, int8 for W8A8, or
+// fp8 with fp8 weights) into options.quant: the one grammar of the engine's number formats, for
+// the engine commands' switches and `serve --executor engine`'s predict-style flags alike.
+void apply_number_formats(const std::string& weights, const std::string& kv,
+                          const std::string& activations, EngineOptions& options);
 
 }  // namespace inferlab::cli

@@ -5,6 +5,7 @@
 #include "cli/common_args.hpp"
 #include "cli/engine_args.hpp"
 #include "cli/workload_grammar.hpp"
+#include "serve/speculative_spec.hpp"
 #include "util/error.hpp"
 #include "util/text.hpp"
 
@@ -71,8 +72,8 @@ PreemptionMode parse_preemption(const std::string& name) {
   throw InputError("--preemption takes recompute or swap, got '" + name + "'");
 }
 
-EngineConfig make_engine_config(const ServeArgs& a, int64_t model_context) {
-  EngineConfig c;
+SchedulerConfig make_scheduler_config(const ServeArgs& a, int64_t model_context) {
+  SchedulerConfig c;
   c.max_model_len = resolve_max_model_len(a.max_model_len, model_context);
   c.policy = parse_schedule_policy(a.policy);
   c.preemption = parse_preemption(a.preemption);
@@ -98,35 +99,8 @@ EngineConfig make_engine_config(const ServeArgs& a, int64_t model_context) {
 }
 
 SpeculativeArgs parse_speculative(const std::string& text) {
-  SpeculativeArgs s;
-  if (text.empty()) return s;
-  for (const std::string& item : split_text(text, ',')) {
-    const auto eq = item.find('=');
-    if (eq == std::string::npos) throw InputError("--speculative: '" + item + "' is not key=value");
-    const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
-    if (key == "draft") {
-      s.draft_model = value;
-    } else if (key == "k" || key == "accept") {
-      const auto parsed = parse_number(value);
-      if (!parsed) throw InputError("--speculative " + key + ": '" + value + "' is not a number");
-      const double v = *parsed;
-      if (key == "k") {
-        if (!(v >= 1 && v <= 16) || v != std::floor(v)) {
-          throw InputError("--speculative k must be a whole number in [1, 16]");
-        }
-        s.k = static_cast<int>(v);
-      } else {
-        if (!(v >= 0.0 && v <= 1.0)) throw InputError("--speculative accept must be in [0, 1]");
-        s.acceptance = v;
-      }
-    } else {
-      throw InputError("--speculative: unknown key '" + key + "'; known: draft, k, accept");
-    }
-  }
-  if (s.draft_model.empty() || s.k == 0) {
-    throw InputError("--speculative needs draft=MODEL and k=K (and accept=P)");
-  }
-  return s;
+  const SpeculativeSpec spec = parse_speculative_spec(text);
+  return {spec.draft, spec.k, spec.acceptance.value_or(0.0)};
 }
 
 std::unique_ptr<ModelConfig> load_draft_model(const ServeArgs& args) {

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "model/model_config.hpp"
-#include "serve/engine.hpp"
+#include "serve/serving_loop.hpp"
 #include "serve/workload.hpp"
 
 namespace inferlab::cli {
@@ -36,7 +36,7 @@ std::vector<ServeRequest> make_workload(const ServeArgs& args, double rate);
 
 // Engine limits and features; the KV cache size is filled in by the caller. max_model_len is
 // --max-model-len, else the model's context (`model_context`, 0 when unknown: no limit).
-EngineConfig make_engine_config(const ServeArgs& args, int64_t model_context);
+SchedulerConfig make_scheduler_config(const ServeArgs& args, int64_t model_context);
 // "recompute" or "swap"; InputError otherwise.
 PreemptionMode parse_preemption(const std::string& name);
 
@@ -45,7 +45,8 @@ struct SpeculativeArgs {
   int k = 0;
   double acceptance = 0.0;
 };
-// "draft=MODEL,k=4,accept=0.7"; empty text: off.
+// --speculative in the one grammar (serve/speculative_spec.hpp); empty text: off. The simulator
+// takes accept=P (default 0); the engine executor measures its own and ignores it.
 SpeculativeArgs parse_speculative(const std::string& text);
 // The draft model --speculative names; null without speculation.
 std::unique_ptr<ModelConfig> load_draft_model(const ServeArgs& args);

@@ -73,12 +73,9 @@ void check_cpu_memory(const LlamaConfig& config, int64_t kv_tokens, int64_t tp) 
 // The number formats `config` runs in: --weights auto takes the checkpoint's own.
 QuantConfig resolved_quant(const LlamaConfig& config, const EngineOptions& options) {
   QuantConfig quant = options.quant;
-  if (options.weights_from_checkpoint) {
-    quant.weights = checkpoint_weight_format(config);
-    if (quant.activations == DType::int8 && quant.weights != DType::int8) {
-      throw InputError("--activations int8 is W8A8 and needs --weights int8");
-    }
-  }
+  if (options.weights_from_checkpoint) quant.weights = checkpoint_weight_format(config);
+  // A GPTQ checkpoint's int4 groups are its own.
+  if (config.gptq && quant.weights == DType::int4) quant.group_size = config.gptq->group_size;
   return quant;
 }
 
@@ -107,12 +104,13 @@ CudaBackendOptions cuda_backend_options(const EngineOptions& options, const Quan
 
 std::unique_ptr<Backend> open_backend(const std::string& model, const EngineOptions& options) {
   const LlamaConfig config = load_llama_config(model);
-  QuantConfig quant = resolved_quant(config, options);
-  if (config.gptq && quant.weights == DType::int4) quant.group_size = config.gptq->group_size;
-  check_quant_config(quant, config.model.hidden_size, config.model.intermediate_size,
-                     config.model.q_dim());
-  if (options.tp > 1) check_tensor_parallel(config.model, options.tp);
+  const QuantConfig quant = resolved_quant(config, options);
   if (options.device == "cpu") {
+    // The CPU factories check these again on the loaded model; here they refuse before the
+    // weights (gigabytes of fp32) are read or drawn.
+    check_quant_config(quant, config.model.hidden_size, config.model.intermediate_size,
+                       config.model.q_dim());
+    if (options.tp > 1) check_tensor_parallel(config.model, options.tp);
     check_cpu_memory(config, options.kv_tokens, options.tp);
     if (options.tp > 1) {
       return make_tp_cpu_backend(load_engine_model(model, options.seed), options.tp,
@@ -129,10 +127,8 @@ std::unique_ptr<Backend> open_backend(const std::string& model, const EngineOpti
         "is not built yet); --device cpu runs the sharded model on the CPU reference",
         options.tp));
   }
+  // (make_cuda_backend checks the GPU, the formats and the sizes before it reads a weight.)
   const CudaBackendOptions cuda = cuda_backend_options(options, quant);
-  if (!cuda_device_available()) {
-    throw InputError("--device cuda: no CUDA GPU is visible on this machine; use --device cpu");
-  }
   std::unique_ptr<Backend> backend;
   if (is_checkpoint_folder(model)) {
     const auto checkpoint = Checkpoint::open(model);

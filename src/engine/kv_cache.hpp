@@ -4,6 +4,8 @@
 #include <span>
 #include <vector>
 
+#include "model/model_config.hpp"
+
 namespace inferlab::engine {
 
 // The paged KV cache's shape: a pool of num_blocks blocks of block_size tokens, per layer, each
@@ -21,6 +23,13 @@ struct KvCacheLayout {
   // Elements (keys + values) per token across layers.
   int64_t elements_per_token() const { return 2 * num_layers * num_kv_heads * head_dim; }
 };
+
+// The layout of `model`'s cache: its layers, KV heads and head size, num_blocks blocks of
+// block_size tokens.
+inline KvCacheLayout kv_cache_layout(const ModelConfig& model, int64_t block_size,
+                                     int64_t num_blocks) {
+  return {model.num_layers, model.num_kv_heads, model.head_dim, block_size, num_blocks};
+}
 
 // A sequence's blocks, in order: token at position p lives in block table[p / block_size].
 using BlockTable = std::vector<int32_t>;

@@ -82,7 +82,6 @@ std::vector<int32_t> ServingExecutor::draft(size_t request, int64_t k) {
   std::vector<int32_t> context = at(request).prompt;
   context.insert(context.end(), at(request).generated.begin(), at(request).generated.end());
   std::vector<int32_t> tokens = ngram_proposal(context, k, ngram_max_, 1);
-  drafts_proposed_ += static_cast<int64_t>(tokens.size());
   while (static_cast<int64_t>(tokens.size()) < k) tokens.push_back(context.back());
   return tokens;
 }
@@ -101,14 +100,9 @@ BatchDrafter::Proposals ServingExecutor::model_drafts(const ScheduledIteration& 
     items.push_back({w.seq->id, w.seq->computed, w.new_tokens, w.decode, &tables.back(),
                      &record.sampling, &record.rng});
   }
-  BatchDrafter::Proposals proposals =
-      drafter_->propose(items, [this](int64_t seq, int64_t position) {
-        return token_at(static_cast<size_t>(seq), position);
-      });
-  for (const auto& tokens : proposals.tokens) {
-    drafts_proposed_ += static_cast<int64_t>(tokens.size());
-  }
-  return proposals;
+  return drafter_->propose(items, [this](int64_t seq, int64_t position) {
+    return token_at(static_cast<size_t>(seq), position);
+  });
 }
 
 double ServingExecutor::apply_swaps(const std::vector<KvSwap>& swaps) {

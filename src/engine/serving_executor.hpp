@@ -59,8 +59,6 @@ class ServingExecutor : public Executor {
   // Request i's prompt ids and the tokens generated for it, in order.
   const std::vector<int32_t>& prompt(size_t request) const { return at(request).prompt; }
   const std::vector<int32_t>& generated(size_t request) const { return at(request).generated; }
-  int64_t forward_passes() const { return forward_passes_; }
-  int64_t drafts_proposed() const { return drafts_proposed_; }  // n-gram hits, not padding
   int64_t draft_passes() const { return drafter_ ? drafter_->passes() : 0; }
 
   // With `on`, every forward pass is profiled (Backend::set_profiling: a CUDA backend then runs
@@ -98,7 +96,7 @@ class ServingExecutor : public Executor {
   KvSwapSpace swap_space_{backend_};  // swapped-out sequences' KV
   std::deque<Record> records_;        // requests first_id_, first_id_ + 1, ...
   size_t first_id_ = 0;
-  int64_t forward_passes_ = 0, drafts_proposed_ = 0;
+  int64_t forward_passes_ = 0;  // the kernel profiles' iteration numbers
   int64_t ngram_max_;
   bool profile_kernels_ = false;
   std::unique_ptr<BatchDrafter> drafter_;  // null: n-gram drafts

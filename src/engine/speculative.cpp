@@ -66,38 +66,19 @@ Distribution residual(const Distribution& p, const Distribution& q, int32_t draf
 }  // namespace
 
 SpeculativeOptions parse_speculative(const std::string& text, std::string& draft_model) {
-  SpeculativeOptions options;
-  draft_model.clear();
-  std::stringstream parts(text);
-  std::string part;
-  bool kind_seen = false;
-  while (std::getline(parts, part, ',')) {
-    const auto eq = part.find('=');
-    const std::string key = part.substr(0, eq);
-    const std::string value = eq == std::string::npos ? "" : part.substr(eq + 1);
-    if (!kind_seen) {
-      kind_seen = true;
-      if (key == "ngram" && eq == std::string::npos) {
-        options.drafter = SpeculativeOptions::Drafter::ngram;
-        continue;
-      }
-      if (key == "draft" && !value.empty()) {
-        options.drafter = SpeculativeOptions::Drafter::model;
-        draft_model = value;
-        continue;
-      }
-      throw InputError("--speculative must start with 'ngram' or 'draft=MODEL', got '" + text +
-                       "'");
-    }
-    if (key == "k") {
-      options.k = parse_count("k", value, 1, 16);
-    } else if (key == "n" && options.drafter == SpeculativeOptions::Drafter::ngram) {
-      options.ngram_max = parse_count("n", value, 1, 16);
-    } else {
-      throw InputError("--speculative: unknown field '" + part + "' (known: k, and n for ngram)");
-    }
+  if (text.empty()) throw InputError("--speculative is empty; e.g. ngram,k=4 or draft=MODEL,k=4");
+  const SpeculativeSpec spec = parse_speculative_spec(text);
+  if (spec.acceptance) {
+    throw InputError(
+        "--speculative accept= is the simulator's assumed acceptance; the engine measures its "
+        "own (drop accept=)");
   }
-  if (!kind_seen) throw InputError("--speculative is empty; e.g. ngram,k=4 or draft=MODEL,k=4");
+  SpeculativeOptions options;
+  options.drafter =
+      spec.ngram() ? SpeculativeOptions::Drafter::ngram : SpeculativeOptions::Drafter::model;
+  draft_model = spec.ngram() ? "" : spec.draft;
+  options.k = spec.k;
+  options.ngram_max = spec.ngram_max;
   return options;
 }
 

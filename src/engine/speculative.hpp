@@ -9,6 +9,7 @@
 #include "engine/generate.hpp"
 #include "engine/rng.hpp"
 #include "engine/sampling.hpp"
+#include "serve/speculative_spec.hpp"
 
 namespace inferlab::engine {
 
@@ -25,8 +26,10 @@ struct SpeculativeOptions {
   int64_t ngram_max = 3, ngram_min = 1;
 };
 
-// "ngram,k=4", "ngram,k=4,n=3" or "draft=MODEL,k=4" (MODEL: a checkpoint folder or shipped
-// name, returned in draft_model). InputError on anything else.
+// --speculative in the one grammar (serve/speculative_spec.hpp): "ngram,k=4", "ngram,k=4,n=3",
+// "draft=ngram,k=4" or "draft=MODEL,k=4" (MODEL: a checkpoint folder or shipped name, returned in
+// draft_model; empty for ngram). InputError on anything else, and for accept= (the simulator's
+// assumption: the engine measures its acceptance).
 SpeculativeOptions parse_speculative(const std::string& text, std::string& draft_model);
 
 struct SpeculativeStats {

@@ -31,7 +31,7 @@ nlohmann::json capacity_json(const CapacityPlanRequest& plan,
   const CapacitySlo& slo = plan.slo;
   return {{"model", plan.model.name},
           {"slo", {{"ttft_p99_ms", slo.ttft_p99_s * 1e3}, {"tpot_p99_ms", slo.tpot_p99_s * 1e3}}},
-          {"policy", schedule_policy_name(plan.engine.policy)},
+          {"policy", schedule_policy_name(plan.scheduler.policy)},
           {"requests", plan.unit_rate_requests.size()},
           {"configurations", configs}};
 }

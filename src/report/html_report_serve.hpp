@@ -2,8 +2,8 @@
 #include <string>
 
 #include "report/html_report.hpp"
-#include "serve/engine.hpp"
 #include "serve/metrics.hpp"
+#include "serve/serving_loop.hpp"
 
 namespace inferlab {
 

@@ -46,14 +46,14 @@ nlohmann::json serve_setup_json(const ServeSetupView& v) {
           {"hardware", v.hardware.name},
           {"cost_model", v.cost_model},
           {"tp", v.tp},
-          {"policy", schedule_policy_name(v.engine.policy)},
-          {"max_num_seqs", v.engine.max_num_seqs},
-          {"max_num_batched_tokens", v.engine.max_num_batched_tokens},
-          {"max_model_len", v.engine.max_model_len},
-          {"prefix_caching", v.engine.prefix_caching},
+          {"policy", schedule_policy_name(v.scheduler.policy)},
+          {"max_num_seqs", v.scheduler.max_num_seqs},
+          {"max_num_batched_tokens", v.scheduler.max_num_batched_tokens},
+          {"max_model_len", v.scheduler.max_model_len},
+          {"prefix_caching", v.scheduler.prefix_caching},
           {"kv_cache",
            {{"blocks", v.kv.blocks},
-            {"block_tokens", v.engine.block_size},
+            {"block_tokens", v.scheduler.block_size},
             {"block_bytes", v.kv.block_bytes},
             {"usable_bytes", v.kv.usable_bytes},
             {"weights_bytes", v.kv.weights_bytes},
@@ -116,13 +116,13 @@ std::string serve_text(const ServeSetupView& v, const ServeSummary& s) {
   return fmt::format(
              "{} on {} (tp {}), policy {}, {} requests ({} rejected{}), KV cache {} blocks "
              "of {} tokens\n\n",
-             v.model.name, v.hardware.display_name, v.tp, schedule_policy_name(v.engine.policy),
+             v.model.name, v.hardware.display_name, v.tp, schedule_policy_name(v.scheduler.policy),
              s.requests, s.rejected,
              s.rejected_past_max_model_len > 0
                  ? fmt::format(", {} past the max model length of {} tokens",
-                               s.rejected_past_max_model_len, v.engine.max_model_len)
+                               s.rejected_past_max_model_len, v.scheduler.max_model_len)
                  : "",
-             v.kv.blocks, v.engine.block_size) +
+             v.kv.blocks, v.scheduler.block_size) +
          serve_latency_table(s).to_text() +
          fmt::format(
              "\nthroughput {:.2f} req/s, {:.0f} output tok/s; goodput {:.2f} req/s "

@@ -8,19 +8,19 @@
 #include "model/model_config.hpp"
 #include "report/table.hpp"
 #include "report/xy_chart_svg.hpp"
-#include "serve/engine.hpp"
 #include "serve/metrics.hpp"
+#include "serve/serving_loop.hpp"
 #include "serve/serving_setup.hpp"
 
 namespace inferlab {
 
-// What `serve` ran: the model, the hardware, the engine and its KV cache.
+// What `serve` ran: the model, the hardware, the scheduler's limits and its KV cache.
 struct ServeSetupView {
   const ModelConfig& model;
   const HardwareSpec& hardware;
   std::string cost_model;
   int tp = 1;
-  const EngineConfig& engine;
+  const SchedulerConfig& scheduler;
   const KvBudget& kv;
 };
 

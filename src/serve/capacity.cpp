@@ -3,7 +3,7 @@
 namespace inferlab {
 
 RateSearch find_max_rate(const std::vector<ServeRequest>& unit_rate_requests,
-                         const EngineConfig& engine, const IterationCost& cost,
+                         const SchedulerConfig& engine, const IterationCost& cost,
                          const CapacitySlo& slo, double tolerance) {
   RateSearch search;
   std::vector<ServeRequest> scaled = unit_rate_requests;
@@ -12,7 +12,7 @@ RateSearch find_max_rate(const std::vector<ServeRequest>& unit_rate_requests,
       scaled[i].arrival_s = unit_rate_requests[i].arrival_s / rate;
     }
     ++search.simulations;
-    summary = summarize(run_engine(scaled, engine, cost));
+    summary = summarize(simulate_serving(scaled, engine, cost));
     return summary.rejected == 0 && summary.ttft.p99_s <= slo.ttft_p99_s &&
            summary.tpot.p99_s <= slo.tpot_p99_s;
   };

@@ -3,9 +3,9 @@
 #include <string>
 #include <vector>
 
-#include "serve/engine.hpp"
 #include "serve/iteration_cost.hpp"
 #include "serve/metrics.hpp"
+#include "serve/serving_loop.hpp"
 
 namespace inferlab {
 
@@ -27,7 +27,7 @@ struct RateSearch {
 // rate sees the same requests in the same order. Doubling then bisection to `tolerance`
 // (relative).
 RateSearch find_max_rate(const std::vector<ServeRequest>& unit_rate_requests,
-                         const EngineConfig& engine, const IterationCost& cost,
+                         const SchedulerConfig& engine, const IterationCost& cost,
                          const CapacitySlo& slo, double tolerance = 0.02);
 
 // USD per million output tokens at a throughput, for `devices` devices at a price per device

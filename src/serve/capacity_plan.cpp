@@ -42,7 +42,7 @@ std::vector<CapacityOutcome> plan_capacity(const CapacityPlanRequest& request) {
       }
       PredictOptions o = request.options;
       o.tp = tp;
-      EngineConfig e = request.engine;
+      SchedulerConfig e = request.scheduler;
       const KvBudget kv = size_kv_cache(e, request.model, hw.spec, o);
       c.kv_blocks = kv.blocks;
       c.fits = kv.fits();

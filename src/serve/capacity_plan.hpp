@@ -21,8 +21,8 @@ struct CapacityPlanRequest {
   std::map<std::string, double> usd_per_device_hour;  // by hardware name; may be partial
   CostMethod cost = CostMethod::auto_;
   std::string profile = kProfileAuto;
-  PredictOptions options;  // tp is set per configuration
-  EngineConfig engine;     // KV size is set per configuration
+  PredictOptions options;     // tp is set per configuration
+  SchedulerConfig scheduler;  // KV size is set per configuration
   std::vector<ServeRequest> unit_rate_requests;
   CapacitySlo slo;
 };

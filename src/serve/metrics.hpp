@@ -3,7 +3,7 @@
 #include <limits>
 #include <vector>
 
-#include "serve/engine.hpp"
+#include "serve/serving_loop.hpp"
 
 namespace inferlab {
 

@@ -6,7 +6,8 @@
 namespace inferlab {
 
 class Scheduler;
-// One file each (serve/policy_<name>.cpp); SchedulePolicy (serve/engine.hpp) says what each does.
+// One file each (serve/policy_<name>.cpp); SchedulePolicy (serve/serving_loop.hpp) says what each
+// does.
 std::vector<Work> schedule_vllm(Scheduler& scheduler);
 std::vector<Work> schedule_chunked(Scheduler& scheduler);
 std::vector<Work> schedule_orca(Scheduler& scheduler);

@@ -59,7 +59,8 @@ std::vector<MeasuredIteration> load_measured_iterations(const std::string& path)
   return rows;
 }
 
-ReplayExecutor::ReplayExecutor(std::vector<MeasuredIteration> measured, const EngineConfig& config)
+ReplayExecutor::ReplayExecutor(std::vector<MeasuredIteration> measured,
+                               const SchedulerConfig& config)
     : measured_(std::move(measured)) {
   if (config.speculative.k > 0) {
     throw InputError(

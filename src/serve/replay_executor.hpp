@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "serve/engine.hpp"
 #include "serve/executor.hpp"
+#include "serve/serving_loop.hpp"
 
 namespace inferlab {
 
@@ -26,7 +26,7 @@ std::vector<MeasuredIteration> load_measured_iterations(const std::string& path)
 // an InputError: the replay has left the measured run (other flags or another workload).
 class ReplayExecutor : public Executor {
  public:
-  ReplayExecutor(std::vector<MeasuredIteration> measured, const EngineConfig& config);
+  ReplayExecutor(std::vector<MeasuredIteration> measured, const SchedulerConfig& config);
   IterationOutcome execute(const ScheduledIteration& iteration) override;
   // Measured iterations not replayed yet (0 at the end of a faithful replay).
   size_t remaining() const { return measured_.size() - next_; }

@@ -22,14 +22,14 @@ SchedulePolicyFn policy_function(SchedulePolicy policy) {
   return schedule_chunked;
 }
 
-Scheduler::Scheduler(const std::vector<ServeRequest>& requests, const EngineConfig& config)
+Scheduler::Scheduler(const std::vector<ServeRequest>& requests, const SchedulerConfig& config)
     : config_(config),
       policy_(policy_function(config.policy)),
       blocks_(config.kv_blocks, config.block_size,
               config.prefix_caching && config.policy != SchedulePolicy::orca &&
                   config.policy != SchedulePolicy::static_batch) {
   seqs_.resize(requests.size());
-  result_.requests.resize(requests.size());
+  outcomes_.resize(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
     init_seq(seqs_[i], requests[i], static_cast<int64_t>(i));
     arrivals_.push_back(&seqs_[i]);
@@ -59,13 +59,12 @@ void Scheduler::init_seq(Seq& seq, const ServeRequest& request, int64_t id) {
 int64_t Scheduler::add(ServeRequest request, double now) {
   request.arrival_s = now;
   added_requests_.push_back(std::move(request));
-  if (!online_ && !seqs_.empty()) {
+  if (!arrivals_.empty()) {
     throw std::logic_error("scheduler: requests join online only when it started without any");
   }
-  online_ = true;
   const auto id = first_id_ + static_cast<int64_t>(seqs_.size());
   seqs_.emplace_back();
-  online_outcomes_.emplace_back();
+  outcomes_.emplace_back();
   Seq& seq = seqs_.back();
   init_seq(seq, added_requests_.back(), id);
   seq.state = SeqState::waiting;
@@ -93,7 +92,7 @@ void Scheduler::forget(int64_t id) {
   // Finished and forgotten requests at the front go; ids keep counting (first_id_).
   while (!seqs_.empty() && seqs_.front().forgotten) {
     seqs_.pop_front();
-    online_outcomes_.pop_front();
+    outcomes_.pop_front();
     added_requests_.pop_front();
     ++first_id_;
   }
@@ -109,6 +108,12 @@ void Scheduler::arrive(double now) {
     s->state = SeqState::waiting;
     waiting_.push_back(s);
   }
+}
+
+ServeResult Scheduler::take_result() {
+  result_.requests.assign(std::make_move_iterator(outcomes_.begin()),
+                          std::make_move_iterator(outcomes_.end()));
+  return std::move(result_);
 }
 
 ScheduledIteration Scheduler::schedule() {
@@ -289,14 +294,15 @@ void Scheduler::emit(Seq* s, int64_t tokens, double now) {
   }
 }
 
-void Scheduler::update(const ScheduledIteration& iteration, const IterationOutcome& outcome,
-                       double now, IterationRecord& record) {
+Scheduler::UpdateCounts Scheduler::update(const ScheduledIteration& iteration,
+                                          const IterationOutcome& outcome, double now) {
+  UpdateCounts counts;
   for (size_t i = 0; i < iteration.work.size(); ++i) {
     const Work& w = iteration.work[i];
     Seq* s = w.seq;
     int64_t emitted = 0;
     if (w.decode) {
-      ++record.decode_seqs;
+      ++counts.decode_seqs;
       const int64_t advance = outcome.advance[i];
       if (w.new_tokens > 1) {
         result_.draft_tokens_proposed += w.new_tokens - 1;
@@ -305,7 +311,7 @@ void Scheduler::update(const ScheduledIteration& iteration, const IterationOutco
       s->computed += advance;
       emitted = std::min(advance, s->request->output_tokens - s->generated);
     } else {
-      record.prefill_tokens += w.new_tokens;
+      counts.prefill_tokens += w.new_tokens;
       s->computed += w.new_tokens;
       emitted = s->computed >= s->target ? 1 : 0;
     }
@@ -314,6 +320,7 @@ void Scheduler::update(const ScheduledIteration& iteration, const IterationOutco
     blocks_.mark_computed(s->id, s->computed, s->block_keys);
     if (emitted > 0) emit(s, emitted, now);
   }
+  return counts;
 }
 
 }  // namespace inferlab

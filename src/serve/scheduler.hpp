@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "serve/block_manager.hpp"
-#include "serve/engine.hpp"
 #include "serve/executor.hpp"
 #include "serve/sequence.hpp"
+#include "serve/serving_loop.hpp"
 
 namespace inferlab {
 
@@ -20,10 +20,10 @@ SchedulePolicyFn policy_function(SchedulePolicy policy);
 // Sequence state, queues and the block manager of the serving loop: arrivals join `waiting`,
 // admission moves them to `running` with KV blocks, preemption sends the newest running one
 // back (recompute) or to host memory (swap), and update() applies what an iteration did.
-// The loop (serve/engine.cpp) is schedule → execute → update.
+// The loop (serve/serving_loop.cpp) is schedule → execute → update.
 class Scheduler {
  public:
-  Scheduler(const std::vector<ServeRequest>& requests, const EngineConfig& config);
+  Scheduler(const std::vector<ServeRequest>& requests, const SchedulerConfig& config);
 
   // --- Online use (the server): requests join while it runs ------------------------------
   // Adds a request that arrives now (its arrival_s is set to `now`); it waits at once. Returns
@@ -48,9 +48,12 @@ class Scheduler {
   // The next iteration: its work and swap traffic (empty when nothing can run now).
   ScheduledIteration schedule();
   // Applies an iteration that ended at `now`: positions computed, tokens emitted, finished
-  // sequences released; fills the record's prefill/decode counts.
-  void update(const ScheduledIteration& iteration, const IterationOutcome& outcome, double now,
-              IterationRecord& record);
+  // sequences released. Returns its prompt tokens computed and its decoding sequences.
+  struct UpdateCounts {
+    int64_t prefill_tokens = 0, decode_seqs = 0;
+  };
+  UpdateCounts update(const ScheduledIteration& iteration, const IterationOutcome& outcome,
+                      double now);
 
   bool finished() const { return done_ == static_cast<size_t>(first_id_) + seqs_.size(); }
   bool has_pending_arrivals() const { return next_arrival_ < arrivals_.size(); }
@@ -60,10 +63,11 @@ class Scheduler {
   int64_t running_count() const { return static_cast<int64_t>(running_.size()); }
   int64_t waiting_count() const { return static_cast<int64_t>(waiting_.size() + swapped_.size()); }
   const BlockManager& blocks() const { return blocks_; }
-  ServeResult take_result() { return std::move(result_); }
+  // The whole run: the counters and every request's outcome, in id order.
+  ServeResult take_result();
 
   // --- The primitives the policies use ---------------------------------------------------
-  const EngineConfig& config() const { return config_; }
+  const SchedulerConfig& config() const { return config_; }
   // vllm and chunked page the cache; orca and static reserve each request's KV up front.
   bool paged() const;
   // Tokens one decode step computes for `s`: 1, or k + 1 under speculation, never more than
@@ -92,26 +96,22 @@ class Scheduler {
   const Seq& seq_ref(int64_t id) const { return seqs_[static_cast<size_t>(id - first_id_)]; }
   Seq& seq_ref(int64_t id) { return seqs_[static_cast<size_t>(id - first_id_)]; }
   const RequestOutcome& outcome_ref(int64_t id) const {
-    return online_ ? online_outcomes_[static_cast<size_t>(id - first_id_)]
-                   : result_.requests[static_cast<size_t>(id)];
+    return outcomes_[static_cast<size_t>(id - first_id_)];
   }
-  RequestOutcome& outcome_ref(int64_t id) {
-    return online_ ? online_outcomes_[static_cast<size_t>(id - first_id_)]
-                   : result_.requests[static_cast<size_t>(id)];
-  }
+  RequestOutcome& outcome_ref(int64_t id) { return outcomes_[static_cast<size_t>(id - first_id_)]; }
   bool reject_if_impossible(Seq* s);
   Seq* preempt();
   bool admit(Seq* s, int64_t chunk_limit, int64_t& new_tokens);
   void emit(Seq* s, int64_t tokens, double now);
 
-  EngineConfig config_;
+  SchedulerConfig config_;
   SchedulePolicyFn policy_;
   BlockManager blocks_;
   std::deque<Seq> seqs_;                     // a deque: Seq* stay valid as requests join
   std::deque<ServeRequest> added_requests_;  // the online requests' own storage
-  // Online: the outcomes of the requests still held, and the id of the first of them.
-  bool online_ = false;
-  std::deque<RequestOutcome> online_outcomes_;
+  // The outcomes of the requests still held (every request, unless forgotten online), and the id
+  // of the first of them.
+  std::deque<RequestOutcome> outcomes_;
   int64_t first_id_ = 0;
   std::vector<Seq*> arrivals_;
   size_t next_arrival_ = 0;

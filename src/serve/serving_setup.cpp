@@ -8,8 +8,8 @@
 
 namespace inferlab {
 
-KvBudget size_kv_cache(EngineConfig& engine, const ModelConfig& model, const HardwareSpec& hardware,
-                       const PredictOptions& options) {
+KvBudget size_kv_cache(SchedulerConfig& engine, const ModelConfig& model,
+                       const HardwareSpec& hardware, const PredictOptions& options) {
   const Precision precision = resolve_precision(options, hardware);
   const KernelPlan plan = kernel_plan_of(options);
   const ShardDims shard = shard_dims(model, options.tp);

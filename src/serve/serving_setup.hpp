@@ -4,7 +4,7 @@
 #include "hw/hardware_spec.hpp"
 #include "model/model_config.hpp"
 #include "predict/options.hpp"
-#include "serve/engine.hpp"
+#include "serve/serving_loop.hpp"
 
 namespace inferlab {
 
@@ -19,7 +19,7 @@ struct KvBudget {
 };
 // The budget is for `engine`'s block size and token budget, and is written into its KV cache
 // size (kv_blocks, kv_block_bytes).
-KvBudget size_kv_cache(EngineConfig& engine, const ModelConfig& model, const HardwareSpec& hardware,
-                       const PredictOptions& options);
+KvBudget size_kv_cache(SchedulerConfig& engine, const ModelConfig& model,
+                       const HardwareSpec& hardware, const PredictOptions& options);
 
 }  // namespace inferlab

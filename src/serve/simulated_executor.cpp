@@ -2,7 +2,7 @@
 
 namespace inferlab {
 
-SimulatedExecutor::SimulatedExecutor(const IterationCost& cost, const EngineConfig& config)
+SimulatedExecutor::SimulatedExecutor(const IterationCost& cost, const SchedulerConfig& config)
     : cost_(cost), speculative_(config.speculative), rng_(config.seed) {}
 
 IterationBatch iteration_batch(const ScheduledIteration& iteration,

@@ -1,9 +1,9 @@
 #pragma once
 #include <random>
 
-#include "serve/engine.hpp"
 #include "serve/executor.hpp"
 #include "serve/iteration_cost.hpp"
+#include "serve/serving_loop.hpp"
 
 namespace inferlab {
 
@@ -17,7 +17,7 @@ IterationBatch iteration_batch(const ScheduledIteration& iteration,
 // (Leviathan et al. 2023), drawn from a generator seeded with config.seed.
 class SimulatedExecutor : public Executor {
  public:
-  SimulatedExecutor(const IterationCost& cost, const EngineConfig& config);
+  SimulatedExecutor(const IterationCost& cost, const SchedulerConfig& config);
   IterationOutcome execute(const ScheduledIteration& iteration) override;
 
  private:
@@ -33,7 +33,7 @@ class SimulatedExecutor : public Executor {
 // part is then seen iteration by iteration, not only in the percentiles of diverged timelines.
 class PricedExecutor : public Executor {
  public:
-  PricedExecutor(Executor& measured, const IterationCost& cost, const EngineConfig& config)
+  PricedExecutor(Executor& measured, const IterationCost& cost, const SchedulerConfig& config)
       : measured_(measured), cost_(cost), speculative_(config.speculative) {}
   IterationOutcome execute(const ScheduledIteration& iteration) override;
 

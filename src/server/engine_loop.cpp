@@ -14,7 +14,7 @@ namespace inferlab::server {
 namespace {
 const std::vector<ServeRequest> kNoRequests;
 
-EngineConfig with_pool(EngineConfig config, const engine::Backend& backend) {
+SchedulerConfig with_pool(SchedulerConfig config, const engine::Backend& backend) {
   config.kv_blocks = backend.kv_layout().num_blocks;
   config.block_size = backend.kv_layout().block_size;
   return config;
@@ -302,8 +302,7 @@ void EngineLoop::iterate(std::vector<Incoming>& incoming) {
     return;
   }
   failed_in_a_row_ = 0;
-  IterationRecord record;
-  scheduler_.update(iteration, outcome, now_s(), record);
+  scheduler_.update(iteration, outcome, now_s());
   ++iterations_;
   after_iteration();
   publish_gauges();

@@ -12,8 +12,8 @@
 #include "engine/backend.hpp"
 #include "engine/sampling.hpp"
 #include "engine/serving_executor.hpp"
-#include "serve/engine.hpp"
 #include "serve/scheduler.hpp"
+#include "serve/serving_loop.hpp"
 #include "server/request_stream.hpp"
 #include "server/serving_metrics.hpp"
 
@@ -31,7 +31,7 @@ struct GenerationJob {
 };
 
 struct LoopOptions {
-  EngineConfig config;         // scheduling policy, limits, prefix caching, speculative k
+  SchedulerConfig config;      // scheduling policy, limits, prefix caching, speculative k
   int64_t max_waiting = 1024;  // requests queued beyond the running ones; more: 429
   // Speculative decoding's draft model (config.speculative.k drafts per step), kept by the
   // caller; null: n-gram lookup.

@@ -3,8 +3,8 @@
 #include <string>
 #include <vector>
 
-#include "serve/engine.hpp"
 #include "serve/request.hpp"
+#include "serve/serving_loop.hpp"
 
 namespace inferlab::server {
 

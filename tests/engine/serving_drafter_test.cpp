@@ -14,7 +14,7 @@
 #include "engine/cpu/cpu_backend.hpp"
 #include "engine/init_weights.hpp"
 #include "engine/serving_executor.hpp"
-#include "serve/engine.hpp"
+#include "serve/serving_loop.hpp"
 #include "test_support.hpp"
 #include "util/error.hpp"
 
@@ -52,8 +52,8 @@ std::vector<ServeRequest> workload() {
           {0.003, 17, 15, -1, 0}};
 }
 
-EngineConfig chunked(int k, bool prefix_caching = false) {
-  EngineConfig config;
+SchedulerConfig chunked(int k, bool prefix_caching = false) {
+  SchedulerConfig config;
   config.policy = SchedulePolicy::chunked;
   config.block_size = 8;
   config.max_num_batched_tokens = 32;  // prompts split into chunks beside decodes
@@ -68,7 +68,7 @@ struct ServedRun {
   int64_t draft_passes = 0;
 };
 
-ServedRun serve_on_cpu(const std::vector<ServeRequest>& requests, EngineConfig config,
+ServedRun serve_on_cpu(const std::vector<ServeRequest>& requests, SchedulerConfig config,
                        int64_t blocks, Draft draft) {
   CpuBackend backend(tiny(), target_weights(), config.block_size, blocks);
   config.kv_blocks = blocks;
@@ -110,7 +110,7 @@ TEST(ServingDrafter, GreedyTokensWithADraftModelAreTheTokensWithoutSpeculation) 
       EXPECT_EQ(preempted.tokens, reference) << name << ", k = " << k;
 
       // Preempted by swap: the draft's KV goes to host memory and back with the target's.
-      EngineConfig swapping = chunked(k);
+      SchedulerConfig swapping = chunked(k);
       swapping.preemption = PreemptionMode::swap;
       swapping.kv_block_bytes = 1024;
       const auto swapped = serve_on_cpu(at_once, swapping, 11, draft);
@@ -130,7 +130,7 @@ TEST(ServingDrafter, GreedyTokensWithADraftModelAreTheTokensWithoutSpeculation) 
       }
     }
   }
-  EngineConfig vllm = chunked(3);
+  SchedulerConfig vllm = chunked(3);
   vllm.policy = SchedulePolicy::vllm;
   EXPECT_EQ(serve_on_cpu(requests, vllm, 64, Draft::first_layer).tokens, reference);
 }
@@ -160,7 +160,7 @@ SampledRun serve_sampled(const std::vector<SamplingParams>& sampling, int k, Dra
     drafter = draft_backend(draft, 8, blocks);
     executor.set_draft_model(*drafter);
   }
-  EngineConfig config = chunked(k);
+  SchedulerConfig config = chunked(k);
   config.kv_blocks = blocks;
   SampledRun run;
   run.result = run_serving(requests, config, executor);

@@ -10,7 +10,7 @@
 
 #include "engine/cpu/cpu_backend.hpp"
 #include "engine/init_weights.hpp"
-#include "serve/engine.hpp"
+#include "serve/serving_loop.hpp"
 #include "test_support.hpp"
 
 namespace inferlab::engine {
@@ -32,7 +32,8 @@ struct Run {
   ServeResult result;
 };
 
-Run serve_on_cpu(const std::vector<ServeRequest>& requests, EngineConfig config, int64_t blocks) {
+Run serve_on_cpu(const std::vector<ServeRequest>& requests, SchedulerConfig config,
+                 int64_t blocks) {
   const LlamaConfig model = tiny();
   CpuBackend backend(model, random_llama_weights(model, 3), config.block_size, blocks);
   config.kv_blocks = blocks;
@@ -53,7 +54,7 @@ std::vector<std::vector<int32_t>> alone(const std::vector<ServeRequest>& request
     for (size_t j = 0; j < one.size(); ++j) {
       if (j != i) one[j] = {1e9, 1, 1, -1, 0};
     }
-    EngineConfig config;
+    SchedulerConfig config;
     config.block_size = 8;
     tokens.push_back(serve_on_cpu(one, config, 64).tokens[i]);
   }
@@ -67,14 +68,14 @@ TEST(ServingExecutor, BatchedChunkedCachedAndPreemptedRunsGiveEachRequestsAloneT
     ASSERT_EQ(static_cast<int64_t>(reference[i].size()), requests[i].output_tokens) << i;
   }
 
-  EngineConfig chunked;
+  SchedulerConfig chunked;
   chunked.policy = SchedulePolicy::chunked;
   chunked.block_size = 8;
   chunked.max_num_batched_tokens = 32;  // prompts split into chunks beside decodes
   auto batched = serve_on_cpu(requests, chunked, 64);
   EXPECT_EQ(batched.tokens, reference);
 
-  EngineConfig cached = chunked;
+  SchedulerConfig cached = chunked;
   cached.prefix_caching = true;
   auto with_prefix = serve_on_cpu(requests, cached, 64);
   EXPECT_EQ(with_prefix.tokens, reference);
@@ -88,7 +89,7 @@ TEST(ServingExecutor, BatchedChunkedCachedAndPreemptedRunsGiveEachRequestsAloneT
   EXPECT_GT(preempted.result.preemptions, 0);
   EXPECT_EQ(preempted.tokens, reference);
 
-  EngineConfig vllm;
+  SchedulerConfig vllm;
   vllm.policy = SchedulePolicy::vllm;
   vllm.block_size = 8;
   EXPECT_EQ(serve_on_cpu(requests, vllm, 64).tokens, reference);
@@ -97,12 +98,12 @@ TEST(ServingExecutor, BatchedChunkedCachedAndPreemptedRunsGiveEachRequestsAloneT
 TEST(ServingExecutor, SpeculationByNgramKeepsEveryRequestsGreedyTokens) {
   const auto requests = workload();
   const auto reference = alone(requests);
-  EngineConfig chunked;
+  SchedulerConfig chunked;
   chunked.policy = SchedulePolicy::chunked;
   chunked.block_size = 8;
   chunked.max_num_batched_tokens = 32;
   for (int k : {1, 3, 5}) {
-    EngineConfig speculative = chunked;
+    SchedulerConfig speculative = chunked;
     speculative.speculative = {k, 0.0};  // acceptance: measured by the engine, not drawn
     auto run = serve_on_cpu(requests, speculative, 64);
     EXPECT_EQ(run.tokens, reference) << "k = " << k;
@@ -119,7 +120,7 @@ TEST(ServingExecutor, PreemptionBySwapKeepsEveryRequestsTokens) {
   auto at_once = requests;
   for (auto& r : at_once) r.arrival_s = 0;
   for (SchedulePolicy policy : {SchedulePolicy::chunked, SchedulePolicy::vllm}) {
-    EngineConfig swapping;
+    SchedulerConfig swapping;
     swapping.policy = policy;
     swapping.block_size = 8;
     swapping.max_num_batched_tokens = 32;

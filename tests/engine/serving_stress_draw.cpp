@@ -84,7 +84,7 @@ LengthDistribution output_lengths(Draw& d, const StressSpace& s) {
 }
 
 // serve's generator, then lengths moved onto the edges of the rules for some requests.
-std::vector<ServeRequest> draw_lengths(Draw& d, const StressSpace& s, const EngineConfig& e) {
+std::vector<ServeRequest> draw_lengths(Draw& d, const StressSpace& s, const SchedulerConfig& e) {
   WorkloadSpec w;
   w.requests = d.uniform(2, s.max_requests);
   w.seed = d.next();
@@ -143,7 +143,7 @@ std::vector<ServeRequest> draw_lengths(Draw& d, const StressSpace& s, const Engi
 // The pool: ample (nothing is ever preempted); under pressure (it holds the largest request but
 // only a half to a sixth of them all: sequences that run side by side are preempted); or tiny
 // (between the smallest request's need and a little over the largest's: some can never fit).
-int64_t draw_pool(Draw& d, const StressSpace& s, const EngineConfig& e,
+int64_t draw_pool(Draw& d, const StressSpace& s, const SchedulerConfig& e,
                   const std::vector<ServeRequest>& requests) {
   int64_t smallest = s.max_kv_blocks, largest = 1, total = 0;
   for (const ServeRequest& r : requests) {
@@ -240,7 +240,7 @@ ModelRole draft_role(Drafting drafting) {
   }
 }
 
-bool must_reject(const ServeRequest& request, const EngineConfig& config) {
+bool must_reject(const ServeRequest& request, const SchedulerConfig& config) {
   if (exceeds_max_model_len(request, config)) return true;
   const int64_t positions = request.prompt_tokens + request.output_tokens - 1;
   return (positions + config.block_size - 1) / config.block_size > config.kv_blocks;
@@ -252,7 +252,7 @@ StressCase draw_case(uint64_t seed, const StressSpace& space) {
   c.seed = seed;
   c.context = space.context;
   c.online = d.coin(0.5);
-  EngineConfig& e = c.config;
+  SchedulerConfig& e = c.config;
   e.seed = seed;
   e.policy = d.coin(0.5) ? SchedulePolicy::chunked : SchedulePolicy::vllm;
   e.max_num_seqs = d.log_uniform(1, 256);

@@ -97,8 +97,7 @@ class Driver {
       const IterationOutcome outcome = executor_->execute(iteration);
       ++run_.iterations;
       now += kIterationS;
-      IterationRecord record;
-      scheduler_->update(iteration, outcome, now, record);
+      scheduler_->update(iteration, outcome, now);
       const std::string broken = scheduler_->blocks().consistency_error();
       if (!broken.empty()) {
         throw std::logic_error(

@@ -33,8 +33,8 @@
 #include "engine/llama_config.hpp"
 #include "engine/quant/formats.hpp"
 #include "engine/sampling.hpp"
-#include "serve/engine.hpp"
 #include "serve/request.hpp"
+#include "serve/serving_loop.hpp"
 
 namespace inferlab::engine::stress {
 
@@ -61,9 +61,9 @@ struct StressRequest {
 
 struct StressCase {
   uint64_t seed = 0;
-  int64_t context = 0;  // the target's max_position_embeddings
-  bool online = false;  // the server's path: Scheduler::add + ServingExecutor::add_request
-  EngineConfig config;  // kv_blocks is the pool: the scheduler's and the backend's
+  int64_t context = 0;     // the target's max_position_embeddings
+  bool online = false;     // the server's path: Scheduler::add + ServingExecutor::add_request
+  SchedulerConfig config;  // kv_blocks is the pool: the scheduler's and the backend's
   Drafting drafting = Drafting::none;
   QuantConfig quant;
   bool cuda_graphs = false;
@@ -95,7 +95,7 @@ StressCase draw_case(uint64_t seed, const StressSpace& space);
 
 // Whether the scheduler must turn `request` away under `config`: past max_model_len, or more
 // positions (prompt + output − 1: the last token is never fed back) than the pool's blocks hold.
-bool must_reject(const ServeRequest& request, const EngineConfig& config);
+bool must_reject(const ServeRequest& request, const SchedulerConfig& config);
 
 // The backend a run needs: its model and formats, its pool and the batches it must take.
 struct BackendSpec {

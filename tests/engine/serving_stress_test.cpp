@@ -121,7 +121,7 @@ TEST(ServingStress, TheFixedSeedsDrawEveryFeature) {
   std::set<std::string> seen;
   for (uint64_t seed = 1; seed <= 40; ++seed) {
     const StressCase c = draw_case(seed, cpu_space());
-    const EngineConfig& e = c.config;
+    const SchedulerConfig& e = c.config;
     seen.insert(c.online ? "server path" : "serve path");
     seen.insert("policy " + schedule_policy_name(e.policy));
     seen.insert(std::string("drafting ") + drafting_name(c.drafting));
@@ -153,9 +153,9 @@ TEST(ServingStress, TheFixedSeedsDrawEveryFeature) {
     }
     std::vector<ServeRequest> lengths;
     for (const StressRequest& q : c.requests) lengths.push_back(q.request);
-    EngineConfig plain = e;
+    SchedulerConfig plain = e;
     plain.speculative = {};
-    if (run_engine(lengths, plain, Millisecond()).preemptions > 0) {
+    if (simulate_serving(lengths, plain, Millisecond()).preemptions > 0) {
       seen.insert(e.preemption == PreemptionMode::swap ? "preempted, swap"
                                                        : "preempted, recompute");
     }

@@ -6,8 +6,8 @@
 
 #include "serve/block_keys.hpp"
 #include "serve/block_manager.hpp"
-#include "serve/engine.hpp"
 #include "serve/executor.hpp"
+#include "serve/serving_loop.hpp"
 
 namespace inferlab {
 namespace {
@@ -72,7 +72,7 @@ TEST(BlockManagerStress, SchedulerKeepsTheInvariantsUnderPressure) {
         requests.push_back({0.0005 * i, 8 + static_cast<int64_t>(rng() % 120),
                             1 + static_cast<int64_t>(rng() % 40), group, group >= 0 ? 32 : 0});
       }
-      EngineConfig config;
+      SchedulerConfig config;
       config.policy = policy;
       config.block_size = 8;
       config.kv_blocks = 48;

@@ -36,13 +36,12 @@ void step(Scheduler& s, double& now) {
   IterationOutcome outcome{1e-3, {}};
   for (const Work& w : it.work) outcome.advance.push_back(w.decode ? 1 : w.new_tokens);
   now += 1e-3;
-  IterationRecord record;
-  s.update(it, outcome, now, record);
+  s.update(it, outcome, now);
   ASSERT_EQ(s.blocks().consistency_error(), "");
 }
 
 TEST(OnlineScheduler, RequestsJoinRunEndEarlyAndShareCachedPrefixes) {
-  EngineConfig config;
+  SchedulerConfig config;
   config.policy = SchedulePolicy::chunked;
   config.block_size = 4;
   config.kv_blocks = 32;

@@ -20,8 +20,8 @@ struct Deployment {
   LoadedCost hw = load_cost({"h100-sxm"});
   PredictOptions options;
   PredictedIterationCost cost{model, hw.spec, *hw.cost, options, load_host_overhead()};
-  EngineConfig engine(SchedulePolicy policy, double memory_utilization = 0.9) const {
-    EngineConfig c;
+  SchedulerConfig engine(SchedulePolicy policy, double memory_utilization = 0.9) const {
+    SchedulerConfig c;
     c.policy = policy;
     c.max_num_batched_tokens = policy == SchedulePolicy::chunked ? 2048 : 8192;
     PredictOptions o = options;
@@ -134,8 +134,9 @@ TEST(ServeCost, IterationsAddUpToWholeSteps) {
 TEST(ServeBehaviour, ChunkedPrefillLowersTailTpotAtASmallTtftCost) {
   Deployment d;
   auto requests = workload(4.0, 400, "fixed:4096", "fixed:256");
-  auto prefill_first = summarize(run_engine(requests, d.engine(SchedulePolicy::vllm), d.cost));
-  auto chunked = summarize(run_engine(requests, d.engine(SchedulePolicy::chunked), d.cost));
+  auto prefill_first =
+      summarize(simulate_serving(requests, d.engine(SchedulePolicy::vllm), d.cost));
+  auto chunked = summarize(simulate_serving(requests, d.engine(SchedulePolicy::chunked), d.cost));
   // Long prompts stall every running decode under prefill-first scheduling; chunks bound the
   // stall (Sarathi-Serve, OSDI 2024).
   EXPECT_LT(chunked.tpot.p99_s, 0.95 * prefill_first.tpot.p99_s);
@@ -147,13 +148,13 @@ TEST(ServeBehaviour, ChunkedPrefillLowersTailTpotAtASmallTtftCost) {
 
 TEST(ServeBehaviour, PrefixCachingLowersTtftInProportionToTheSharedFraction) {
   Deployment d;
-  EngineConfig c = d.engine(SchedulePolicy::chunked);
+  SchedulerConfig c = d.engine(SchedulePolicy::chunked);
   c.prefix_caching = true;
   std::vector<double> ttft;
   for (int64_t prefix : {0, 512, 1024, 1536}) {
     auto requests =
         workload(0.5, 300, "fixed:" + std::to_string(2048 - prefix), "fixed:64", prefix);
-    auto s = summarize(run_engine(requests, c, d.cost));
+    auto s = summarize(simulate_serving(requests, c, d.cost));
     ttft.push_back(s.ttft.mean_s);
     // The first request of each of the 4 groups misses: 4 of 300 prompts.
     EXPECT_NEAR(s.prefix_hit_rate, static_cast<double>(prefix) / 2048 * (296.0 / 300), 0.002);
@@ -169,13 +170,14 @@ TEST(ServeBehaviour, PrefixCachingLowersTtftInProportionToTheSharedFraction) {
 
 TEST(ServeBehaviour, LatencyRisesSharplyNearCapacity) {
   Deployment d;
-  EngineConfig c = d.engine(SchedulePolicy::chunked);
+  SchedulerConfig c = d.engine(SchedulePolicy::chunked);
   // Capacity: the offline (all-at-once) throughput in requests per second.
-  auto offline = summarize(run_engine(workload(0.0, 600, "fixed:1024", "fixed:128"), c, d.cost));
+  auto offline =
+      summarize(simulate_serving(workload(0.0, 600, "fixed:1024", "fixed:128"), c, d.cost));
   const double capacity = offline.requests_per_s;
   auto at = [&](double share) {
     return summarize(
-        run_engine(workload(share * capacity, 600, "fixed:1024", "fixed:128"), c, d.cost));
+        simulate_serving(workload(share * capacity, 600, "fixed:1024", "fixed:128"), c, d.cost));
   };
   const auto half = at(0.5), near = at(0.9), over = at(1.2);
   EXPECT_LT(half.ttft.p99_s, 0.5);
@@ -189,9 +191,9 @@ TEST(ServeBehaviour, ThroughputSaturatesAtTheKvCacheBatchLimit) {
   auto requests = workload(0.0, 1500, "fixed:1024", "fixed:256");
   std::vector<ServeSummary> by_limit;
   for (int64_t seqs : {32, 128, 1024, 4096}) {
-    EngineConfig c = d.engine(SchedulePolicy::chunked, 0.5);  // a smaller KV cache
+    SchedulerConfig c = d.engine(SchedulePolicy::chunked, 0.5);  // a smaller KV cache
     c.max_num_seqs = seqs;
-    by_limit.push_back(summarize(run_engine(requests, c, d.cost)));
+    by_limit.push_back(summarize(simulate_serving(requests, c, d.cost)));
   }
   // Below the KV limit more sequences per batch give more tokens per second; past it the
   // batch is as large as the cache allows and throughput stays put.
@@ -204,7 +206,7 @@ TEST(ServeBehaviour, ThroughputSaturatesAtTheKvCacheBatchLimit) {
 
 TEST(ServeCapacity, RateSearchBracketsTheSlo) {
   Deployment d;
-  EngineConfig c = d.engine(SchedulePolicy::chunked);
+  SchedulerConfig c = d.engine(SchedulePolicy::chunked);
   auto unit = workload(1.0, 300, "fixed:1024", "fixed:128");
   CapacitySlo slo{0.5, 0.030};
   RateSearch r = find_max_rate(unit, c, d.cost, slo, 0.02);
@@ -214,7 +216,7 @@ TEST(ServeCapacity, RateSearchBracketsTheSlo) {
   // 5% faster misses the SLO.
   std::vector<ServeRequest> faster = unit;
   for (auto& q : faster) q.arrival_s /= 1.05 * r.max_rate_per_s;
-  auto s = summarize(run_engine(faster, c, d.cost));
+  auto s = summarize(simulate_serving(faster, c, d.cost));
   EXPECT_TRUE(s.ttft.p99_s > slo.ttft_p99_s || s.tpot.p99_s > slo.tpot_p99_s);
   EXPECT_NEAR(cost_per_million_tokens(3.6, 2, 1000.0), 2.0, 1e-12);  // 7.2 USD/h at 1000 tok/s
 }

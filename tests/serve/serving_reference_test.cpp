@@ -1,6 +1,6 @@
 // The serving simulator against a real (minimal, eager PyTorch) continuous-batching server on
 // the H100: validation/serving_reference.py served Llama 3 8B request streams at 2 and 5
-// requests/s with vLLM's default policy; the same requests go through `run_engine` with the
+// requests/s with vLLM's default policy; the same requests go through `simulate_serving` with the
 // calibrated H100 model and the eager PyTorch host model. docs/MEASUREMENTS.md section 11 has
 // the full comparison. The simulator is faster than the reference on every figure checked here,
 // so each bound is one-sided: a regression that widens the gap fails, and so does one that
@@ -49,7 +49,7 @@ TEST(ServingReference, EagerPyTorchServerOnH100) {
   PredictOptions options;
   options.framework = Framework::pytorch;
   options.cuda_graphs = false;
-  EngineConfig engine;
+  SchedulerConfig engine;
   engine.policy = SchedulePolicy::vllm;
   engine.max_num_seqs = reference["max_slots"];
   engine.max_num_batched_tokens = reference["token_budget"];
@@ -61,7 +61,7 @@ TEST(ServingReference, EagerPyTorchServerOnH100) {
     for (const auto& r : run["requests"]) {
       requests.push_back({r["arrival_s"], r["prompt_tokens"], r["output_tokens"], -1, 0});
     }
-    const ServeResult sim = run_engine(requests, engine, cost);
+    const ServeResult sim = simulate_serving(requests, engine, cost);
     std::vector<double> measured_decode, simulated_decode, measured_tpot, simulated_tpot;
     double measured_busy = 0.0, simulated_busy = 0.0;
     for (const auto& it : run["iterations"]) {

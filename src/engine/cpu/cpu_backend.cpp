@@ -13,16 +13,6 @@ namespace inferlab::engine {
 
 namespace {
 
-KvCacheLayout layout_of(const LlamaConfig& config, int64_t block_size, int64_t num_blocks) {
-  KvCacheLayout layout;
-  layout.num_layers = config.model.num_layers;
-  layout.num_kv_heads = config.model.num_kv_heads;
-  layout.head_dim = config.model.head_dim;
-  layout.block_size = block_size;
-  layout.num_blocks = num_blocks;
-  return layout;
-}
-
 const float* or_null(const std::vector<float>& values) {
   return values.empty() ? nullptr : values.data();
 }
@@ -43,7 +33,7 @@ CpuBackend::CpuBackend(LlamaConfig config, LlamaWeights weights, int64_t block_s
                        int64_t num_blocks, QuantConfig quant)
     : config_(std::move(config)),
       weights_(std::move(weights)),
-      cache_(layout_of(config_, block_size, num_blocks)),
+      cache_(kv_cache_layout(config_.model, block_size, num_blocks)),
       inv_freq_(rope_inverse_frequencies(config_.rope, config_.model.head_dim)),
       quant_(quant) {
   if (weights_.layers.size() != static_cast<size_t>(config_.model.num_layers)) {
@@ -73,9 +63,7 @@ void CpuBackend::forward_chunk(const SequenceChunk& chunk, std::vector<float>& l
       slot_mapping(chunk.block_table, cache_.layout().block_size, chunk.cached_tokens, tokens);
   const cpu::AttentionShape shape{m.num_heads, m.num_kv_heads, d, config_.sliding_window};
   // fp8 weights quantize every GEMM input to E4M3, W8A8 to int8 (per token).
-  const DType input = quant_.weights == DType::fp8        ? DType::fp8
-                      : quant_.activations == DType::int8 ? DType::int8
-                                                          : DType::bf16;
+  const DType input = quant_.gemm_input_format();
   std::vector<float> quantized_input;
 
   auto buffer = [](int64_t n) { return std::vector<float>(static_cast<size_t>(n)); };
@@ -169,7 +157,8 @@ void CpuBackend::forward_chunk(const SequenceChunk& chunk, std::vector<float>& l
 }
 
 int64_t cpu_backend_bytes(const LlamaConfig& config, int64_t max_tokens, int64_t block_size) {
-  const auto layout = layout_of(config, block_size, (max_tokens + block_size - 1) / block_size);
+  const auto layout =
+      kv_cache_layout(config.model, block_size, (max_tokens + block_size - 1) / block_size);
   // total_params counts a tied embedding once, as the backend holds it.
   return 4 * config.model.total_params() + 4 * layout.slots() * layout.elements_per_token();
 }

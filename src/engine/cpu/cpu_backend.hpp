@@ -76,15 +76,15 @@ class CpuBackend : public Backend {
 // fit" messages before anything is allocated.
 int64_t cpu_backend_bytes(const LlamaConfig& config, int64_t max_tokens, int64_t block_size = 16);
 
-// A CPU backend whose cache holds `max_tokens` tokens (rounded up to whole blocks), running the
-// model as `quant` says: bf16 keeps the fp32 weights; quantized weights are quantized and
-// dequantized here, W8A8 first migrates with `smoothing` or, when null, with factors from a
-// calibration pass of the unquantized model over quant.calibration_tokens random tokens.
 // The model as the CPU backend runs it under `quant`: weights quantized and dequantized in place
 // (W8A8 migrated first, as make_cpu_backend says). Tensor parallelism shards the result.
 void quantize_for_cpu(LlamaModel& model, int64_t block_size, const QuantConfig& quant,
                       const SmoothingFactors* smoothing = nullptr);
 
+// A CPU backend whose cache holds `max_tokens` tokens (rounded up to whole blocks), running the
+// model as `quant` says: bf16 keeps the fp32 weights; quantized weights are quantized and
+// dequantized here, W8A8 first migrates with `smoothing` or, when null, with factors from a
+// calibration pass of the unquantized model over quant.calibration_tokens random tokens.
 std::unique_ptr<CpuBackend> make_cpu_backend(LlamaModel model, int64_t max_tokens,
                                              int64_t block_size = 16, const QuantConfig& quant = {},
                                              const SmoothingFactors* smoothing = nullptr);

@@ -7,13 +7,20 @@
 // values through the sequence's block table. GQA: query head h reads KV head
 // h / (num_heads / num_kv_heads).
 //
-// Two kernels behind one call: when every sequence has one new token (decode), split-K
-// flash-decoding (each split of the context writes a partial output and its log-sum-exp, a second
-// kernel combines them); otherwise a FlashAttention-style tiled kernel (query tiles × key tiles,
-// online softmax) that also attends to each sequence's cached prefix. In a mixed batch the
-// sequences with one new token (single_query_seqs > 0) go to the decode kernel and the others to
-// the tiled one: a tile of 128 query rows with one real row would read the whole context once
-// per query head for a single query.
+// Five paths behind one call (attention.cu chooses):
+//  - decode (every sequence has one new token): split-K flash-decoding, each split of the context
+//    writing a partial output and its log-sum-exp and a combine kernel merging them, split as
+//    model/engine_decode_plan.hpp plans it; the split kernel is the streamed one
+//    (attention_decode_stream.cu: bf16 caches in blocks of a multiple of 16) or the chunked one
+//    (attention_decode.cu: the 8-bit caches);
+//  - prefill: a FlashAttention-style tiled kernel (query tiles × key tiles, online softmax) that
+//    also attends to each sequence's cached prefix: the Hopper one (attention_prefill_hopper.cu:
+//    wgmma, TMA, warp-specialised) where it runs the batch, else the mma.sync one
+//    (attention_prefill.cu);
+//  - mixed batches: the sequences with one new token (single_query_seqs > 0) to the decode path
+//    and the others to the tiled one (a tile of 128 query rows with one real row would read the
+//    whole context once per query head for a single query);
+//  - naive (below).
 // The CPU reference is cpu::paged_attention (engine/cpu/ops.hpp).
 //
 // The cache is bf16, or int8 / FP8 E4M3 with one fp32 scale per (slot, KV head): the stored

@@ -24,16 +24,6 @@ int64_t max_context(const LlamaConfig& config) {
   return config.model.max_position_embeddings > 0 ? config.model.max_position_embeddings : 131072;
 }
 
-namespace {
-
-// The input format of the model's projections (what the Projector quantizes x to).
-DType input_format(const QuantConfig& quant) {
-  return quant.weights == DType::fp8        ? DType::fp8
-         : quant.activations == DType::int8 ? DType::int8
-                                            : DType::bf16;
-}
-}  // namespace
-
 int64_t BackendBuffers::bytes() const {
   return 2 * activation_elements + 4 * logits_elements +
          static_cast<int64_t>(attention_workspace + sampling_workspace + projection_workspace) +
@@ -60,7 +50,7 @@ BackendBuffers buffers_for(const LlamaConfig& config, const CudaBackendOptions& 
   const int64_t widest_out =
       std::max({m.q_dim() + 2 * m.kv_dim(), 2 * m.intermediate_size, m.vocab_size});
   b.projection_workspace = static_cast<size_t>(Projector::workspace_bytes(
-      std::max(t, rows), widest_in, widest_out, o.quant.weights, input_format(o.quant)));
+      std::max(t, rows), widest_in, widest_out, o.quant.weights, o.quant.gemm_input_format()));
   const int64_t blocks_per_seq = (context + o.block_size - 1) / o.block_size;
   b.metadata_elements = 4 * t + 2 * o.max_sequences + 1 + rows + o.max_sequences * blocks_per_seq;
   return b;
@@ -76,9 +66,9 @@ CudaBackend::CudaBackend(const LlamaConfig& config, const WeightLoader& loader,
                            config.model.q_dim()}),
                  std::max({config.model.q_dim() + 2 * config.model.kv_dim(),
                            2 * config.model.intermediate_size, config.model.vocab_size}),
-                 options.quant.weights, input_format(options.quant)) {
+                 options.quant.weights, options.quant.gemm_input_format()) {
   const ModelConfig& m = config_.model;
-  layout_ = {m.num_layers, m.num_kv_heads, m.head_dim, options.block_size, kv_blocks};
+  layout_ = kv_cache_layout(m, options.block_size, kv_blocks);
   INFERLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   if (!options.gemv) projector_.set_gemv(false);
   kv_ = KvStorage(layout_, options.quant.kv);

@@ -60,8 +60,7 @@ int64_t kv_blocks_that_fit(const LlamaConfig& config, const CudaBackendOptions& 
   const auto budget =
       static_cast<int64_t>(options.gpu_memory_utilization * static_cast<double>(total_bytes)) -
       static_cast<int64_t>(total_bytes - free_bytes);
-  const KvCacheLayout block{config.model.num_layers, config.model.num_kv_heads,
-                            config.model.head_dim, options.block_size, 1};
+  const KvCacheLayout block = kv_cache_layout(config.model, options.block_size, 1);
   const int64_t bytes_per_block = cuda::KvStorage::bytes_per_block(block, options.quant.kv);
   // A draft model's room: its fixed bytes, and a block of its KV beside each of this pool's.
   int64_t blocks = (budget - weights - buffers - options.reserved_bytes) /
@@ -121,8 +120,7 @@ int64_t cuda_backend_fixed_bytes(const LlamaConfig& config, const CudaBackendOpt
 }
 
 int64_t cuda_kv_block_bytes(const LlamaConfig& config, const CudaBackendOptions& options) {
-  const KvCacheLayout block{config.model.num_layers, config.model.num_kv_heads,
-                            config.model.head_dim, options.block_size, 1};
+  const KvCacheLayout block = kv_cache_layout(config.model, options.block_size, 1);
   return cuda::KvStorage::bytes_per_block(block, options.quant.kv);
 }
 

@@ -169,9 +169,7 @@ DeviceMatrix quantized_matrix(const unsigned char* base, const QuantPlace& q,
                               const QuantConfig& quant) {
   DeviceMatrix matrix;
   matrix.format = quant.weights;
-  matrix.input_format = quant.weights == DType::fp8        ? DType::fp8
-                        : quant.activations == DType::int8 ? DType::int8
-                                                           : DType::bf16;
+  matrix.input_format = quant.gemm_input_format();
   matrix.data = base + q.data;
   matrix.out = q.rows;
   matrix.in = q.in;

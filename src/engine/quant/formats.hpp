@@ -31,11 +31,14 @@ struct QuantConfig {
   double smoothquant_alpha = 0.5;    // W8A8 migration strength
   int64_t calibration_tokens = 512;  // W8A8: tokens of the statistics pass
 
-  bool is_bf16() const {
-    return weights == DType::bf16 && kv == DType::bf16 && activations == DType::bf16;
-  }
   // The GEMM input is quantized per token (fp8 weights, or W8A8).
   bool quantized_activations() const { return weights == DType::fp8 || activations == DType::int8; }
+  // What the projections quantize their input to: E4M3 for fp8 weights, int8 for W8A8, else bf16.
+  DType gemm_input_format() const {
+    return weights == DType::fp8        ? DType::fp8
+           : activations == DType::int8 ? DType::int8
+                                        : DType::bf16;
+  }
   // "bf16", "int4 g128", "int8 w8a8, kv fp8", ... for reports.
   std::string describe() const;
   // The int4 group of a projection `in` inputs wide.

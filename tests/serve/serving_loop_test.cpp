@@ -1,5 +1,5 @@
 // Small serving scenarios worked out by hand, with an iteration cost of 1 s + 10 ms per token.
-#include "serve/engine.hpp"
+#include "serve/serving_loop.hpp"
 
 #include <gtest/gtest.h>
 
@@ -23,8 +23,8 @@ ServeRequest request(double arrival, int64_t prompt, int64_t output, int64_t pre
   return {arrival, prompt, output, prefix_id, prefix_tokens};
 }
 
-EngineConfig config(SchedulePolicy policy, int64_t blocks = 1000, int64_t block_size = 4) {
-  EngineConfig c;
+SchedulerConfig config(SchedulePolicy policy, int64_t blocks = 1000, int64_t block_size = 4) {
+  SchedulerConfig c;
   c.policy = policy;
   c.kv_blocks = blocks;
   c.block_size = block_size;
@@ -37,7 +37,8 @@ TEST(ServeEngine, VllmPrefillFirstTimeline) {
   // it1 prefill A: 1.04 -> A token 1 at 1.04. it2 prefill B (arrived): 1.02 -> 2.06, B token 1.
   // it3 decode A,B: 1.02 -> 3.08, B done. it4 decode A: 1.01 -> 4.09, A done.
   LinearCost cost;
-  auto r = run_engine({request(0, 4, 3), request(0.5, 2, 2)}, config(SchedulePolicy::vllm), cost);
+  auto r =
+      simulate_serving({request(0, 4, 3), request(0.5, 2, 2)}, config(SchedulePolicy::vllm), cost);
   ASSERT_EQ(r.iterations.size(), 4u);
   const auto& a = r.requests[0];
   const auto& b = r.requests[1];
@@ -60,9 +61,10 @@ TEST(ServeEngine, RequestsPastMaxModelLenAreRejectedUnderEveryPolicy) {
   LinearCost cost;
   for (SchedulePolicy policy : {SchedulePolicy::vllm, SchedulePolicy::chunked, SchedulePolicy::orca,
                                 SchedulePolicy::static_batch}) {
-    EngineConfig c = config(policy);
+    SchedulerConfig c = config(policy);
     c.max_model_len = 100;
-    auto r = run_engine({request(0, 60, 41), request(0, 60, 40), request(0, 200, 1)}, c, cost);
+    auto r =
+        simulate_serving({request(0, 60, 41), request(0, 60, 40), request(0, 200, 1)}, c, cost);
     EXPECT_TRUE(r.requests[0].rejected);
     EXPECT_TRUE(r.requests[0].past_max_model_len);
     EXPECT_FALSE(r.requests[1].rejected);
@@ -78,9 +80,9 @@ TEST(ServeEngine, RequestsPastMaxModelLenAreRejectedUnderEveryPolicy) {
     }
   }
   // A request that fits the cache but not max_model_len is still refused: the reason is kept.
-  EngineConfig small = config(SchedulePolicy::chunked, 10, 4);  // 40 slots
+  SchedulerConfig small = config(SchedulePolicy::chunked, 10, 4);  // 40 slots
   small.max_model_len = 30;
-  auto r = run_engine({request(0, 50, 1), request(0, 20, 20)}, small, cost);
+  auto r = simulate_serving({request(0, 50, 1), request(0, 20, 20)}, small, cost);
   EXPECT_TRUE(r.requests[0].rejected);
   EXPECT_TRUE(r.requests[0].past_max_model_len);  // both: past the length and the cache
   EXPECT_TRUE(r.requests[1].rejected);
@@ -89,7 +91,7 @@ TEST(ServeEngine, RequestsPastMaxModelLenAreRejectedUnderEveryPolicy) {
 
 // An executor's buffers hold the largest iteration a schedule can form.
 TEST(ServeEngine, MaxIterationTokens) {
-  EngineConfig c = config(SchedulePolicy::chunked);
+  SchedulerConfig c = config(SchedulePolicy::chunked);
   c.max_num_batched_tokens = 2048;
   c.max_num_seqs = 256;
   EXPECT_EQ(max_iteration_tokens(c, 100000), 2048);  // chunks never pass the budget
@@ -108,9 +110,9 @@ TEST(ServeEngine, ChunkedPrefillSharesIterations) {
   // it1: A chunk 3 (budget spent) -> 1.03. it2: A's last token + B's 2 -> 2.06, both first
   // tokens. it3: decode both -> 3.08, both done.
   LinearCost cost;
-  EngineConfig c = config(SchedulePolicy::chunked);
+  SchedulerConfig c = config(SchedulePolicy::chunked);
   c.max_num_batched_tokens = 3;
-  auto r = run_engine({request(0, 4, 2), request(0, 2, 2)}, c, cost);
+  auto r = simulate_serving({request(0, 4, 2), request(0, 2, 2)}, c, cost);
   ASSERT_EQ(r.iterations.size(), 3u);
   EXPECT_EQ(r.iterations[0].prefill_tokens, 3);
   EXPECT_EQ(r.iterations[1].prefill_tokens, 3);
@@ -128,8 +130,8 @@ TEST(ServeEngine, PreemptionByRecompute) {
   // recompute) needs 2 blocks, 1 free -> A decodes alone: 3.09, A done, frees 3 blocks.
   // it4: B recomputes 4 tokens: 4.13, emits its 2nd token. it5: B decodes: 5.14, done.
   LinearCost cost;
-  auto r =
-      run_engine({request(0, 4, 3), request(0, 3, 3)}, config(SchedulePolicy::vllm, 4, 2), cost);
+  auto r = simulate_serving({request(0, 4, 3), request(0, 3, 3)},
+                            config(SchedulePolicy::vllm, 4, 2), cost);
   ASSERT_EQ(r.iterations.size(), 5u);
   EXPECT_EQ(r.preemptions, 1);
   EXPECT_EQ(r.iterations[1].preemptions, 1);
@@ -153,10 +155,10 @@ TEST(ServeEngine, SwapPreemptionMovesBlocksAndComesBack) {
       return LinearCost::time_s(b);
     }
   } cost;
-  EngineConfig c = config(SchedulePolicy::vllm, 4, 2);
+  SchedulerConfig c = config(SchedulePolicy::vllm, 4, 2);
   c.preemption = PreemptionMode::swap;
   c.kv_block_bytes = 100.0;
-  auto r = run_engine({request(0, 4, 3), request(0, 3, 3)}, c, cost);
+  auto r = simulate_serving({request(0, 4, 3), request(0, 3, 3)}, c, cost);
   EXPECT_EQ(r.preemptions, 1);
   EXPECT_NEAR(cost.swapped, 400.0, 1e-9);  // 2 blocks out, 2 blocks back
   int64_t prefill = 0;
@@ -171,16 +173,16 @@ TEST(ServeEngine, PrefixCacheHit) {
   // A runs alone (10 tokens, 1.10 s) and registers the prefix's 2 full blocks; B arrives
   // later and computes only its last 2 tokens: TTFT 1.02 s. Hit rate 8 / 20.
   LinearCost cost;
-  EngineConfig c = config(SchedulePolicy::vllm);
+  SchedulerConfig c = config(SchedulePolicy::vllm);
   c.prefix_caching = true;
-  auto r = run_engine({request(0, 10, 1, 7, 8), request(5, 10, 1, 7, 8)}, c, cost);
+  auto r = simulate_serving({request(0, 10, 1, 7, 8), request(5, 10, 1, 7, 8)}, c, cost);
   EXPECT_NEAR(r.requests[0].ttft_s(), 1.10, 1e-12);
   EXPECT_NEAR(r.requests[1].ttft_s(), 1.02, 1e-12);
   EXPECT_EQ(r.requests[1].prefix_hit_tokens, 8);
   EXPECT_NEAR(summarize(r).prefix_hit_rate, 0.4, 1e-12);
   // Without prefix caching B pays for its whole prompt.
   c.prefix_caching = false;
-  auto plain = run_engine({request(0, 10, 1, 7, 8), request(5, 10, 1, 7, 8)}, c, cost);
+  auto plain = simulate_serving({request(0, 10, 1, 7, 8), request(5, 10, 1, 7, 8)}, c, cost);
   EXPECT_NEAR(plain.requests[1].ttft_s(), 1.10, 1e-12);
 }
 
@@ -188,16 +190,16 @@ TEST(ServeEngine, SpeculativeStepAcceptsDrafts) {
   // k = 2, every draft accepted: after the prefill (1.04) one verify step of 3 tokens emits 3
   // (2.07), the last token needs a plain step (3.08).
   LinearCost cost;
-  EngineConfig c = config(SchedulePolicy::vllm);
+  SchedulerConfig c = config(SchedulePolicy::vllm);
   c.speculative = {2, 1.0};
-  auto r = run_engine({request(0, 4, 5)}, c, cost);
+  auto r = simulate_serving({request(0, 4, 5)}, c, cost);
   ASSERT_EQ(r.iterations.size(), 3u);
   EXPECT_NEAR(r.requests[0].finish_s, 3.08, 1e-12);
   EXPECT_EQ(r.draft_tokens_proposed, 2);
   EXPECT_EQ(r.draft_tokens_accepted, 2);
   // Nothing accepted: one token per step, as without speculation but paying for 3 tokens.
   c.speculative = {2, 0.0};
-  auto none = run_engine({request(0, 4, 5)}, c, cost);
+  auto none = simulate_serving({request(0, 4, 5)}, c, cost);
   EXPECT_EQ(none.iterations.size(), 5u);
   EXPECT_EQ(none.draft_tokens_accepted, 0);
 }
@@ -206,9 +208,9 @@ TEST(ServeEngine, SpeculativeMeanTokensPerStepMatchesTheory) {
   // Expected tokens per verify step with k drafts accepted with probability a each until the
   // first rejection: (1 - a^(k+1)) / (1 - a) = 2.7731 for k = 4, a = 0.7.
   LinearCost cost;
-  EngineConfig c = config(SchedulePolicy::vllm, 100000, 16);
+  SchedulerConfig c = config(SchedulePolicy::vllm, 100000, 16);
   c.speculative = {4, 0.7};
-  auto r = run_engine({request(0, 1, 30001)}, c, cost);
+  auto r = simulate_serving({request(0, 1, 30001)}, c, cost);
   const double steps = static_cast<double>(r.iterations.size() - 1);
   EXPECT_NEAR(30000.0 / steps, (1 - std::pow(0.7, 5)) / 0.3, 0.05);
   EXPECT_NEAR(summarize(r).draft_acceptance, ((1 - std::pow(0.7, 5)) / 0.3 - 1) / 4.0,
@@ -220,9 +222,9 @@ TEST(ServeEngine, StaticBatchWaitsForTheWholeBatch) {
   // (the longest) is done. it1 prefill A+B: 1.04; it2 decode A: 2.05; it3 decode A: 3.06;
   // it4 prefill C: 4.08.
   LinearCost cost;
-  EngineConfig c = config(SchedulePolicy::static_batch);
+  SchedulerConfig c = config(SchedulePolicy::static_batch);
   c.max_num_seqs = 2;
-  auto r = run_engine({request(0, 2, 3), request(0, 2, 1), request(0.1, 2, 1)}, c, cost);
+  auto r = simulate_serving({request(0, 2, 3), request(0, 2, 1), request(0.1, 2, 1)}, c, cost);
   EXPECT_NEAR(r.requests[1].finish_s, 1.04, 1e-12);
   EXPECT_NEAR(r.requests[0].finish_s, 3.06, 1e-12);
   EXPECT_NEAR(r.requests[2].first_token_s, 4.08, 1e-12);
@@ -230,8 +232,8 @@ TEST(ServeEngine, StaticBatchWaitsForTheWholeBatch) {
 
 TEST(ServeEngine, OversizedPromptIsRejectedNotRun) {
   LinearCost cost;
-  auto r = run_engine({request(0, 100, 2), request(0, 4, 2)}, config(SchedulePolicy::chunked, 8, 4),
-                      cost);
+  auto r = simulate_serving({request(0, 100, 2), request(0, 4, 2)},
+                            config(SchedulePolicy::chunked, 8, 4), cost);
   EXPECT_TRUE(r.requests[0].rejected);
   EXPECT_FALSE(r.requests[1].rejected);
   EXPECT_EQ(summarize(r).rejected, 1);
@@ -260,7 +262,7 @@ class BoundedExecutor : public Executor {
 TEST(ServeEngine, ARequestWhosePromptAndOutputCanNeverFitIsRejectedBeforeItRuns) {
   for (SchedulePolicy policy : {SchedulePolicy::vllm, SchedulePolicy::chunked}) {
     for (PreemptionMode mode : {PreemptionMode::recompute, PreemptionMode::swap}) {
-      EngineConfig c = config(policy, 8, 4);
+      SchedulerConfig c = config(policy, 8, 4);
       c.preemption = mode;
       BoundedExecutor executor(1000);
       const auto r =

@@ -1,4 +1,4 @@
-#include "serve/engine.hpp"
+#include "serve/serving_loop.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -18,7 +18,7 @@ constexpr EnumNameTable<SchedulePolicy, 4> kSchedulePolicyNames = {{
     {SchedulePolicy::static_batch, "static"},
 }};
 
-void check_inputs(const std::vector<ServeRequest>& requests, const EngineConfig& config) {
+void check_inputs(const std::vector<ServeRequest>& requests, const SchedulerConfig& config) {
   if (config.kv_blocks < 1 || config.block_size < 1 || config.max_num_seqs < 1 ||
       config.max_num_batched_tokens < 1 || config.max_model_len < 0) {
     throw InputError("serving engine needs at least one KV block, sequence and batched token");
@@ -41,12 +41,12 @@ std::string schedule_policy_name(SchedulePolicy policy) {
   return std::string(enum_name(kSchedulePolicyNames, policy));
 }
 
-bool exceeds_max_model_len(const ServeRequest& request, const EngineConfig& config) {
+bool exceeds_max_model_len(const ServeRequest& request, const SchedulerConfig& config) {
   return config.max_model_len > 0 &&
          request.prompt_tokens + request.output_tokens > config.max_model_len;
 }
 
-int64_t max_iteration_tokens(const EngineConfig& config, int64_t longest_request_tokens) {
+int64_t max_iteration_tokens(const SchedulerConfig& config, int64_t longest_request_tokens) {
   const int64_t decodes = config.max_num_seqs * (1 + config.speculative.k);
   int64_t tokens = std::max(config.max_num_batched_tokens, decodes);
   if (config.policy != SchedulePolicy::chunked) {
@@ -58,7 +58,7 @@ int64_t max_iteration_tokens(const EngineConfig& config, int64_t longest_request
   return tokens;
 }
 
-ServeResult run_serving(const std::vector<ServeRequest>& requests, const EngineConfig& config,
+ServeResult run_serving(const std::vector<ServeRequest>& requests, const SchedulerConfig& config,
                         Executor& executor) {
   check_inputs(requests, config);
   Scheduler scheduler(requests, config);
@@ -98,7 +98,9 @@ ServeResult run_serving(const std::vector<ServeRequest>& requests, const EngineC
     record.device_s = outcome.device_s;
     record.priced_s = outcome.priced_s;
     now += outcome.duration_s;
-    scheduler.update(iteration, outcome, now, record);
+    const Scheduler::UpdateCounts counts = scheduler.update(iteration, outcome, now);
+    record.prefill_tokens = counts.prefill_tokens;
+    record.decode_seqs = counts.decode_seqs;
     record.running = scheduler.running_count();
     record.waiting = scheduler.waiting_count();
     iterations.push_back(record);
@@ -111,8 +113,8 @@ ServeResult run_serving(const std::vector<ServeRequest>& requests, const EngineC
   return result;
 }
 
-ServeResult run_engine(const std::vector<ServeRequest>& requests, const EngineConfig& config,
-                       const IterationCost& cost) {
+ServeResult simulate_serving(const std::vector<ServeRequest>& requests,
+                             const SchedulerConfig& config, const IterationCost& cost) {
   check_inputs(requests, config);
   SimulatedExecutor executor(cost, config);
   return run_serving(requests, config, executor);

@@ -30,7 +30,7 @@ struct SpeculativeConfig {
   double acceptance = 0.0;  // probability each draft token is accepted
 };
 
-struct EngineConfig {
+struct SchedulerConfig {
   SchedulePolicy policy = SchedulePolicy::vllm;
   int64_t max_num_seqs = 256;
   int64_t max_num_batched_tokens = 8192;
@@ -47,14 +47,14 @@ struct EngineConfig {
 };
 
 // True when `request` asks for more positions than `config.max_model_len` allows.
-bool exceeds_max_model_len(const ServeRequest& request, const EngineConfig& config);
+bool exceeds_max_model_len(const ServeRequest& request, const SchedulerConfig& config);
 
 // The most tokens one iteration can carry under `config`, which an executor sizes its buffers
 // for: the token budget; every sequence's decode step (k + 1 tokens each under speculation); and,
 // where whole prompts run in one iteration (every policy but chunked), the longest prompt a
 // request may bring: `longest_request_tokens` (prompt + output, the recompute after a
 // preemption included), or max_model_len where that is less.
-int64_t max_iteration_tokens(const EngineConfig& config, int64_t longest_request_tokens);
+int64_t max_iteration_tokens(const SchedulerConfig& config, int64_t longest_request_tokens);
 
 // One engine iteration, for timelines.
 struct IterationRecord {
@@ -89,11 +89,11 @@ class Executor;
 // that each iteration advances by the time the executor reports (serve/executor.hpp). Requests
 // (any order; arrival times decide) past max_model_len, or whose prompt and output cannot fit
 // in the whole KV cache, are rejected, not run.
-ServeResult run_serving(const std::vector<ServeRequest>& requests, const EngineConfig& config,
+ServeResult run_serving(const std::vector<ServeRequest>& requests, const SchedulerConfig& config,
                         Executor& executor);
 
 // run_serving with the simulator's executor: iterations priced by `cost`.
-ServeResult run_engine(const std::vector<ServeRequest>& requests, const EngineConfig& config,
-                       const IterationCost& cost);
+ServeResult simulate_serving(const std::vector<ServeRequest>& requests,
+                             const SchedulerConfig& config, const IterationCost& cost);
 
 }  // namespace inferlab
