@@ -6,7 +6,9 @@
 #   scripts/install-deps.sh test   that, and what the tests need (the default; scripts/test.sh):
 #     chromium (the tests render the HTML reports in it, headless); clang-14, libfuzzer-14-dev and
 #     llvm-14's symbolizer (the `sanitize` preset's ASan+UBSan tests and fuzz targets,
-#     scripts/sanitize.sh); the official openai npm client (OpenAiServer.OfficialNodeClient)
+#     scripts/sanitize.sh); the official openai npm client (OpenAiServer.OfficialNodeClient);
+#     pybind11 and Python's headers for the Python package `inferlab` (src/python), NumPy and
+#     pytest for its tests (Python.Pytest), all for Debian's /usr/bin/python3
 # ccache, when installed, serves every rebuild and every worktree (CMakeLists.txt uses it).
 set -euo pipefail
 profile=${1:-test}
@@ -15,7 +17,8 @@ packages=(cmake ninja-build g++ nlohmann-json3-dev libcli11-dev libfmt-dev libgt
           ccache)
 case "$profile" in
   run) ;;
-  test) packages+=(chromium clang-14 libfuzzer-14-dev llvm-14) ;;
+  test) packages+=(chromium clang-14 libfuzzer-14-dev llvm-14 python3-dev pybind11-dev
+                   python3-pybind11 python3-numpy python3-pytest) ;;
   *) echo "inferlab: install-deps.sh takes run or test, got '$profile'" >&2; exit 2 ;;
 esac
 missing=()

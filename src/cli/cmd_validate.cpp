@@ -1,5 +1,3 @@
-#include <cstdlib>
-#include <iostream>
 #include <map>
 #include <memory>
 
@@ -25,8 +23,7 @@ struct ValidateArgs {
 };
 
 [[noreturn]] void fail_bounds(const std::vector<std::string>& over) {
-  std::cerr << "inferlab: accuracy below bounds: " << join_names(over, "; ") << '\n';
-  std::exit(1);
+  throw CheckFailed("accuracy below bounds: " + join_names(over, "; "));
 }
 
 // --engine: `predict --framework inferlab` against the engine's own profiles, each priced on the

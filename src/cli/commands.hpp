@@ -1,10 +1,20 @@
 #pragma once
 #include <CLI/CLI.hpp>
+#include <stdexcept>
+#include <string>
 
 namespace inferlab::cli {
 
 // Each registers one subcommand whose callback does the work (and throws InputError on bad
 // input, which main turns into exit code 2).
+
+// A run that finished and wrote its output but failed a check the user asked for (validate's
+// --max-mape): "inferlab: <what>" on stderr and exit code 1 (cli/run_command.hpp).
+class CheckFailed : public std::runtime_error {
+ public:
+  explicit CheckFailed(const std::string& what) : std::runtime_error(what) {}
+};
+
 void register_predict(CLI::App& app);
 void register_step(CLI::App& app);
 void register_op(CLI::App& app);

@@ -14,12 +14,13 @@
 namespace inferlab {
 namespace {
 
-// Level of each module; a module may include only modules of a lower level.
+// Level of each module; a module may include only modules of a lower level. The two front ends
+// come last: the Python binding (python) runs the CLI's commands, so it sits above cli.
 const std::map<std::string, int>& module_levels() {
   static const std::map<std::string, int> levels = {
       {"util", 0},   {"hw", 1},      {"model", 1},  {"area", 2},  {"cost", 2},
       {"probe", 2},  {"predict", 3}, {"fit", 4},    {"serve", 4}, {"explore", 4},
-      {"engine", 5}, {"server", 6},  {"report", 7}, {"cli", 8}};
+      {"engine", 5}, {"server", 6},  {"report", 7}, {"cli", 8},   {"python", 9}};
   return levels;
 }
 
