@@ -111,6 +111,8 @@ struct AttentionSetup {
     p.softmax_scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
     p.out = reinterpret_cast<__nv_bfloat16*>(out.data());
     p.naive = naive;
+    // INFERLAB_ENGINE_DECODE_SPLITS and the other attention switches, as the engine takes them.
+    cuda::apply_attention_tuning(engine_tuning_from_environment().attention, &p);
     p.workspace = workspace.data();
     p.workspace_bytes = ws;
     cache_for = [=, this](int copy) {

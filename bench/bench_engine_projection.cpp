@@ -150,7 +150,9 @@ const char* path_name(Path p) {
 void run(benchmark::State& state, const Format& f, const Shape& s, Path path, int64_t rows) {
   if (!cuda_device_available()) return state.SkipWithError("no CUDA GPU");
   const Weights& w = weights_for(f, s);
-  Projector projector(64, s.in, s.out, f.weights, f.input);
+  // The INFERLAB_ENGINE_GEMV* switches, as the engine takes them (A/B without rebuilding).
+  Projector projector(64, s.in, s.out, f.weights, f.input,
+                      engine_tuning_from_environment().projection);
   if (path == Path::lt) {
     projector.set_gemv(false);
   } else {

@@ -5,7 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if (($# > 0)); then scripts/install-deps.sh run; else scripts/install-deps.sh test; fi
-[ -f build/build.ninja ] || cmake --preset release >/dev/null
+# The full build configures again (a few seconds): packages installed since the first run's
+# configure (pybind11 for the Python package) are found then.
+if (($# == 0)) || [ ! -f build/build.ninja ]; then cmake --preset release >/dev/null; fi
 targets=()
 for t in "$@"; do targets+=(--target "$t"); done
 cmake --build build -j"$(nproc)" "${targets[@]}" >&2

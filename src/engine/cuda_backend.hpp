@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/backend.hpp"
+#include "engine/engine_tuning.hpp"
 #include "engine/llama_config.hpp"
 #include "engine/llama_weights.hpp"
 #include "engine/quant/formats.hpp"
@@ -26,6 +27,8 @@ struct CudaBackendOptions {
   int64_t max_batch_tokens = 4096;       // new tokens per forward pass (activation buffers)
   int64_t max_sequences = 256;           // sequences per forward pass
   bool sample_on_device = true;          // false: logits to the host, sampled there
+  // Kernel choices for A/B runs (engine_tuning.hpp; EngineOptions fills it from the environment).
+  EngineTuning tuning;
   // Room the cache leaves for a second model on the GPU (speculative decoding's draft, whose pool
   // has as many blocks): its bytes beside its KV cache, and its KV bytes per block.
   int64_t reserved_bytes = 0;
@@ -34,7 +37,7 @@ struct CudaBackendOptions {
   // of two, context bound rounded up to a power of two), instead of launching each kernel.
   bool cuda_graphs = false;
   // Projections of few rows run the engine's GEMV kernels instead of cuBLASLt (off also with
-  // INFERLAB_ENGINE_GEMV=0).
+  // tuning.projection.gemv = false).
   bool gemv = true;
   // Where the GEMV kernels run (decode): the RMSNorm inside the QKV and gate/up GEMVs, SiLU×mul
   // in the gate/up GEMV's epilogue and the residual add in the O and down GEMVs' epilogues.

@@ -5,8 +5,8 @@
 #include <numeric>
 #include <string>
 
-#include "engine/rng.hpp"
 #include "util/error.hpp"
+#include "util/rng.hpp"
 
 namespace inferlab::engine {
 

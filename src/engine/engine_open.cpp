@@ -94,9 +94,9 @@ CudaBackendOptions cuda_backend_options(const EngineOptions& options, const Quan
   cuda.naive_attention = options.naive_attention;
   cuda.warm_gemm_rows = options.warm_gemm_rows;
   cuda.quant = quant;
+  cuda.tuning = options.tuning;
   // A switch for checking the GPU sampler against the host's: logits to the host, picked there.
-  const char* host_sampling = std::getenv("INFERLAB_ENGINE_HOST_SAMPLING");
-  cuda.sample_on_device = host_sampling == nullptr || std::string(host_sampling) != "1";
+  cuda.sample_on_device = !options.tuning.host_sampling;
   return cuda;
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "engine/backend.hpp"
+#include "engine/engine_tuning.hpp"
 #include "engine/llama_weights.hpp"
 #include "engine/quant/formats.hpp"
 
@@ -49,6 +50,9 @@ struct EngineOptions {
   int64_t tp = 1;  // tensor-parallel ranks (CPU: threads over the sharded reference)
   // GPU: room the pool leaves for a second model (a draft: its fixed bytes, KV bytes per block).
   int64_t reserved_bytes = 0, reserved_bytes_per_kv_block = 0;
+  // Kernel choices for A/B runs without rebuilding: the INFERLAB_ENGINE_* variables of the
+  // environment (engine_tuning.hpp), read here once for every front end (CLI, server, Python).
+  EngineTuning tuning = engine_tuning_from_environment();
 };
 
 // The backend for `model` on options.device (already resolved), its weights, KV cache and GEMM

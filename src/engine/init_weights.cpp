@@ -8,9 +8,9 @@
 #include "engine/bf16.hpp"
 #include "engine/checkpoint_files.hpp"
 #include "engine/llama_weights.hpp"
-#include "engine/rng.hpp"
 #include "engine/safetensors_writer.hpp"
 #include "util/error.hpp"
+#include "util/rng.hpp"
 
 namespace inferlab::engine {
 

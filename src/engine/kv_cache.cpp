@@ -3,7 +3,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "engine/rng.hpp"
+#include "util/rng.hpp"
 
 namespace inferlab::engine {
 

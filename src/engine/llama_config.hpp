@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/quant/gptq.hpp"
+#include "engine/gptq_config.hpp"
 #include "model/model_config.hpp"
 
 namespace inferlab::engine {

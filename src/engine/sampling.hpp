@@ -4,7 +4,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/rng.hpp"
+#include "util/rng.hpp"
 
 namespace inferlab::engine {
 

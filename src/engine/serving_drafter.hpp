@@ -9,8 +9,8 @@
 
 #include "engine/backend.hpp"
 #include "engine/kv_swap_space.hpp"
-#include "engine/rng.hpp"
 #include "engine/sampling.hpp"
+#include "util/rng.hpp"
 
 namespace inferlab::engine {
 

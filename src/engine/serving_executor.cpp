@@ -5,20 +5,13 @@
 #include <span>
 #include <stdexcept>
 
-#include "engine/rng.hpp"
 #include "engine/speculative.hpp"
+#include "serve/workload.hpp"
+#include "util/rng.hpp"
 
 namespace inferlab::engine {
 
 namespace {
-
-std::vector<int32_t> draw_ids(uint64_t seed, uint64_t stream, int64_t count, int64_t vocab) {
-  uint64_t mix = seed ^ (0x9e3779b97f4a7c15ULL * (stream + 1));
-  Xoshiro256 rng(splitmix64(mix));
-  std::vector<int32_t> ids(static_cast<size_t>(count));
-  for (auto& id : ids) id = static_cast<int32_t>(rng.next() % static_cast<uint64_t>(vocab));
-  return ids;
-}
 
 BlockTable table_of(const ScheduledIteration& iteration, int64_t seq) {
   BlockTable table;
@@ -35,14 +28,7 @@ ServingExecutor::ServingExecutor(Backend& backend, const std::vector<ServeReques
     : backend_(backend), ngram_max_(ngram_max) {
   const int64_t vocab = backend.config().model.vocab_size;
   for (size_t i = 0; i < requests.size(); ++i) {
-    const ServeRequest& r = requests[i];
-    records_.push_back({draw_ids(seed, 2 * i, r.prompt_tokens, vocab), {}, {}, Xoshiro256(seed)});
-    if (r.prefix_id >= 0 && r.prefix_tokens > 0) {
-      // Even streams for requests, odd ones for shared prefixes.
-      const auto prefix = draw_ids(seed, 2 * static_cast<uint64_t>(r.prefix_id) + 1,
-                                   std::min(r.prefix_tokens, r.prompt_tokens), vocab);
-      std::copy(prefix.begin(), prefix.end(), records_[i].prompt.begin());
-    }
+    records_.push_back({synthetic_prompt(requests[i], i, seed, vocab), {}, {}, Xoshiro256(seed)});
   }
 }
 
@@ -120,21 +106,12 @@ double ServingExecutor::apply_swaps(const std::vector<KvSwap>& swaps) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-IterationOutcome ServingExecutor::execute(const ScheduledIteration& iteration) {
-  IterationOutcome outcome;
-  // Swaps first, on the wall clock and counted as the device's (they are copies over the host
-  // link); a swap-only iteration is nothing else.
-  const double swap_s = apply_swaps(iteration.swaps);
-  outcome.duration_s = outcome.device_s = swap_s;
-  if (iteration.work.empty()) return outcome;
-  ForwardBatch batch;
-  std::vector<bool> samples;
-  std::vector<std::vector<int32_t>> drafts(iteration.work.size());
+ServingExecutor::PlannedPass ServingExecutor::plan_pass(const ScheduledIteration& iteration) {
+  PlannedPass pass;
+  pass.drafts.resize(iteration.work.size());
   // The draft model's passes come first: the target scores their proposals. Without one, the
   // proposals stay empty and drafts come from n-gram lookup.
-  BatchDrafter::Proposals proposals;
-  if (drafter_) proposals = model_drafts(iteration);
-  bool speculating = false;
+  if (drafter_) pass.proposals = model_drafts(iteration);
   for (size_t i = 0; i < iteration.work.size(); ++i) {
     const Work& w = iteration.work[i];
     const auto request = static_cast<size_t>(w.seq->id);
@@ -142,82 +119,107 @@ IterationOutcome ServingExecutor::execute(const ScheduledIteration& iteration) {
     chunk.cached_tokens = w.seq->computed;
     if (w.decode && w.new_tokens > 1) {  // the last token, then the drafts
       chunk.tokens.push_back(token_at(request, w.seq->computed));
-      drafts[i] = drafter_ ? std::move(proposals.tokens[i]) : draft(request, w.new_tokens - 1);
-      chunk.tokens.insert(chunk.tokens.end(), drafts[i].begin(), drafts[i].end());
+      pass.drafts[i] =
+          drafter_ ? std::move(pass.proposals.tokens[i]) : draft(request, w.new_tokens - 1);
+      chunk.tokens.insert(chunk.tokens.end(), pass.drafts[i].begin(), pass.drafts[i].end());
       chunk.all_logits = true;
-      speculating = true;
+      pass.speculating = true;
     } else {
       for (int64_t p = w.seq->computed; p < w.seq->computed + w.new_tokens; ++p) {
         chunk.tokens.push_back(token_at(request, p));
       }
     }
     chunk.block_table = table_of(iteration, w.seq->id);
-    batch.sequences.push_back(std::move(chunk));
-    samples.push_back(w.decode || w.seq->computed + w.new_tokens >= w.seq->target);
+    pass.batch.sequences.push_back(std::move(chunk));
+    pass.samples.push_back(w.decode || w.seq->computed + w.new_tokens >= w.seq->target);
   }
+  return pass;
+}
+
+std::vector<std::vector<int32_t>> ServingExecutor::run_sampled(const ScheduledIteration& iteration,
+                                                               const PlannedPass& pass) {
+  std::vector<SampleSpec> specs(pass.batch.sequences.size());
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const auto request = static_cast<size_t>(iteration.work[i].seq->id);
+    specs[i].params = at(request).sampling;
+    // A draw only where a token is kept, so a request's draws do not depend on its chunking.
+    if (pass.samples[i] && sampling_draws(specs[i].params))
+      specs[i].uniform = at(request).rng.uniform();
+  }
+  const std::vector<int32_t> ids = backend_.forward_sample(pass.batch, specs);
+  std::vector<std::vector<int32_t>> emitted(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) emitted[i] = {ids[i]};
+  return emitted;
+}
+
+std::vector<std::vector<int32_t>> ServingExecutor::run_verified(const ScheduledIteration& iteration,
+                                                                const PlannedPass& pass) {
+  const ForwardResult result = backend_.forward(pass.batch);
+  std::vector<std::vector<int32_t>> emitted(iteration.work.size());
+  for (size_t i = 0; i < iteration.work.size(); ++i) {
+    const auto request = static_cast<size_t>(iteration.work[i].seq->id);
+    const SamplingParams& params = at(request).sampling;
+    if (pass.drafts[i].empty()) {
+      emitted[i] = {
+          pass.samples[i] && sampling_draws(params)
+              ? pick_token(sampling_distribution(result.last(i), params), at(request).rng.uniform())
+              : argmax(result.last(i))};
+      continue;
+    }
+    std::vector<std::span<const float>> rows;
+    for (int64_t r = 0; r < result.rows(i); ++r)
+      rows.push_back(result.row(result.first_row[i] + r));
+    // The draft model's distributions for sampling requests; none for n-gram drafts (a point
+    // mass) or greedy requests.
+    const std::span<const BatchDrafter::Distribution> qs =
+        drafter_ ? std::span<const BatchDrafter::Distribution>(pass.proposals.distributions[i])
+                 : std::span<const BatchDrafter::Distribution>();
+    emitted[i] = verify_draft(rows, pass.drafts[i], qs, params, at(request).rng).tokens;
+  }
+  return emitted;
+}
+
+void ServingExecutor::record_kernels(const ScheduledIteration& iteration) {
+  IterationKernels record{forward_passes_, 0, 0, backend_.last_forward_profile()};
+  for (const Work& w : iteration.work) {
+    if (w.decode) {
+      ++record.decode_seqs;
+    } else {
+      record.prefill_tokens += w.new_tokens;
+    }
+  }
+  kernel_profiles_.push_back(std::move(record));
+}
+
+IterationOutcome ServingExecutor::execute(const ScheduledIteration& iteration) {
+  IterationOutcome outcome;
+  // Swaps first, on the wall clock and counted as the device's (they are copies over the host
+  // link); a swap-only iteration is nothing else.
+  const double swap_s = apply_swaps(iteration.swaps);
+  outcome.duration_s = outcome.device_s = swap_s;
+  if (iteration.work.empty()) return outcome;
+  const PlannedPass pass = plan_pass(iteration);
   if (profile_kernels_) backend_.set_profiling(true);
   const auto start = std::chrono::steady_clock::now();
-  std::vector<std::vector<int32_t>> emitted(iteration.work.size());
-  if (!speculating) {  // the fast path: sampled where the logits are
-    std::vector<SampleSpec> specs(batch.sequences.size());
-    for (size_t i = 0; i < specs.size(); ++i) {
-      const auto request = static_cast<size_t>(iteration.work[i].seq->id);
-      specs[i].params = at(request).sampling;
-      // A draw only where a token is kept, so a request's draws do not depend on its chunking.
-      if (samples[i] && sampling_draws(specs[i].params))
-        specs[i].uniform = at(request).rng.uniform();
-    }
-    const std::vector<int32_t> ids = backend_.forward_sample(batch, specs);
-    for (size_t i = 0; i < ids.size(); ++i) emitted[i] = {ids[i]};
-  } else {  // every verified row's logits to the host, the verdict there
-    const ForwardResult result = backend_.forward(batch);
-    for (size_t i = 0; i < iteration.work.size(); ++i) {
-      const auto request = static_cast<size_t>(iteration.work[i].seq->id);
-      const SamplingParams& params = at(request).sampling;
-      if (drafts[i].empty()) {
-        emitted[i] = {samples[i] && sampling_draws(params)
-                          ? pick_token(sampling_distribution(result.last(i), params),
-                                       at(request).rng.uniform())
-                          : argmax(result.last(i))};
-        continue;
-      }
-      std::vector<std::span<const float>> rows;
-      for (int64_t r = 0; r < result.rows(i); ++r)
-        rows.push_back(result.row(result.first_row[i] + r));
-      // The draft model's distributions for sampling requests; none for n-gram drafts (a point
-      // mass) or greedy requests.
-      const std::span<const BatchDrafter::Distribution> qs =
-          drafter_ ? std::span<const BatchDrafter::Distribution>(proposals.distributions[i])
-                   : std::span<const BatchDrafter::Distribution>();
-      emitted[i] = verify_draft(rows, drafts[i], qs, params, at(request).rng).tokens;
-    }
-  }
+  // Without drafts, the fast path: sampled where the logits are.
+  const std::vector<std::vector<int32_t>> emitted =
+      pass.speculating ? run_verified(iteration, pass) : run_sampled(iteration, pass);
   // The draft model's passes are part of the iteration, on the wall clock and on the device.
   outcome.duration_s =
-      swap_s + proposals.wall_s +
+      swap_s + pass.proposals.wall_s +
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   // The CPU backend measures no device time (negative): all of it is the host's.
   const double device_s = backend_.last_forward_device_s();
-  outcome.device_s =
-      device_s >= 0.0 ? swap_s + device_s + std::max(proposals.device_s, 0.0) : outcome.duration_s;
-  if (profile_kernels_) {
-    IterationKernels record{forward_passes_, 0, 0, backend_.last_forward_profile()};
-    for (const Work& w : iteration.work) {
-      if (w.decode) {
-        ++record.decode_seqs;
-      } else {
-        record.prefill_tokens += w.new_tokens;
-      }
-    }
-    kernel_profiles_.push_back(std::move(record));
-  }
+  outcome.device_s = device_s >= 0.0 ? swap_s + device_s + std::max(pass.proposals.device_s, 0.0)
+                                     : outcome.duration_s;
+  if (profile_kernels_) record_kernels(iteration);
   ++forward_passes_;
   for (size_t i = 0; i < iteration.work.size(); ++i) {
     const Work& w = iteration.work[i];
     // A sequence that emits its last token does so here; one whose output is complete never
     // samples again, so every sampled token is one the scheduler emits.
     auto& out = at(static_cast<size_t>(w.seq->id)).generated;
-    if (samples[i]) out.insert(out.end(), emitted[i].begin(), emitted[i].end());
+    if (pass.samples[i]) out.insert(out.end(), emitted[i].begin(), emitted[i].end());
     outcome.advance.push_back(w.decode ? static_cast<int64_t>(emitted[i].size()) : w.new_tokens);
   }
   return outcome;

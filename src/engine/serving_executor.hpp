@@ -8,10 +8,10 @@
 
 #include "engine/backend.hpp"
 #include "engine/kv_swap_space.hpp"
-#include "engine/rng.hpp"
 #include "engine/sampling.hpp"
 #include "engine/serving_drafter.hpp"
 #include "serve/executor.hpp"
+#include "util/rng.hpp"
 
 namespace inferlab::engine {
 
@@ -79,6 +79,26 @@ class ServingExecutor : public Executor {
   std::vector<int32_t> draft(size_t request, int64_t k);
   // The draft model's proposals for every work item (in order) of the iteration.
   BatchDrafter::Proposals model_drafts(const ScheduledIteration& iteration);
+
+  // execute's steps. The iteration as one forward batch: each work item's chunk (a decode with
+  // drafts carries its last token, then the drafts, and asks for every row's logits), whether
+  // its last row yields a token, and the drafts.
+  struct PlannedPass {
+    ForwardBatch batch;
+    std::vector<bool> samples;
+    std::vector<std::vector<int32_t>> drafts;
+    BatchDrafter::Proposals proposals;  // the draft model's (empty without one)
+    bool speculating = false;           // some item carries drafts
+  };
+  PlannedPass plan_pass(const ScheduledIteration& iteration);
+  // The tokens each item emits: sampled on the backend (no drafts), or the drafts' verdicts
+  // over logits brought to the host.
+  std::vector<std::vector<int32_t>> run_sampled(const ScheduledIteration& iteration,
+                                                const PlannedPass& pass);
+  std::vector<std::vector<int32_t>> run_verified(const ScheduledIteration& iteration,
+                                                 const PlannedPass& pass);
+  // The backend's kernel profile of the pass just run, with the iteration's shape.
+  void record_kernels(const ScheduledIteration& iteration);
 
   struct Record {
     std::vector<int32_t> prompt, generated;

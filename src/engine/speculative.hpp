@@ -7,9 +7,9 @@
 
 #include "engine/backend.hpp"
 #include "engine/generate.hpp"
-#include "engine/rng.hpp"
 #include "engine/sampling.hpp"
 #include "serve/speculative_spec.hpp"
+#include "util/rng.hpp"
 
 namespace inferlab::engine {
 

@@ -2,8 +2,8 @@
 
 #include <chrono>
 
-#include "engine/rng.hpp"
 #include "util/error.hpp"
+#include "util/rng.hpp"
 
 namespace inferlab::engine {
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "model/engine_gemv_rows.hpp"
 #include "model/model_family.hpp"
 #include "model/op_builders.hpp"
 
@@ -19,7 +20,8 @@ bool engine_runs_model(const ModelConfig& model, int tp) {
 }
 
 int64_t engine_gemv_max_rows(DType weights) {
-  return weights == DType::bf16 || weights == DType::fp16 ? 2 : 32;
+  return weights == DType::bf16 || weights == DType::fp16 ? kEngineGemvRowsBf16
+                                                          : kEngineGemvRowsQuantized;
 }
 
 int64_t engine_dequant_chunk_rows(int64_t in_features) {

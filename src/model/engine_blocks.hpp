@@ -26,9 +26,8 @@ bool is_engine_kernel_class(const std::string& name);
 // one GPU); others keep the fused kernel list of KernelPlan.
 bool engine_runs_model(const ModelConfig& model, int tp);
 
-// Rows up to which a projection takes the engine's GEMV kernels (Projector::takes_gemv, its
-// kGemvRows* constants in engine/cuda/projection.hpp). Change it here when the engine's
-// dispatch changes.
+// Rows up to which a projection takes the engine's GEMV kernels (Projector::takes_gemv): the
+// numbers of model/engine_gemv_rows.hpp, which the engine's defaults read too.
 int64_t engine_gemv_max_rows(DType weights);
 // Rows up to which the GEMV is the streaming one (engine/cuda/gemv_stream.hpp).
 inline constexpr int64_t kEngineGemvStreamMaxRows = 2;

@@ -11,6 +11,7 @@
 
 #include "util/error.hpp"
 #include "util/field_error.hpp"
+#include "util/rng.hpp"
 #include "util/text.hpp"
 
 namespace inferlab {
@@ -205,6 +206,29 @@ std::vector<ServeRequest> parse_trace(std::istream& in, TraceFormat format,
   }
   if (out.empty()) throw InputError("trace '" + path + "' has no requests");
   return out;
+}
+
+namespace {
+
+std::vector<int32_t> draw_ids(uint64_t seed, uint64_t stream, int64_t count, int64_t vocab) {
+  uint64_t mix = seed ^ (0x9e3779b97f4a7c15ULL * (stream + 1));
+  Xoshiro256 rng(splitmix64(mix));
+  std::vector<int32_t> ids(static_cast<size_t>(count));
+  for (auto& id : ids) id = static_cast<int32_t>(rng.next() % static_cast<uint64_t>(vocab));
+  return ids;
+}
+
+}  // namespace
+
+std::vector<int32_t> synthetic_prompt(const ServeRequest& request, size_t index, uint64_t seed,
+                                      int64_t vocab) {
+  std::vector<int32_t> prompt = draw_ids(seed, 2 * index, request.prompt_tokens, vocab);
+  if (request.prefix_id >= 0 && request.prefix_tokens > 0) {
+    const auto prefix = draw_ids(seed, 2 * static_cast<uint64_t>(request.prefix_id) + 1,
+                                 std::min(request.prefix_tokens, request.prompt_tokens), vocab);
+    std::copy(prefix.begin(), prefix.end(), prompt.begin());
+  }
+  return prompt;
 }
 
 }  // namespace inferlab

@@ -67,4 +67,12 @@ enum class TraceFormat { jsonl, csv };
 std::vector<ServeRequest> parse_trace(std::istream& in, TraceFormat format,
                                       const std::string& path);
 
+// The token ids of request `index`'s prompt where a workload gives lengths but no text (`serve
+// --executor engine`, the stress tests): uniform draws from [0, vocab) seeded by (seed, index),
+// and the request's shared prefix (prefix_id, prefix_tokens) drawn once per prefix, so that the
+// requests sharing it share its ids and prefix caching finds them. Even random streams serve
+// requests, odd ones prefixes.
+std::vector<int32_t> synthetic_prompt(const ServeRequest& request, size_t index, uint64_t seed,
+                                      int64_t vocab);
+
 }  // namespace inferlab

@@ -9,8 +9,8 @@
 #include <random>
 #include <vector>
 
-#include "engine/rng.hpp"
 #include "engine/rope.hpp"
+#include "util/rng.hpp"
 
 namespace inferlab::engine {
 namespace {

@@ -9,8 +9,8 @@
 
 #include "engine/cpu/cpu_backend.hpp"
 #include "engine/generate.hpp"
+#include "engine/host_communicator.hpp"
 #include "engine/init_weights.hpp"
-#include "engine/tp/host_communicator.hpp"
 #include "engine/tp/shard.hpp"
 #include "engine/tp/tp_cpu_backend.hpp"
 #include "engine_test_support.hpp"

@@ -4,10 +4,10 @@
 #include <stdexcept>
 
 #include "engine/cpu/ops.hpp"
+#include "engine/host_communicator.hpp"
 #include "engine/quant/quantize.hpp"
 #include "engine/quant/quantized_model.hpp"
 #include "engine/rope.hpp"
-#include "engine/tp/host_communicator.hpp"
 
 namespace inferlab::engine {
 

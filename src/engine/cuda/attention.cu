@@ -71,15 +71,11 @@ int sm_count() {
 }
 
 // The tiled prefill: the Hopper kernel (wgmma + TMA) where it runs the batch, unless
-// INFERLAB_ENGINE_HOPPER_PREFILL=0 (A/B without rebuilding); else the mma.sync kernel.
+// p.hopper_prefill is false (A/B without rebuilding); else the mma.sync kernel.
 void launch_tiled_prefill(const PagedAttentionParams& p, cudaStream_t stream) {
-  static const bool allowed = [] {
-    const char* env = std::getenv("INFERLAB_ENGINE_HOPPER_PREFILL");
-    return env == nullptr || std::string(env) != "0";
-  }();
   const DeviceFacts facts = device_facts();
   // Hopper parts are all 9.0 (the predicate wants major·10 + minor).
-  if (allowed && detail::hopper_prefill_supported(p, facts.major * 10)) {
+  if (p.hopper_prefill && detail::hopper_prefill_supported(p, facts.major * 10)) {
     detail::launch_prefill_hopper(p, facts.sm_count, stream);
     return;
   }
@@ -87,13 +83,9 @@ void launch_tiled_prefill(const PagedAttentionParams& p, cudaStream_t stream) {
 }
 
 // Programmatic dependent launch for the decode kernels: on Hopper and later, unless
-// INFERLAB_ENGINE_ATTENTION_PDL=0 (A/B on a GPU without rebuilding).
-bool programmatic_launch() {
-  static const bool allowed = [] {
-    const char* env = std::getenv("INFERLAB_ENGINE_ATTENTION_PDL");
-    return env == nullptr || std::string(env) != "0";
-  }();
-  return allowed && device_facts().major >= 9;
+// p.programmatic_launch is false (A/B on a GPU without rebuilding).
+bool programmatic_launch(const PagedAttentionParams& p) {
+  return p.programmatic_launch && device_facts().major >= 9;
 }
 
 void require(bool ok, const std::string& what) {
@@ -157,29 +149,6 @@ size_t paged_attention_workspace_bytes(int max_tokens, int num_heads, int head_d
 
 namespace {
 
-// INFERLAB_ENGINE_DECODE_KERNEL=chunked|streamed: the kernel `automatic` takes (A/B without
-// rebuilding); unset or anything else: chosen from the batch.
-DecodeKernel decode_kernel_override() {
-  static const DecodeKernel kernel = [] {
-    const char* env = std::getenv("INFERLAB_ENGINE_DECODE_KERNEL");
-    const std::string name = env == nullptr ? "" : env;
-    return name == "chunked"    ? DecodeKernel::chunked
-           : name == "streamed" ? DecodeKernel::streamed
-                                : DecodeKernel::automatic;
-  }();
-  return kernel;
-}
-
-// INFERLAB_ENGINE_DECODE_SPLITS=N: the split count every decode call asks for (within what the
-// context and workspace allow; A/B of the split heuristic); 0 or unset: the heuristic's.
-int64_t decode_splits_override() {
-  static const int64_t splits = [] {
-    const char* env = std::getenv("INFERLAB_ENGINE_DECODE_SPLITS");
-    return env == nullptr ? int64_t{0} : std::max<int64_t>(0, std::atoll(env));
-  }();
-  return splits;
-}
-
 // The decode kernel over the sequences with one new token (`decode_seqs` of them; in a mixed
 // batch the kernel passes over the others), split as model/engine_decode_plan.hpp plans it, all
 // splits in the workspace (whose rows are indexed by sequence). For batch 1 × context 1024 with
@@ -200,15 +169,14 @@ void launch_decode_path(const PagedAttentionParams& p, int64_t decode_seqs, cuda
   const DecodeSplitPlan plan = decode_split_plan(decode_seqs, p.num_heads, p.num_kv_heads, sms,
                                                  p.max_context_len, workspace_splits);
   int64_t splits = plan.splits, partition = plan.partition;
-  if (decode_splits_override() > 0) {
+  if (p.decode_splits > 0) {
     const int64_t plan_context = graph_context_bucket(p.max_context_len);
     const int64_t max_splits = std::min(ceil_div(plan_context, kMinPartition), workspace_splits);
-    splits = std::clamp(decode_splits_override(), int64_t{1}, std::max(max_splits, int64_t{1}));
+    splits = std::clamp(p.decode_splits, int64_t{1}, std::max(max_splits, int64_t{1}));
     partition = ceil_div(plan_context, splits);
     splits = ceil_div(plan_context, partition);
   }
   DecodeKernel kernel = p.decode_kernel;
-  if (kernel == DecodeKernel::automatic) kernel = decode_kernel_override();
   // The streamed kernel at every batch: on the H200 it was faster than the chunked one at
   // batch 1 (7.1 against 7.9 µs at context 1024, 12.8 against 15.4 at 4096) and from 16 on
   // (docs/MEASUREMENTS.md §23-24).
@@ -218,7 +186,7 @@ void launch_decode_path(const PagedAttentionParams& p, int64_t decode_seqs, cuda
   const bool streamed =
       kernel == DecodeKernel::streamed && p.cache.format == DType::bf16 && p.block_size % 16 == 0;
   detail::launch_decode(p, static_cast<int>(splits), static_cast<int>(partition), streamed,
-                        programmatic_launch(), stream);
+                        programmatic_launch(p), stream);
 }
 
 void require_workspace(const PagedAttentionParams& p, size_t needed) {

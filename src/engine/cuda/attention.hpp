@@ -37,6 +37,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "engine/engine_tuning.hpp"
 #include "util/dtype.hpp"
 
 namespace inferlab::engine::cuda {
@@ -59,9 +60,8 @@ inline int kv_element_bytes(DType format) {
 
 // The decode kernel for the sequences with one new token. `automatic`: the streamed one
 // (tensor cores, a cp.async ring per warp) for bf16 caches in blocks of a multiple of 16
-// positions, the chunked one for every other cache;
-// INFERLAB_ENGINE_DECODE_KERNEL=chunked|streamed overrides that choice (A/B without rebuilding).
-// The others force one kernel (tests, benchmarks).
+// positions, the chunked one for every other cache. The others force one kernel (tests,
+// benchmarks, and AttentionTuning::decode_kernel: INFERLAB_ENGINE_DECODE_KERNEL=chunked|streamed).
 enum class DecodeKernel { automatic, chunked, streamed };
 
 struct PagedAttentionParams {
@@ -90,11 +90,27 @@ struct PagedAttentionParams {
   __nv_bfloat16* out = nullptr;  // [num_tokens, num_heads * head_dim]
   bool naive = false;  // the unfused baseline (materialized scores) instead of the flash kernels
   DecodeKernel decode_kernel = DecodeKernel::automatic;
+  // > 0: the split count every decode call asks for, within what the context and workspace allow
+  // (A/B of the split plan: AttentionTuning::decode_splits); 0: the plan's.
+  int64_t decode_splits = 0;
+  bool hopper_prefill = true;       // false: the mma.sync prefill even where the Hopper one runs
+  bool programmatic_launch = true;  // false: the decode kernels without PDL on Hopper
   // Scratch for the split-K partials (and the naive path's scores); at least
   // paged_attention_workspace_bytes(...).
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
 };
+
+// The tuning's kernel choices into `params` (the backend's layers and the benchmarks).
+inline void apply_attention_tuning(const AttentionTuning& tuning, PagedAttentionParams* params) {
+  params->decode_kernel =
+      tuning.decode_kernel == DecodeKernelChoice::chunked    ? DecodeKernel::chunked
+      : tuning.decode_kernel == DecodeKernelChoice::streamed ? DecodeKernel::streamed
+                                                             : DecodeKernel::automatic;
+  params->decode_splits = tuning.decode_splits;
+  params->hopper_prefill = tuning.hopper_prefill;
+  params->programmatic_launch = tuning.programmatic_launch;
+}
 
 // Scratch the decode path (and, with naive, the naive path) needs for up to max_tokens tokens at
 // these sizes. The naive path processes its queries in chunks that fit the workspace: with
@@ -109,7 +125,7 @@ size_t paged_attention_workspace_bytes(int max_tokens, int num_heads, int head_d
 // std::invalid_argument for an unsupported head_dim or cache format, missing scales, or a
 // workspace that is too small. On Hopper the decode kernels are launched with programmatic
 // dependent launch (their start overlaps the previous kernel's end; they wait for it before
-// reading anything); INFERLAB_ENGINE_ATTENTION_PDL=0 turns that off.
+// reading anything) unless params.programmatic_launch is false.
 void paged_attention(const PagedAttentionParams& params, cudaStream_t stream);
 
 }  // namespace inferlab::engine::cuda

@@ -24,8 +24,12 @@ int64_t max_context(const LlamaConfig& config) {
   return config.model.max_position_embeddings > 0 ? config.model.max_position_embeddings : 131072;
 }
 
+int64_t BackendBuffers::activation_elements() const {
+  return residual + normed + qkv + attn + proj + gate_up + act + lm_rows;
+}
+
 int64_t BackendBuffers::bytes() const {
-  return 2 * activation_elements + 4 * logits_elements +
+  return 2 * activation_elements() + 4 * logits_elements +
          static_cast<int64_t>(attention_workspace + sampling_workspace + projection_workspace) +
          4 * metadata_elements;
 }
@@ -34,10 +38,12 @@ BackendBuffers buffers_for(const LlamaConfig& config, const CudaBackendOptions& 
   const ModelConfig& m = config.model;
   const int64_t t = o.max_batch_tokens, rows = logit_rows_capacity(o);
   BackendBuffers b;
-  // residual, normed, qkv, attention out, projection out, gate/up, activation, LM-head rows
-  b.activation_elements =
-      t * (3 * m.hidden_size + (m.q_dim() + 2 * m.kv_dim()) + m.q_dim() + 3 * m.intermediate_size) +
-      rows * m.hidden_size;
+  b.residual = b.normed = b.proj = t * m.hidden_size;
+  b.qkv = t * (m.q_dim() + 2 * m.kv_dim());
+  b.attn = t * m.q_dim();
+  b.gate_up = t * 2 * m.intermediate_size;
+  b.act = t * m.intermediate_size;
+  b.lm_rows = rows * m.hidden_size;
   b.logits_elements = rows * m.vocab_size;
   const int64_t context = max_context(config);
   b.attention_workspace = paged_attention_workspace_bytes(
@@ -46,11 +52,12 @@ BackendBuffers buffers_for(const LlamaConfig& config, const CudaBackendOptions& 
       o.naive_attention);
   b.sampling_workspace =
       sampling_workspace_bytes(static_cast<int>(o.max_sequences), static_cast<int>(m.vocab_size));
-  const int64_t widest_in = std::max({m.hidden_size, m.intermediate_size, m.q_dim()});
-  const int64_t widest_out =
-      std::max({m.q_dim() + 2 * m.kv_dim(), 2 * m.intermediate_size, m.vocab_size});
-  b.projection_workspace = static_cast<size_t>(Projector::workspace_bytes(
-      std::max(t, rows), widest_in, widest_out, o.quant.weights, o.quant.gemm_input_format()));
+  b.projector_rows = std::max(t, rows);
+  b.projector_in = std::max({m.hidden_size, m.intermediate_size, m.q_dim()});
+  b.projector_out = std::max({m.q_dim() + 2 * m.kv_dim(), 2 * m.intermediate_size, m.vocab_size});
+  b.projection_workspace = static_cast<size_t>(
+      Projector::workspace_bytes(b.projector_rows, b.projector_in, b.projector_out, o.quant.weights,
+                                 o.quant.gemm_input_format()));
   const int64_t blocks_per_seq = (context + o.block_size - 1) / o.block_size;
   b.metadata_elements = 4 * t + 2 * o.max_sequences + 1 + rows + o.max_sequences * blocks_per_seq;
   return b;
@@ -60,13 +67,11 @@ CudaBackend::CudaBackend(const LlamaConfig& config, const WeightLoader& loader,
                          const CudaBackendOptions& options, int64_t kv_blocks)
     : config_(config),
       options_(options),
+      sizes_(buffers_for(config, options)),
       weights_(config, options.quant, loader),
-      projector_(std::max(options.max_batch_tokens, logit_rows_capacity(options)),
-                 std::max({config.model.hidden_size, config.model.intermediate_size,
-                           config.model.q_dim()}),
-                 std::max({config.model.q_dim() + 2 * config.model.kv_dim(),
-                           2 * config.model.intermediate_size, config.model.vocab_size}),
-                 options.quant.weights, options.quant.gemm_input_format()) {
+      projector_(sizes_.projector_rows, sizes_.projector_in, sizes_.projector_out,
+                 options.quant.weights, options.quant.gemm_input_format(),
+                 options.tuning.projection) {
   const ModelConfig& m = config_.model;
   layout_ = kv_cache_layout(m, options.block_size, kv_blocks);
   INFERLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
@@ -78,18 +83,17 @@ CudaBackend::CudaBackend(const LlamaConfig& config, const WeightLoader& loader,
   inv_freq_ = DeviceBuffer<float>(inv_freq.size());
   inv_freq_.upload(inv_freq.data(), inv_freq.size());
 
-  const BackendBuffers b = buffers_for(config_, options_);
-  const auto t = static_cast<size_t>(options.max_batch_tokens);
-  const auto rows = static_cast<size_t>(logit_rows_capacity(options));
-  residual_ = DeviceBuffer<bf16>(t * m.hidden_size);
-  normed_ = DeviceBuffer<bf16>(t * m.hidden_size);
-  qkv_ = DeviceBuffer<bf16>(t * (m.q_dim() + 2 * m.kv_dim()));
-  attn_ = DeviceBuffer<bf16>(t * m.q_dim());
-  proj_ = DeviceBuffer<bf16>(t * m.hidden_size);
-  gate_up_ = DeviceBuffer<bf16>(t * 2 * m.intermediate_size);
-  act_ = DeviceBuffer<bf16>(t * m.intermediate_size);
-  lm_rows_ = DeviceBuffer<bf16>(rows * m.hidden_size);
-  logits_ = DeviceBuffer<float>(rows * m.vocab_size);
+  const BackendBuffers& b = sizes_;
+  const auto elements = [](int64_t n) { return static_cast<size_t>(n); };
+  residual_ = DeviceBuffer<bf16>(elements(b.residual));
+  normed_ = DeviceBuffer<bf16>(elements(b.normed));
+  qkv_ = DeviceBuffer<bf16>(elements(b.qkv));
+  attn_ = DeviceBuffer<bf16>(elements(b.attn));
+  proj_ = DeviceBuffer<bf16>(elements(b.proj));
+  gate_up_ = DeviceBuffer<bf16>(elements(b.gate_up));
+  act_ = DeviceBuffer<bf16>(elements(b.act));
+  lm_rows_ = DeviceBuffer<bf16>(elements(b.lm_rows));
+  logits_ = DeviceBuffer<float>(elements(b.logits_elements));
   attention_workspace_ = DeviceBuffer<unsigned char>(b.attention_workspace);
   sampling_workspace_ = DeviceBuffer<unsigned char>(b.sampling_workspace);
   metadata_ = DeviceBuffer<int32_t>(static_cast<size_t>(b.metadata_elements));

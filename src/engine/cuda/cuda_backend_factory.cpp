@@ -147,7 +147,7 @@ std::unique_ptr<Backend> make_cuda_backend(const LlamaConfig& config, const Tens
   auto backend = std::make_unique<cuda::CudaBackend>(config, loader, options, blocks);
   if (options.warm_gemm_rows > 0) {
     backend->warm_gemms(options.warm_gemm_rows);
-  } else if (cuda::lt_tuning_requested()) {
+  } else if (options.tuning.projection.lt_tune) {
     backend->warm_gemms(options.max_batch_tokens);  // every bucket timed before serving
   }
   return backend;

@@ -33,15 +33,22 @@ constexpr int64_t kLogitRowsPerChunk = 256;
 int64_t logit_rows_capacity(const CudaBackendOptions& options);
 int64_t max_context(const LlamaConfig& config);
 
-// Activation, logits and scratch bytes for `options` (what the backend allocates besides the
-// weights and the KV cache).
+// Activation, logits and scratch sizes for `options`: what the backend allocates besides the
+// weights and the KV cache (the constructor allocates exactly these; the factory checks their
+// bytes against the GPU's memory first).
 struct BackendBuffers {
-  int64_t activation_elements = 0;  // bf16
-  int64_t logits_elements = 0;      // fp32
+  // bf16 elements of each activation buffer: residual stream, normed input, fused QKV output,
+  // attention output, projection output, gate/up output, SiLU×mul output, LM-head input rows.
+  int64_t residual = 0, normed = 0, qkv = 0, attn = 0, proj = 0, gate_up = 0, act = 0;
+  int64_t lm_rows = 0;
+  int64_t logits_elements = 0;  // fp32
+  // The Projector's sizes: most rows of a call, widest input and output.
+  int64_t projector_rows = 0, projector_in = 0, projector_out = 0;
   size_t attention_workspace = 0;
   size_t sampling_workspace = 0;
   size_t projection_workspace = 0;
   int64_t metadata_elements = 0;  // int32
+  int64_t activation_elements() const;
   int64_t bytes() const;
 };
 BackendBuffers buffers_for(const LlamaConfig& config, const CudaBackendOptions& options);
@@ -91,6 +98,12 @@ class CudaBackend final : public Backend {
   // One layer's launches, unfused (any batch) or with the GEMV fusions (decode-sized batches).
   void launch_layer(int64_t layer, const ForwardMetadata& meta, PagedAttentionParams& attention,
                     bool fused);
+  // Its two blocks. `stats` (calibration: column absmax of the normed inputs; nullptr when not
+  // collecting) is where the block's norm output goes: the attention block's hidden_size floats,
+  // then the MLP block's.
+  void launch_attention_block(int64_t layer, const ForwardMetadata& meta,
+                              PagedAttentionParams& attention, bool fused, float* stats);
+  void launch_mlp_block(int64_t layer, int tokens, bool fused, float* stats);
   // Whether this many tokens take the fused GEMV forms.
   bool fused_for(int tokens) const;
   // forward_sample of a decode-only batch by replaying (capturing first if new) the graph of
@@ -105,6 +118,7 @@ class CudaBackend final : public Backend {
 
   LlamaConfig config_;
   CudaBackendOptions options_;
+  BackendBuffers sizes_;  // buffers_for(config_, options_), before the Projector that uses it
   KvCacheLayout layout_;
   cudaStream_t stream_ = nullptr;
   DeviceWeights weights_;

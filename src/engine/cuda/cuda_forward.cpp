@@ -55,6 +55,7 @@ void CudaBackend::launch_model(const ForwardMetadata& meta) {
   attention.sliding_window = static_cast<int>(config_.sliding_window);
   attention.softmax_scale = 1.0f / std::sqrt(static_cast<float>(m.head_dim));
   attention.naive = options_.naive_attention;
+  apply_attention_tuning(options_.tuning.attention, &attention);
   attention.out = attn_.data();
   attention.workspace = attention_workspace_.data();
   attention.workspace_bytes = attention_workspace_.bytes();
@@ -76,21 +77,29 @@ void CudaBackend::launch_model(const ForwardMetadata& meta) {
 
 void CudaBackend::launch_layer(int64_t layer, const ForwardMetadata& meta,
                                PagedAttentionParams& attention, bool fused) {
+  float* stats = stats_.data() == nullptr
+                     ? nullptr
+                     : stats_.data() + static_cast<size_t>(layer) * 4 * config_.model.hidden_size;
+  launch_attention_block(layer, meta, attention, fused, stats);
+  launch_mlp_block(layer, meta.tokens(), fused,
+                   stats == nullptr ? nullptr : stats + config_.model.hidden_size);
+}
+
+void CudaBackend::launch_attention_block(int64_t layer, const ForwardMetadata& meta,
+                                         PagedAttentionParams& attention, bool fused,
+                                         float* stats) {
+  // Norm (with the previous layer's residual add unless fused), QKV, RoPE + KV write,
+  // attention, O (+ residual when fused).
   const ModelConfig& m = config_.model;
   const DeviceLayer& w = weights_.layers[static_cast<size_t>(layer)];
   const int tokens = meta.tokens();
   const auto o = meta.offsets();
   const int32_t* dev = metadata_.data();
-  const int hidden = static_cast<int>(m.hidden_size), inter = static_cast<int>(m.intermediate_size);
+  const int hidden = static_cast<int>(m.hidden_size);
   const int64_t q_dim = m.q_dim(), qkv_dim = m.q_dim() + 2 * m.kv_dim();
   const auto eps = static_cast<float>(config_.rms_norm_eps);
   const double t = tokens;
   const double act = 2.0 * t;  // bytes per feature of a projection's input or output rows
-  float* stats = stats_.data() == nullptr
-                     ? nullptr
-                     : stats_.data() + static_cast<size_t>(layer) * 4 * m.hidden_size;
-
-  // Attention block: norm, QKV, RoPE + KV write, attention, O (+ residual).
   if (fused) {
     GemvFused qkv{residual_.data(), w.input_norm, eps,    GemvFused::Epilogue::store,
                   w.qkv_bias,       qkv_.data(),  nullptr};
@@ -142,8 +151,17 @@ void CudaBackend::launch_layer(int64_t layer, const ForwardMetadata& meta,
     timer_.mark("gemm_o", matrix_bytes(w.o_proj) + act * (q_dim + hidden),
                 2.0 * t * hidden * q_dim);
   }
+}
 
-  // MLP block: norm, gate/up, SiLU×mul, down (+ residual).
+void CudaBackend::launch_mlp_block(int64_t layer, int tokens, bool fused, float* stats) {
+  // Norm (with the attention block's residual add unless fused), gate/up, SiLU×mul, down
+  // (+ residual when fused).
+  const ModelConfig& m = config_.model;
+  const DeviceLayer& w = weights_.layers[static_cast<size_t>(layer)];
+  const int hidden = static_cast<int>(m.hidden_size), inter = static_cast<int>(m.intermediate_size);
+  const auto eps = static_cast<float>(config_.rms_norm_eps);
+  const double t = tokens;
+  const double act = 2.0 * t;  // bytes per feature of a projection's input or output rows
   if (fused) {
     GemvFused gate_up{residual_.data(), w.post_norm, eps,    GemvFused::Epilogue::swiglu,
                       nullptr,          act_.data(), nullptr};
@@ -161,7 +179,7 @@ void CudaBackend::launch_layer(int64_t layer, const ForwardMetadata& meta,
                stream_);
   timer_.mark("norm", 8.0 * t * hidden);
   if (stats != nullptr) {
-    merge_column_absmax(normed_.data(), tokens, hidden, stats + m.hidden_size, stream_);
+    merge_column_absmax(normed_.data(), tokens, hidden, stats, stream_);
   }
   projector_.linear(normed_.data(), tokens, w.gate_up, nullptr, gate_up_.data(), false, stream_);
   timer_.mark("gemm_gate_up", matrix_bytes(w.gate_up) + act * (hidden + 2 * inter),

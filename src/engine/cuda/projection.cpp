@@ -28,12 +28,6 @@ bool aligned16(const void* p) {
   return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 }
 
-int64_t env_rows(const char* name, int64_t fallback) {
-  const char* value = std::getenv(name);
-  if (value == nullptr || *value == '\0') return fallback;
-  return std::clamp<int64_t>(std::atoll(value), 0, kGemvMaxRows);
-}
-
 GemvKind kind_of(const DeviceMatrix& w) {
   GemvKind kind = GemvKind::bf16;
   if (!gemv_kind_for(w.format, w.input_format, &kind)) {
@@ -57,10 +51,6 @@ int64_t row_bytes(const DeviceMatrix& w) {
 constexpr std::array<int64_t, 5> kDefaultRows = {Projector::kGemvRowsBf16, Projector::kGemvRowsInt8,
                                                  Projector::kGemvRowsInt4, Projector::kGemvRowsFp8,
                                                  Projector::kGemvRowsW8a8};
-constexpr std::array<const char*, 5> kRowsEnv = {
-    "INFERLAB_ENGINE_GEMV_ROWS_BF16", "INFERLAB_ENGINE_GEMV_ROWS_INT8",
-    "INFERLAB_ENGINE_GEMV_ROWS_INT4", "INFERLAB_ENGINE_GEMV_ROWS_FP8",
-    "INFERLAB_ENGINE_GEMV_ROWS_W8A8"};
 
 }  // namespace
 
@@ -96,18 +86,22 @@ struct Projector::Impl {
   std::unique_ptr<LtRunner> lt;
   int sm_count = 132;
   std::array<int64_t, 5> gemv_rows = kDefaultRows;
+  ProjectionTuning configured;  // what the backend asked for (default_gemv_rows reads it)
   GemvTuning tuning;
   ProjectionPath last = ProjectionPath::none;
 
   unsigned char* at(int64_t offset) { return arena.data() + offset; }
 
+  // The row limits: the tuning's for a format, else its limit for all, else the measured ones.
   void default_gemv_rows() {
-    const int64_t all = env_rows("INFERLAB_ENGINE_GEMV_ROWS", -1);
+    const ProjectionTuning& t = configured;
     for (size_t i = 0; i < gemv_rows.size(); ++i) {
-      gemv_rows[i] = env_rows(kRowsEnv[i], all >= 0 ? all : kDefaultRows[i]);
+      const int64_t rows = t.gemv_rows[i] >= 0    ? t.gemv_rows[i]
+                           : t.gemv_rows_all >= 0 ? t.gemv_rows_all
+                                                  : kDefaultRows[i];
+      gemv_rows[i] = std::clamp<int64_t>(rows, 0, kGemvMaxRows);
     }
-    const char* off = std::getenv("INFERLAB_ENGINE_GEMV");
-    if (off != nullptr && std::string(off) == "0") gemv_rows.fill(0);
+    if (!t.gemv) gemv_rows.fill(0);
   }
 
   GemvPlan plan(int64_t rows, const DeviceMatrix& w, bool swiglu, bool norm) const {
@@ -315,7 +309,7 @@ void Projector::Impl::linear_lt(const bf16* x, int64_t rows, const DeviceMatrix&
 }
 
 Projector::Projector(int64_t max_rows, int64_t max_in, int64_t max_out, DType format,
-                     DType input_format)
+                     DType input_format, const ProjectionTuning& tuning)
     : impl_(std::make_unique<Impl>()) {
   GemvKind kind;
   if (!gemv_kind_for(format, input_format, &kind)) {
@@ -341,19 +335,15 @@ Projector::Projector(int64_t max_rows, int64_t max_in, int64_t max_out, DType fo
   INFERLAB_CUDA_CHECK(cudaGetDevice(&device));
   INFERLAB_CUDA_CHECK(cudaDeviceGetAttribute(&m.sm_count, cudaDevAttrMultiProcessorCount, device));
   gemv_set_smem_limits();
+  m.configured = tuning;
   m.default_gemv_rows();
-  if (const char* stream = std::getenv("INFERLAB_ENGINE_GEMV_STREAM")) {
-    m.stream_enabled = std::string(stream) != "0";
-  }
-  if (const char* splits = std::getenv("INFERLAB_ENGINE_GEMV_SPLITS")) {
-    m.tuning.splits = std::max<int64_t>(0, std::atoll(splits));
-  }
-  if (const char* prologue = std::getenv("INFERLAB_ENGINE_GEMV_PROLOGUE")) {
-    const std::string value = prologue;
-    m.tuning.prologue = value == "fused"      ? GemvPrologue::fused
-                        : value == "prepared" ? GemvPrologue::prepared
-                                              : GemvPrologue::automatic;
-  }
+  if (tuning.gemv_stream >= 0) m.stream_enabled = tuning.gemv_stream != 0;
+  m.tuning.splits = tuning.gemv_splits;
+  m.tuning.prologue = tuning.gemv_prologue == GemvPrologueChoice::fused ? GemvPrologue::fused
+                      : tuning.gemv_prologue == GemvPrologueChoice::prepared
+                          ? GemvPrologue::prepared
+                          : GemvPrologue::automatic;
+  m.lt->set_tuning(tuning.lt_tune);
 }
 
 Projector::~Projector() = default;

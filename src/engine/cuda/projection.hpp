@@ -37,6 +37,8 @@
 
 #include "engine/cuda/cuda_check.hpp"
 #include "engine/cuda/gemv_plan.hpp"
+#include "engine/engine_tuning.hpp"
+#include "model/engine_gemv_rows.hpp"
 #include "util/dtype.hpp"
 
 namespace inferlab::engine::cuda {
@@ -102,21 +104,23 @@ class Projector {
   // read bf16, 4.5-5 bytes per weight against the GEMV's 0.5-1) or a quantize launch (fp8,
   // W8A8). The GEMV stays bandwidth-bound to 32 rows (mma work grows with rows but stays far
   // under the tensor cores' rate; x comes from shared memory). To be tuned by bench_engine_
-  // projection; INFERLAB_ENGINE_GEMV_ROWS[_BF16|_INT8|_INT4|_FP8|_W8A8]=N overrides.
+  // projection; ProjectionTuning's gemv_rows (INFERLAB_ENGINE_GEMV_ROWS[_BF16|...]=N) override.
   // bf16: the streaming GEMV's 1-2 rows only; from 3 rows cuBLASLt beat the tensor-core GEMV at
   // every row count on the H200 (MEASUREMENTS §21: 3.0-4.1 against 1.6-2.2 TB/s).
-  static constexpr int64_t kGemvRowsBf16 = 2;
-  static constexpr int64_t kGemvRowsInt8 = 32;
-  static constexpr int64_t kGemvRowsInt4 = 32;
-  static constexpr int64_t kGemvRowsFp8 = 32;
-  static constexpr int64_t kGemvRowsW8a8 = 32;
+  // (model/engine_gemv_rows.hpp holds the numbers; the prediction reads them there too.)
+  static constexpr int64_t kGemvRowsBf16 = kEngineGemvRowsBf16;
+  static constexpr int64_t kGemvRowsInt8 = kEngineGemvRowsQuantized;
+  static constexpr int64_t kGemvRowsInt4 = kEngineGemvRowsQuantized;
+  static constexpr int64_t kGemvRowsFp8 = kEngineGemvRowsQuantized;
+  static constexpr int64_t kGemvRowsW8a8 = kEngineGemvRowsQuantized;
 
   // max_rows: the most rows a call may have (activation scratch for quantized inputs and the
   // int32 output of W8A8 are sized by it); max_in, max_out: the widest projection. The
   // Projector serves bf16 matrices and (format, input_format) ones: bf16/bf16, int8/bf16,
   // int4/bf16, fp8/fp8 or int8/int8; others throw std::invalid_argument.
+  // `tuning` (engine/engine_tuning.hpp) overrides the measured row limits and GEMV choices.
   Projector(int64_t max_rows, int64_t max_in, int64_t max_out, DType format = DType::bf16,
-            DType input_format = DType::bf16);
+            DType input_format = DType::bf16, const ProjectionTuning& tuning = {});
   ~Projector();
   Projector(const Projector&) = delete;
   Projector& operator=(const Projector&) = delete;
@@ -128,7 +132,7 @@ class Projector {
                                  DType input_format);
 
   // Rows up to which each weight format takes the GEMV kernels (measured; 0 switches them off).
-  // INFERLAB_ENGINE_GEMV=0 in the environment switches them off too.
+  // ProjectionTuning::gemv = false (INFERLAB_ENGINE_GEMV=0) switches them off too.
   void set_gemv(bool on);
   bool gemv() const;
   bool takes_gemv(int64_t rows, const DeviceMatrix& w) const;
@@ -139,7 +143,7 @@ class Projector {
   void set_gemv_stream(bool on);
   int64_t gemv_max_rows(const DeviceMatrix& w) const;
   // Split-K and prologue choices for A/B (INFERLAB_ENGINE_GEMV_SPLITS,
-  // INFERLAB_ENGINE_GEMV_PROLOGUE=auto|fused|prepared set them at construction).
+  // INFERLAB_ENGINE_GEMV_PROLOGUE=auto|fused|prepared, through ProjectionTuning at construction).
   void set_gemv_tuning(const GemvTuning& tuning);
   // The route of the last linear / gemv_fused call.
   ProjectionPath last_path() const;

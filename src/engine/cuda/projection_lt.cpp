@@ -76,7 +76,6 @@ struct LtRunner::Plan {
 LtRunner::LtRunner(void* workspace, size_t workspace_bytes)
     : workspace_(workspace), workspace_bytes_(workspace_bytes) {
   check_lt(cublasLtCreate(&handle_), "cublasLtCreate");
-  tune_ = lt_tuning_requested();
 }
 
 LtRunner::~LtRunner() {
@@ -146,11 +145,6 @@ LtRunner::Plan* LtRunner::plan_for(const LtCall& call, int alignment) {
   // choice: on the H200 the timed winner for 16 rows made graphed decodes 13-15% slower.
   plan->settled = !tune_ || call.n <= kMaxUntunedRows;
   return plans_.emplace(key, std::move(plan)).first->second.get();
-}
-
-bool lt_tuning_requested() {
-  const char* tune = std::getenv("INFERLAB_ENGINE_LT_TUNE");
-  return tune != nullptr && std::string(tune) == "1";
 }
 
 int64_t LtRunner::rows_bucket(int64_t n) {

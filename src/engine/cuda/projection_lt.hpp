@@ -47,10 +47,6 @@ struct LtCall {
   const float* b_scales = nullptr;  // fp8_outer
 };
 
-// INFERLAB_ENGINE_LT_TUNE=1: the runners time cuBLASLt's candidates, and a CUDA backend tunes
-// every bucket of rows it can meet when it is made (CudaBackend::warm_gemms).
-bool lt_tuning_requested();
-
 class LtRunner {
  public:
   LtRunner(void* workspace, size_t workspace_bytes);
@@ -68,8 +64,9 @@ class LtRunner {
   // it for them. During capture the heuristic's first choice is used and nothing is recorded.
   bool run(const LtCall& call, cudaStream_t stream);
 
-  // Off by default; the environment variable INFERLAB_ENGINE_LT_TUNE=1 turns it on. Affects the
-  // shapes met from then on.
+  // Off by default; ProjectionTuning::lt_tune (INFERLAB_ENGINE_LT_TUNE=1) turns it on in the
+  // Projector's runner, and a CUDA backend then tunes every bucket of rows it can meet when it
+  // is made (CudaBackend::warm_gemms). Affects the shapes met from then on.
   void set_tuning(bool on) { tune_ = on; }
   bool tuning() const { return tune_; }
   // How many buckets have a timed winner, and how many shapes have a plan.

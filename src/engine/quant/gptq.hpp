@@ -14,25 +14,13 @@
 #include <string>
 #include <vector>
 
+#include "engine/gptq_config.hpp"
 #include "engine/quant/quantize.hpp"
 #include "engine/safetensors_writer.hpp"
 
 namespace inferlab::engine {
 
 class Checkpoint;
-
-struct GptqConfig {
-  int bits = 4;              // 4 or 8
-  int64_t group_size = 128;  // −1: one group per column
-  bool sym = true;
-  bool desc_act = false;        // act-order: refused (groups not contiguous along the input)
-  bool zeros_minus_one = true;  // checkpoint_format "gptq" (v1)
-};
-
-// The config.json's quantization_config when it is GPTQ; nullopt without one. InputError naming
-// `context` for another quant_method, bits other than 4 or 8, act-order, a bad group size.
-std::optional<GptqConfig> parse_gptq_config(const nlohmann::json& hf_config,
-                                            const std::string& context);
 
 // The names of a GPTQ module's tensors, for `weight_name` ending in ".weight".
 std::vector<std::string> gptq_tensor_names(const std::string& weight_name);

@@ -5,7 +5,7 @@
 #include <stdexcept>
 
 #include "engine/bf16.hpp"
-#include "engine/rng.hpp"
+#include "util/rng.hpp"
 
 namespace inferlab::engine {
 

@@ -5,7 +5,7 @@
 
 #include "engine/backend.hpp"
 #include "engine/cpu/cpu_backend.hpp"
-#include "engine/tp/host_communicator.hpp"
+#include "engine/host_communicator.hpp"
 
 namespace inferlab::engine {
 

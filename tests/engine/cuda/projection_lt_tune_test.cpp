@@ -2,7 +2,7 @@
 // the bias epilogue, tuned and untuned, against an fp64 CPU reference for row counts that tune a
 // bucket (448, 512, ...) and that reuse its winner (447, 440, 500, ...), so a wrong reuse or a
 // tuning launch that leaves D wrong would show; a call under graph capture is not tuned; the
-// rows buckets; INFERLAB_ENGINE_LT_TUNE (off by default). Without a GPU the tests skip.
+// rows buckets; ProjectionTuning::lt_tune (off by default). Without a GPU the tests skip.
 #include <gtest/gtest.h>
 
 #include "engine/cuda_backend.hpp"
@@ -138,22 +138,17 @@ TEST(CudaLtTuning, NoTuningUnderGraphCapture) {
   cudaStreamDestroy(stream);
 }
 
-TEST(CudaLtTuning, EnvironmentTurnsItOn) {
+// Off by default; ProjectionTuning::lt_tune turns it on (engine_tuning_test.cpp checks that
+// INFERLAB_ENGINE_LT_TUNE=1 sets that field).
+TEST(CudaLtTuning, OffByDefaultAndSwitchable) {
   REQUIRE_GPU();
   DeviceBuffer<unsigned char> workspace(1 << 20);
-  const char* old = std::getenv("INFERLAB_ENGINE_LT_TUNE");
-  const std::string saved = old ? old : "";
-  unsetenv("INFERLAB_ENGINE_LT_TUNE");
-  EXPECT_FALSE(LtRunner(workspace.data(), workspace.bytes()).tuning());  // off by default
-  setenv("INFERLAB_ENGINE_LT_TUNE", "0", 1);
-  EXPECT_FALSE(LtRunner(workspace.data(), workspace.bytes()).tuning());
-  setenv("INFERLAB_ENGINE_LT_TUNE", "1", 1);
-  EXPECT_TRUE(LtRunner(workspace.data(), workspace.bytes()).tuning());
-  if (old) {
-    setenv("INFERLAB_ENGINE_LT_TUNE", saved.c_str(), 1);
-  } else {
-    unsetenv("INFERLAB_ENGINE_LT_TUNE");
-  }
+  LtRunner runner(workspace.data(), workspace.bytes());
+  EXPECT_FALSE(runner.tuning());
+  runner.set_tuning(true);
+  EXPECT_TRUE(runner.tuning());
+  runner.set_tuning(false);
+  EXPECT_FALSE(runner.tuning());
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "engine/tp/host_communicator.hpp"
+#include "engine/host_communicator.hpp"
 
 #include <algorithm>
 #include <stdexcept>

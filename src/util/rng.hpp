@@ -2,7 +2,7 @@
 #include <cstdint>
 #include <string_view>
 
-namespace inferlab::engine {
+namespace inferlab {
 
 // SplitMix64 (Steele, Lea, Flood 2014): seeds the generators and mixes hashes.
 inline uint64_t splitmix64(uint64_t& state) {
@@ -60,4 +60,4 @@ class Xoshiro256 {
   uint64_t state_[4];
 };
 
-}  // namespace inferlab::engine
+}  // namespace inferlab

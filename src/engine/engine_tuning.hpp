@@ -1,0 +1,47 @@
+#pragma once
+// The CUDA engine's tuning switches: A/B runs of a kernel choice without rebuilding. Every field
+// defaults to the measured choice (docs/MEASUREMENTS.md says where each was measured); the
+// environment variables named beside them override it, and engine_tuning_from_environment() is
+// the one place that reads them. EngineOptions (engine_open.hpp) carries the struct filled from
+// the environment; the CUDA backend hands each part to the code it tunes (the Projector, the
+// attention launcher, the sampler). C++17: the CUDA sources include it.
+#include <array>
+#include <cstdint>
+
+namespace inferlab::engine {
+
+// How a GEMV stages its input (cuda/gemv_plan.hpp's GemvPrologue): chosen per shape, or forced.
+enum class GemvPrologueChoice { automatic, fused, prepared };
+// The decode attention kernel (cuda/attention.hpp's DecodeKernel): chosen per cache, or forced.
+enum class DecodeKernelChoice { automatic, chunked, streamed };
+
+struct ProjectionTuning {
+  bool gemv = true;            // INFERLAB_ENGINE_GEMV=0: no GEMV kernels (cuBLASLt at every row)
+  int64_t gemv_rows_all = -1;  // INFERLAB_ENGINE_GEMV_ROWS=N: every format's GEMV row limit
+  // INFERLAB_ENGINE_GEMV_ROWS_{BF16,INT8,INT4,FP8,W8A8}=N: one format's (before gemv_rows_all).
+  // -1: the measured default (Projector::kGemvRows*).
+  std::array<int64_t, 5> gemv_rows = {-1, -1, -1, -1, -1};
+  int gemv_stream = -1;     // INFERLAB_ENGINE_GEMV_STREAM=0|1: the streaming GEMV; -1: default
+  int64_t gemv_splits = 0;  // INFERLAB_ENGINE_GEMV_SPLITS=N: k slices; 0: chosen per shape
+  GemvPrologueChoice gemv_prologue = GemvPrologueChoice::automatic;  // ..._GEMV_PROLOGUE
+  bool lt_tune = false;  // INFERLAB_ENGINE_LT_TUNE=1: time cuBLASLt's candidates
+};
+
+struct AttentionTuning {
+  bool hopper_prefill = true;       // INFERLAB_ENGINE_HOPPER_PREFILL=0: the mma.sync prefill
+  bool programmatic_launch = true;  // INFERLAB_ENGINE_ATTENTION_PDL=0: no PDL for decode kernels
+  DecodeKernelChoice decode_kernel = DecodeKernelChoice::automatic;  // ..._DECODE_KERNEL
+  int64_t decode_splits = 0;  // INFERLAB_ENGINE_DECODE_SPLITS=N; 0: the split plan's
+};
+
+struct EngineTuning {
+  ProjectionTuning projection;
+  AttentionTuning attention;
+  bool host_sampling = false;  // INFERLAB_ENGINE_HOST_SAMPLING=1: logits to the host, picked there
+};
+
+// The defaults with the INFERLAB_ENGINE_* variables of the environment applied. An unset or
+// empty variable keeps the default; a number is read as atoll does, negative ones as 0.
+EngineTuning engine_tuning_from_environment();
+
+}  // namespace inferlab::engine

@@ -1,0 +1,16 @@
+#pragma once
+// Rows up to which the engine's projections take its GEMV kernels rather than cuBLASLt, per
+// weight format: the engine's defaults (engine/cuda/projection.hpp) and the prediction's
+// (model/engine_blocks.hpp) read them here, so that the two cannot drift apart.
+// bf16: the streaming GEMV's 1-2 rows only; from 3 rows cuBLASLt beat the tensor-core GEMV at
+// every row count on the H200 (MEASUREMENTS §21: 3.0-4.1 against 1.6-2.2 TB/s). Quantized
+// weights (int8, int4, fp8, W8A8): the GEMV stays bandwidth-bound to 32 rows. C++17: CUDA
+// sources include it.
+#include <cstdint>
+
+namespace inferlab {
+
+inline constexpr int64_t kEngineGemvRowsBf16 = 2;
+inline constexpr int64_t kEngineGemvRowsQuantized = 32;
+
+}  // namespace inferlab

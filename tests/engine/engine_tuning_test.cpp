@@ -1,0 +1,130 @@
+// engine_tuning_from_environment (engine/engine_tuning.hpp): the one reader of the
+// INFERLAB_ENGINE_* variables. Unset, every field keeps the measured default; set, each variable
+// lands in its field as the kernels used to read it themselves.
+#include "engine/engine_tuning.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/engine_open.hpp"
+
+namespace inferlab::engine {
+namespace {
+
+const std::vector<std::string> kVariables = {
+    "INFERLAB_ENGINE_GEMV",           "INFERLAB_ENGINE_GEMV_ROWS",
+    "INFERLAB_ENGINE_GEMV_ROWS_BF16", "INFERLAB_ENGINE_GEMV_ROWS_INT8",
+    "INFERLAB_ENGINE_GEMV_ROWS_INT4", "INFERLAB_ENGINE_GEMV_ROWS_FP8",
+    "INFERLAB_ENGINE_GEMV_ROWS_W8A8", "INFERLAB_ENGINE_GEMV_STREAM",
+    "INFERLAB_ENGINE_GEMV_SPLITS",    "INFERLAB_ENGINE_GEMV_PROLOGUE",
+    "INFERLAB_ENGINE_LT_TUNE",        "INFERLAB_ENGINE_HOPPER_PREFILL",
+    "INFERLAB_ENGINE_ATTENTION_PDL",  "INFERLAB_ENGINE_DECODE_KERNEL",
+    "INFERLAB_ENGINE_DECODE_SPLITS",  "INFERLAB_ENGINE_HOST_SAMPLING"};
+
+using Variables = std::map<std::string, std::string>;
+
+// Sets the given variables (and unsets the other fifteen) for its lifetime; restores them after.
+class Environment {
+ public:
+  explicit Environment(const Variables& set) {
+    for (const std::string& name : kVariables) {
+      const char* old = std::getenv(name.c_str());
+      saved_[name] = old ? std::optional<std::string>(old) : std::nullopt;
+      unsetenv(name.c_str());
+    }
+    for (const auto& [name, value] : set) setenv(name.c_str(), value.c_str(), 1);
+  }
+  ~Environment() {
+    for (const auto& [name, value] : saved_) {
+      if (value) {
+        setenv(name.c_str(), value->c_str(), 1);
+      } else {
+        unsetenv(name.c_str());
+      }
+    }
+  }
+
+ private:
+  std::map<std::string, std::optional<std::string>> saved_;
+};
+
+TEST(EngineTuning, SixteenVariablesUnsetGiveTheMeasuredDefaults) {
+  ASSERT_EQ(kVariables.size(), 16u);
+  const Environment none(Variables{});
+  const EngineTuning t = engine_tuning_from_environment();
+  EXPECT_TRUE(t.projection.gemv);
+  EXPECT_EQ(t.projection.gemv_rows_all, -1);
+  for (int64_t rows : t.projection.gemv_rows) EXPECT_EQ(rows, -1);
+  EXPECT_EQ(t.projection.gemv_stream, -1);
+  EXPECT_EQ(t.projection.gemv_splits, 0);
+  EXPECT_EQ(t.projection.gemv_prologue, GemvPrologueChoice::automatic);
+  EXPECT_FALSE(t.projection.lt_tune);
+  EXPECT_TRUE(t.attention.hopper_prefill);
+  EXPECT_TRUE(t.attention.programmatic_launch);
+  EXPECT_EQ(t.attention.decode_kernel, DecodeKernelChoice::automatic);
+  EXPECT_EQ(t.attention.decode_splits, 0);
+  EXPECT_FALSE(t.host_sampling);
+}
+
+TEST(EngineTuning, EachVariableLandsInItsField) {
+  const Environment set(Variables{{"INFERLAB_ENGINE_GEMV", "0"},
+                                  {"INFERLAB_ENGINE_GEMV_ROWS", "8"},
+                                  {"INFERLAB_ENGINE_GEMV_ROWS_INT4", "16"},
+                                  {"INFERLAB_ENGINE_GEMV_ROWS_W8A8", "-3"},
+                                  {"INFERLAB_ENGINE_GEMV_STREAM", "0"},
+                                  {"INFERLAB_ENGINE_GEMV_SPLITS", "4"},
+                                  {"INFERLAB_ENGINE_GEMV_PROLOGUE", "prepared"},
+                                  {"INFERLAB_ENGINE_LT_TUNE", "1"},
+                                  {"INFERLAB_ENGINE_HOPPER_PREFILL", "0"},
+                                  {"INFERLAB_ENGINE_ATTENTION_PDL", "0"},
+                                  {"INFERLAB_ENGINE_DECODE_KERNEL", "chunked"},
+                                  {"INFERLAB_ENGINE_DECODE_SPLITS", "12"},
+                                  {"INFERLAB_ENGINE_HOST_SAMPLING", "1"}});
+  const EngineTuning t = engine_tuning_from_environment();
+  EXPECT_FALSE(t.projection.gemv);
+  EXPECT_EQ(t.projection.gemv_rows_all, 8);
+  EXPECT_EQ(t.projection.gemv_rows[0], -1);  // bf16: unset, so the limit for all applies
+  EXPECT_EQ(t.projection.gemv_rows[2], 16);  // int4
+  EXPECT_EQ(t.projection.gemv_rows[4], 0);   // w8a8: a negative count is 0 (GEMV off)
+  EXPECT_EQ(t.projection.gemv_stream, 0);
+  EXPECT_EQ(t.projection.gemv_splits, 4);
+  EXPECT_EQ(t.projection.gemv_prologue, GemvPrologueChoice::prepared);
+  EXPECT_TRUE(t.projection.lt_tune);
+  EXPECT_FALSE(t.attention.hopper_prefill);
+  EXPECT_FALSE(t.attention.programmatic_launch);
+  EXPECT_EQ(t.attention.decode_kernel, DecodeKernelChoice::chunked);
+  EXPECT_EQ(t.attention.decode_splits, 12);
+  EXPECT_TRUE(t.host_sampling);
+}
+
+TEST(EngineTuning, OnlyTheExactSwitchValuesSwitch) {
+  // As the kernels read them: GEMV and the Hopper/PDL switches turn off only at "0", LT tuning
+  // and host sampling on only at "1", an empty variable is unset, other names keep `automatic`.
+  const Environment set(Variables{{"INFERLAB_ENGINE_GEMV", "no"},
+                                  {"INFERLAB_ENGINE_LT_TUNE", "yes"},
+                                  {"INFERLAB_ENGINE_HOPPER_PREFILL", ""},
+                                  {"INFERLAB_ENGINE_GEMV_STREAM", "2"},
+                                  {"INFERLAB_ENGINE_DECODE_KERNEL", "fastest"},
+                                  {"INFERLAB_ENGINE_GEMV_PROLOGUE", "fused"}});
+  const EngineTuning t = engine_tuning_from_environment();
+  EXPECT_TRUE(t.projection.gemv);
+  EXPECT_FALSE(t.projection.lt_tune);
+  EXPECT_TRUE(t.attention.hopper_prefill);
+  EXPECT_EQ(t.projection.gemv_stream, 1);
+  EXPECT_EQ(t.attention.decode_kernel, DecodeKernelChoice::automatic);
+  EXPECT_EQ(t.projection.gemv_prologue, GemvPrologueChoice::fused);
+}
+
+TEST(EngineTuning, EngineOptionsCarryTheEnvironmentsTuning) {
+  const Environment set(Variables{{"INFERLAB_ENGINE_DECODE_SPLITS", "7"}});
+  const EngineOptions options;
+  EXPECT_EQ(options.tuning.attention.decode_splits, 7);
+}
+
+}  // namespace
+}  // namespace inferlab::engine
