@@ -5,6 +5,8 @@
 #include <stdexcept>
 
 #include "engine/bf16.hpp"
+#include "engine/quant/gptq.hpp"
+#include "engine/quant/quantize.hpp"
 #include "util/error.hpp"
 
 namespace inferlab::engine {

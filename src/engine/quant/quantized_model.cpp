@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "engine/bf16.hpp"
+#include "engine/quant/gptq.hpp"
 #include "util/error.hpp"
 
 namespace inferlab::engine {
