@@ -72,7 +72,7 @@ std::vector<std::tuple<std::string, bool, bool>> engine_flags() {
     if (option->get_lnames().empty() || option->get_lnames().front() == "help") continue;
     std::string name = option->get_lnames().front();
     std::replace(name.begin(), name.end(), '-', '_');
-    flags.emplace_back(name, option->get_type_size_max() == 0, false);
+    flags.emplace_back(name, option->get_expected_max() == 0, false);
   }
   return flags;
 }

@@ -31,10 +31,9 @@ std::vector<FlagInfo> flags_of(const CLI::App& app) {
   for (const CLI::Option* option : app.get_options()) {
     if (option->get_lnames().empty()) continue;  // positional
     std::string name = option->get_lnames().front();
-    if (name == "help" || name == "format") continue;  // output selection is the package's
+    if (name == "help") continue;
     std::replace(name.begin(), name.end(), '-', '_');
-    flags.emplace_back(name, option->get_type_size_max() == 0,
-                       option->get_items_expected_max() > 1);
+    flags.emplace_back(name, option->get_expected_max() == 0, option->get_items_expected_max() > 1);
   }
   return flags;
 }
@@ -91,7 +90,7 @@ PYBIND11_MODULE(_inferlab, m) {
       "Runs one `inferlab` command line in-process: (exit code, stdout bytes, stderr bytes).");
   m.def("command_flags", &command_flags, py::arg("command"),
         "A command's flags as (snake_case name, is a switch, takes several values), without "
-        "--help and --format.");
+        "--help (the package checks for --format and sets it itself).");
   m.def("workload_flags", &workload_flags, "The workload's flags, as command_flags gives them.");
   bind_engine(m);
 }
