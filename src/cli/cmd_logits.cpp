@@ -9,6 +9,7 @@
 #include "cli/commands.hpp"
 #include "cli/engine_args.hpp"
 #include "engine/backend.hpp"
+#include "engine/teacher_forced.hpp"
 #include "util/error.hpp"
 #include "util/json_file.hpp"
 
@@ -81,24 +82,11 @@ void run_logits(const LogitsArgs& a) {
         fmt::format("{} tokens are longer than the model's context of {}", count, context));
   }
   engine::BlockAllocator allocator(backend->kv_layout().num_blocks);
-  engine::ForwardBatch batch;
-  batch.sequences.resize(1);
-  engine::SequenceChunk& chunk = batch.sequences[0];
-  allocator.grow(chunk.block_table, count, backend->kv_layout().block_size);
-  chunk.tokens.assign(ids.begin(), ids.begin() + prefill);
-  chunk.all_logits = true;
-  std::vector<float> logits;
+  engine::BlockTable block_table;
+  allocator.grow(block_table, count, backend->kv_layout().block_size);
+  const std::vector<float> logits =
+      engine::teacher_forced_logits(*backend, ids, prefill, std::move(block_table));
   const int64_t vocab = backend->config().model.vocab_size;
-  logits.reserve(static_cast<size_t>(count * vocab));
-  auto append = [&](const engine::ForwardResult& result) {
-    logits.insert(logits.end(), result.logits.begin(), result.logits.end());
-  };
-  append(backend->forward(batch));
-  for (int64_t t = prefill; t < count; ++t) {
-    chunk.cached_tokens = t;
-    chunk.tokens.assign(1, ids[static_cast<size_t>(t)]);
-    append(backend->forward(batch));
-  }
   write_npy(a.out, logits, count, vocab);
 }
 

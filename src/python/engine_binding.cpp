@@ -21,6 +21,7 @@
 #include "cli/common_args.hpp"
 #include "cli/engine_args.hpp"
 #include "engine/generate.hpp"
+#include "engine/teacher_forced.hpp"
 #include "engine/tokenizer/chat.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
 #include "engine/tokenizer/utf8.hpp"
@@ -161,29 +162,14 @@ class Engine {
     }
     const engine::KvCacheLayout& layout = backend_->kv_layout();
     engine::BlockAllocator allocator(layout.num_blocks);
-    engine::ForwardBatch batch;
-    batch.sequences.resize(1);
-    engine::SequenceChunk& chunk = batch.sequences[0];
-    if (!allocator.grow(chunk.block_table, count, layout.block_size)) {
+    engine::BlockTable block_table;
+    if (!allocator.grow(block_table, count, layout.block_size)) {
       throw InputError(
           fmt::format("{} tokens need more than the engine's KV cache of {} tokens; "
                       "open the Engine with a larger kv_tokens",
                       count, layout.slots()));
     }
-    chunk.tokens.assign(ids.begin(), ids.begin() + prefill);
-    chunk.all_logits = true;
-    std::vector<float> logits;
-    logits.reserve(static_cast<size_t>(count * vocab_size()));
-    auto append = [&](const engine::ForwardResult& result) {
-      logits.insert(logits.end(), result.logits.begin(), result.logits.end());
-    };
-    append(backend_->forward(batch));
-    for (int64_t t = prefill; t < count; ++t) {
-      chunk.cached_tokens = t;
-      chunk.tokens.assign(1, ids[static_cast<size_t>(t)]);
-      append(backend_->forward(batch));
-    }
-    return logits;
+    return engine::teacher_forced_logits(*backend_, ids, prefill, std::move(block_table));
   }
 
  private:
