@@ -80,12 +80,15 @@ wall=$(($(date +%s) - start))
   echo "hung_seeds$hung"
   # "stress seed N: requests R completed C ... failures F": the sums of every field.
   awk '{ workloads++; if ($NF > 0) { s = $3; sub(":", "", s); failing = failing " " s }
-         for (i = 4; i < NF; i += 2) sum[$i] += $(i + 1) }
+         for (i = 4; i < NF; i += 2) {
+           if ($i == "near_tie_peak") { if ($(i + 1) > peak) peak = $(i + 1) } else sum[$i] += $(i + 1)
+         } }
        END { printf "workloads %d\n", workloads;
              n = split("requests completed rejected ended_early greedy_checked sampled_checked " \
                        "rerun_checked near_ties preemptions prefix_hit_tokens drafts_proposed " \
                        "drafts_accepted failures", keys, " ");
              for (k = 1; k <= n; k++) printf "%s %d\n", keys[k], sum[keys[k]];
+             printf "near_tie_peak %.3f\n", peak;
              printf "failing_seeds%s\n", failing }' "$totals"
 } >"$out/summary.txt"
 workloads=$(wc -l <"$totals")

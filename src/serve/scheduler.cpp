@@ -201,9 +201,11 @@ bool Scheduler::admit(Seq* s, int64_t chunk_limit, int64_t& new_tokens) {
     const int64_t uncached = s->target - hits * config_.block_size;
     const int64_t chunk = std::min(uncached, chunk_limit);
     if (chunk < 1) return false;
-    if (blocks_.blocks_for(s->target - uncached + chunk) - hits > blocks_.free_blocks()) {
-      return false;
-    }
+    // The whole prompt must fit, not only its first chunk (as vLLM's can_allocate asks): a long
+    // prompt admitted for a chunk in a nearly full pool grows until it evicts itself, starts
+    // again and evicts itself again until some decode ends (a 100k-token workload on the H200
+    // recomputed 1.09M tokens so; docs/MEASUREMENTS.md §29).
+    if (blocks_.blocks_for(s->target) - hits > blocks_.free_blocks()) return false;
     blocks_.acquire_prefix(s->id, keys);
     if (!blocks_.grow(s->id, hits * config_.block_size + chunk)) {
       blocks_.release(s->id);  // the cached blocks it took were the ones it needed to grow

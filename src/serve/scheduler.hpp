@@ -75,8 +75,9 @@ class Scheduler {
   int64_t decode_tokens(const Seq* s) const;
   // Admits waiting sequences in arrival order (no overtaking) while sequence slots and the
   // token budget last: whole prompts, or with `chunks` a first chunk that fills what the budget
-  // leaves. A whole prompt may exceed the budget when it is the iteration's first work (vLLM
-  // raises its budget to the longest prompt).
+  // leaves, admitted only when the free blocks hold all of its prompt. A whole prompt may exceed
+  // the budget when it is the iteration's first work (vLLM raises its budget to the longest
+  // prompt).
   void admit_waiting(std::vector<Work>& work, int64_t& budget, bool chunks);
   // One decode step for every running sequence, oldest first, preempting the newest while
   // blocks run short.

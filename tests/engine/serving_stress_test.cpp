@@ -312,9 +312,33 @@ TEST(ServingStress, ATokenThatDependsOnTheBatchIsCaught) {
   const StressReport caught = check_case(c, corrupting);
   ASSERT_FALSE(caught.failures.empty());
   EXPECT_NE(caught.failures.front().find("batched"), std::string::npos) << caught.failures.front();
-  // A tolerance takes only near ties: a whole logit's move is far beyond it.
+  // A tolerance takes only near ties: a whole logit's move is far beyond it, even the GPU's
+  // widest (fp8 weights and activations).
   BatchDependentProvider tolerant(move_the_top, 1e-2);
   EXPECT_FALSE(check_case(c, tolerant).failures.empty());
+  QuantConfig widest;
+  widest.weights = DType::fp8;
+  widest.kv = DType::fp8;
+  EXPECT_DOUBLE_EQ(gpu_batch_noise_tolerance(widest), 0.125);
+  BatchDependentProvider widest_tolerance(move_the_top, gpu_batch_noise_tolerance(widest));
+  EXPECT_FALSE(check_case(c, widest_tolerance).failures.empty());
+}
+
+// The GPU's tolerances by format, worked out from the factors the header gives.
+TEST(ServingStress, GpuToleranceByFormat) {
+  QuantConfig q;
+  EXPECT_DOUBLE_EQ(gpu_batch_noise_tolerance(q), 0.015);  // bf16
+  q.weights = DType::int4;
+  EXPECT_DOUBLE_EQ(gpu_batch_noise_tolerance(q), 0.03);
+  q.kv = DType::int8;
+  EXPECT_DOUBLE_EQ(gpu_batch_noise_tolerance(q), 0.075);
+  q.weights = DType::bf16;
+  EXPECT_DOUBLE_EQ(gpu_batch_noise_tolerance(q), 0.0375);
+  q.weights = DType::int8;
+  q.activations = DType::int8;  // W8A8: the input's quantization step sets it, whatever the KV
+  EXPECT_DOUBLE_EQ(gpu_batch_noise_tolerance(q), 0.125);
+  q.kv = DType::bf16;
+  EXPECT_DOUBLE_EQ(gpu_batch_noise_tolerance(q), 0.125);
 }
 
 // The GPU's rule on the CPU: top-two swaps within 0.5% of a row's scale, as bf16 rounding would
@@ -327,6 +351,8 @@ TEST(ServingStress, NearTiesPassOnlyWithinTheTolerance) {
   const StressReport accepted = check_case(c, within);
   EXPECT_TRUE(accepted.failures.empty()) << accepted.failures.front();
   EXPECT_GT(accepted.near_ties, 0);
+  EXPECT_GT(accepted.near_tie_peak, 0.0);  // each swapped gap under 0.5%, its bound 1%
+  EXPECT_LE(accepted.near_tie_peak, 0.5);
   BatchDependentProvider beyond(swap_near_ties(5e-3), 1e-3);
   const StressReport refused = check_case(c, beyond);
   ASSERT_FALSE(refused.failures.empty());
@@ -361,6 +387,69 @@ TEST(ServingStress, SampledDivergencesPassOnlyWithinTheTolerance) {
   const StressReport refused = check_case(c, beyond);
   ASSERT_FALSE(refused.failures.empty());
   EXPECT_NE(refused.failures.front().find("reach"), std::string::npos) << refused.failures.front();
+}
+
+// Two near-equal tokens that swap places in the order of probability move each other's interval
+// of cumulative probability by a whole token's share: a draw there is a near tie within the
+// tolerance, and refused beyond it.
+TEST(ServingStress, SampledSwapsOfNearEqualTokensPassOnlyWithinTheTolerance) {
+  StressCase c = six_at_once();
+  c.online = true;
+  uint64_t seed = 90;
+  for (auto& q : c.requests) {
+    q.request.output_tokens = 80;
+    for (int64_t p = 0; p < q.request.prompt_tokens; ++p) {
+      q.prompt.push_back(static_cast<int32_t>((p * 43 + static_cast<int64_t>(seed)) % kVocab));
+    }
+    q.sampling.temperature = 0.5;
+    q.seed = seed++;
+  }
+  BatchDependentProvider within(swap_near_ties(5e-3), 1e-2);
+  const StressReport accepted = check_case(c, within);
+  EXPECT_TRUE(accepted.failures.empty()) << accepted.failures.front();
+  EXPECT_GT(accepted.near_ties, 0);
+  BatchDependentProvider beyond(swap_near_ties(5e-3), 1e-4);
+  EXPECT_FALSE(check_case(c, beyond).failures.empty());
+}
+
+// Rounding noise at top_k's edge: the k-th and (k+1)-th logits swapped where they lie within
+// `within` of the row's scale, so the batched run may draw a token the alone run left out.
+Perturbation swap_at_top_k_edge(size_t k, double within) {
+  return [k, within](std::span<float> row) {
+    std::vector<size_t> order(row.size());
+    for (size_t t = 0; t < order.size(); ++t) order[t] = t;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t x, size_t y) { return row[x] > row[y]; });
+    float scale = 0;
+    for (float l : row) scale = std::max(scale, std::abs(l));
+    const size_t kth = order[k - 1], next = order[k];
+    if (row[kth] - row[next] < within * scale) std::swap(row[kth], row[next]);
+  };
+}
+
+// A sampled token outside the alone run's top_k is a near tie only at the edge: swaps within
+// 0.5% of the scale pass a tolerance of 1% and fail one of 0.01%.
+TEST(ServingStress, SampledTokensBeyondTopKPassOnlyAtItsEdge) {
+  StressCase c = six_at_once();
+  c.online = true;
+  uint64_t seed = 70;
+  for (auto& q : c.requests) {
+    q.request.output_tokens = 80;
+    for (int64_t p = 0; p < q.request.prompt_tokens; ++p) {
+      q.prompt.push_back(static_cast<int32_t>((p * 41 + static_cast<int64_t>(seed)) % kVocab));
+    }
+    q.sampling.temperature = 1.0;
+    q.sampling.top_k = 3;
+    q.seed = seed++;
+  }
+  BatchDependentProvider within(swap_at_top_k_edge(3, 5e-3), 1e-2);
+  const StressReport accepted = check_case(c, within);
+  EXPECT_TRUE(accepted.failures.empty()) << accepted.failures.front();
+  BatchDependentProvider beyond(swap_at_top_k_edge(3, 5e-3), 1e-4);
+  const StressReport refused = check_case(c, beyond);
+  ASSERT_FALSE(refused.failures.empty());
+  EXPECT_NE(refused.failures.front().find("not at its edge"), std::string::npos)
+      << refused.failures.front();
 }
 
 TEST(ServingStress, ARunThatDoesNotEndStopsAtItsBound) {

@@ -90,5 +90,37 @@ TEST(OnlineScheduler, RequestsJoinRunEndEarlyAndShareCachedPrefixes) {
   EXPECT_EQ(s.outcome(third).prefix_hit_tokens, 8);  // the cache outlives the requests
 }
 
+// A long prompt waits until all of it fits. Admitted for its first chunk alone into a pool the
+// first request fills, it would grow until it evicted itself, start again and evict itself
+// again until the first request ended (by hand: 16 blocks of 4; the first holds 8 blocks for
+// its prompt and grows to 13; the second needs 10 for its prompt).
+TEST(OnlineScheduler, ALongPromptWaitsUntilAllOfItFits) {
+  SchedulerConfig config;
+  config.policy = SchedulePolicy::chunked;
+  config.block_size = 4;
+  config.kv_blocks = 16;
+  config.max_num_batched_tokens = 8;
+  const std::vector<ServeRequest> none;
+  Scheduler s(none, config);
+  ServeRequest first, second;
+  first.prompt_tokens = 32;
+  first.output_tokens = 20;
+  second.prompt_tokens = 40;
+  second.output_tokens = 10;
+  double now = 0;
+  const int64_t a = s.add(first, now), b = s.add(second, now);
+  int64_t iterations = 0;
+  while (!s.finished() && iterations < 1000) {
+    step(s, now);
+    ++iterations;
+    if (!s.is_finished(a)) EXPECT_EQ(s.running_count(), 1) << "iteration " << iterations;
+  }
+  EXPECT_TRUE(s.finished());
+  EXPECT_EQ(s.result_so_far().preemptions, 0);
+  EXPECT_GT(s.outcome(b).first_token_s, s.outcome(a).finish_s);
+  // The first: 4 chunks of 8 and 19 decodes; the second: 5 chunks of 8 and 9 decodes.
+  EXPECT_EQ(iterations, 4 + 19 + 5 + 9);
+}
+
 }  // namespace
 }  // namespace inferlab

@@ -140,14 +140,8 @@ class CudaBackendProvider : public BackendProvider {
     }
   }
 
-  // bf16 activations round at 2^-9; a GEMM of another row count (cuBLASLt's algorithm, the
-  // GEMV for few rows) sums in another order, and a logit moves by a few 1e-3 of the row's scale.
-  // Per-token E4M3 or int8 activations (fp8 weights, W8A8) turn such a change into a whole
-  // quantization step now and then (cuda_quant_backend_test.cpp measures it), and a quantized KV
-  // cache likewise for the keys and values written: three and two times the room.
   double tolerance(const QuantConfig& quant) const override {
-    return 1e-2 * (quant.quantized_activations() ? 3.0 : 1.0) *
-           (quant.kv != DType::bf16 ? 2.0 : 1.0);
+    return gpu_batch_noise_tolerance(quant);
   }
 
   const LlamaConfig& target() const { return target_; }
