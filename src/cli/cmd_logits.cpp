@@ -11,7 +11,6 @@
 #include "engine/backend.hpp"
 #include "engine/teacher_forced.hpp"
 #include "util/error.hpp"
-#include "util/json_file.hpp"
 
 namespace inferlab::cli {
 
@@ -23,24 +22,6 @@ struct LogitsArgs {
   uint64_t seed = 0;
   EngineSwitchArgs switches;
 };
-
-std::vector<int32_t> read_tokens(const std::string& path) {
-  const nlohmann::json json = read_json_file(path, "tokens");
-  const nlohmann::json& list = json.is_object() && json.contains("tokens") ? json["tokens"] : json;
-  if (!list.is_array() || list.empty()) {
-    throw InputError("tokens file '" + path +
-                     "' must hold a non-empty array of token ids (or "
-                     "{\"tokens\": [...]})");
-  }
-  std::vector<int32_t> ids;
-  for (const auto& id : list) {
-    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX) {
-      throw InputError("tokens file '" + path + "': every entry must be a token id");
-    }
-    ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
-  }
-  return ids;
-}
 
 // NumPy's .npy v1.0: magic, header length, a Python dict literal padded to 64 bytes, data.
 void write_npy(const std::string& path, const std::vector<float>& values, int64_t rows,
@@ -62,7 +43,7 @@ void write_npy(const std::string& path, const std::vector<float>& values, int64_
 }
 
 void run_logits(const LogitsArgs& a) {
-  const std::vector<int32_t> ids = read_tokens(a.tokens_file);
+  const std::vector<int32_t> ids = read_token_ids_file(a.tokens_file);
   const auto count = static_cast<int64_t>(ids.size());
   const int64_t prefill = a.prefill > 0 ? a.prefill : count;
   if (prefill > count) {

@@ -37,9 +37,10 @@ void register_init_weights(CLI::App& app);
 void register_quantize(CLI::App& app);
 void register_tokenize(CLI::App& app);
 void register_generate(CLI::App& app);
-void register_bench(CLI::App& app);    // the engine timed
-void register_logits(CLI::App& app);   // teacher-forced logits to .npy
-void register_server(CLI::App& app);   // the OpenAI-compatible HTTP server
-void register_loadgen(CLI::App& app);  // a load generator for any such server
+void register_bench(CLI::App& app);       // the engine timed
+void register_logits(CLI::App& app);      // teacher-forced logits to .npy
+void register_perplexity(CLI::App& app);  // sliding-window perplexity of a text
+void register_server(CLI::App& app);      // the OpenAI-compatible HTTP server
+void register_loadgen(CLI::App& app);     // a load generator for any such server
 
 }  // namespace inferlab::cli

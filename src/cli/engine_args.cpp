@@ -6,6 +6,7 @@
 
 #include "cli/common_args.hpp"
 #include "util/error.hpp"
+#include "util/json_file.hpp"
 
 namespace inferlab::cli {
 
@@ -75,6 +76,24 @@ void apply_number_formats(const std::string& weights, const std::string& kv,
   }
   options.quant.activations =
       activations.empty() ? DType::bf16 : engine::parse_activation_format(activations);
+}
+
+std::vector<int32_t> read_token_ids_file(const std::string& path) {
+  const nlohmann::json json = read_json_file(path, "tokens");
+  const nlohmann::json& list = json.is_object() && json.contains("tokens") ? json["tokens"] : json;
+  if (!list.is_array() || list.empty()) {
+    throw InputError("tokens file '" + path +
+                     "' must hold a non-empty array of token ids (or "
+                     "{\"tokens\": [...]})");
+  }
+  std::vector<int32_t> ids;
+  for (const auto& id : list) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX) {
+      throw InputError("tokens file '" + path + "': every entry must be a token id");
+    }
+    ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
+  }
+  return ids;
 }
 
 }  // namespace inferlab::cli

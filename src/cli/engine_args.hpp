@@ -1,7 +1,9 @@
 #pragma once
 // The engine's switches as every engine command spells them, parsed into engine::EngineOptions;
 // the engine itself is opened by engine::open_engine (engine/engine_open.hpp).
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "engine/engine_open.hpp"
 
@@ -34,5 +36,8 @@ void apply_engine_switches(const EngineSwitchArgs& args, EngineOptions& options)
 // the engine commands' switches and `serve --executor engine`'s predict-style flags alike.
 void apply_number_formats(const std::string& weights, const std::string& kv,
                           const std::string& activations, EngineOptions& options);
+
+// A JSON file of token ids, [ids...] or {"tokens": [ids...]}, not empty (InputError otherwise).
+std::vector<int32_t> read_token_ids_file(const std::string& path);
 
 }  // namespace inferlab::cli

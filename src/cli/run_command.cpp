@@ -26,7 +26,7 @@ void register_commands(CLI::App& app) {
       {"Serve (simulated)", {register_serve, register_capacity}},
       {"Run a model",
        {register_generate, register_bench, register_init_weights, register_quantize,
-        register_tokenize, register_logits}},
+        register_tokenize, register_logits, register_perplexity}},
       {"Serve a model", {register_server, register_loadgen}},
       {"Compare and fit", {register_validate, register_fit}},
       {"Report", {register_report}},  // HTML page of predict, serve or validate

@@ -9,31 +9,16 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "npy_file.hpp"
 #include "test_support.hpp"
 #include "tiny_checkpoint.hpp"
 
 namespace inferlab {
 namespace {
 
+using testing::read_npy;
 using testing::run_inferlab;
 using testing::TinyCheckpoint;
-
-// The float32 rows of a .npy the logits command wrote; shape from its header.
-std::vector<float> read_npy(const std::filesystem::path& path, int64_t& rows, int64_t& cols) {
-  std::ifstream in(path, std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(in)), {});
-  EXPECT_EQ(bytes.substr(0, 6), "\x93NUMPY");
-  const size_t header_length =
-      static_cast<unsigned char>(bytes[8]) | (static_cast<unsigned char>(bytes[9]) << 8);
-  const std::string header = bytes.substr(10, header_length);
-  EXPECT_NE(header.find("'<f4'"), std::string::npos);
-  EXPECT_EQ((10 + header_length) % 64, 0u);
-  sscanf(header.c_str() + header.find("'shape': (") + 10, "%ld, %ld", &rows, &cols);
-  std::vector<float> values(static_cast<size_t>(rows * cols));
-  EXPECT_EQ(bytes.size(), 10 + header_length + values.size() * 4);
-  std::memcpy(values.data(), bytes.data() + 10 + header_length, values.size() * 4);
-  return values;
-}
 
 TEST(EngineBenchCli, BenchOnTheCpuReportsPredictsFieldsAndTheSpread) {
   REQUIRE_TOKENIZER();

@@ -113,7 +113,9 @@ TEST(OnlineScheduler, ALongPromptWaitsUntilAllOfItFits) {
   while (!s.finished() && iterations < 1000) {
     step(s, now);
     ++iterations;
-    if (!s.is_finished(a)) EXPECT_EQ(s.running_count(), 1) << "iteration " << iterations;
+    if (!s.is_finished(a)) {
+      EXPECT_EQ(s.running_count(), 1) << "iteration " << iterations;
+    }
   }
   EXPECT_TRUE(s.finished());
   EXPECT_EQ(s.result_so_far().preemptions, 0);
