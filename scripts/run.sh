@@ -11,7 +11,7 @@ if [ -x build/inferlab ] && [ -f build/build.ninja ]; then
     exit 1
   fi
 else
-  echo "inferlab: first run: installing packages and building the inferlab binary (about 11" \
+  echo "inferlab: first run: installing packages and building the inferlab binary (about 5" \
        "minutes on 2 cores, CUDA engine included; later runs start at once)" >&2
   if ! log=$(scripts/build.sh inferlab 2>&1); then
     echo "$log" >&2

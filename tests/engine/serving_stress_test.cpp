@@ -360,21 +360,28 @@ TEST(ServingStress, NearTiesPassOnlyWithinTheTolerance) {
       << refused.failures.front();
 }
 
+// six_at_once on the server path, sampled: 80 tokens each with `sampling`, seeds from
+// `first_seed`, prompt ids (p × step + seed) mod the vocabulary.
+StressCase sampled_on_the_server_path(uint64_t first_seed, int64_t step, SamplingParams sampling) {
+  StressCase c = six_at_once();
+  c.online = true;
+  uint64_t seed = first_seed;
+  for (auto& q : c.requests) {
+    q.request.output_tokens = 80;
+    for (int64_t p = 0; p < q.request.prompt_tokens; ++p) {
+      q.prompt.push_back(static_cast<int32_t>((p * step + static_cast<int64_t>(seed)) % kVocab));
+    }
+    q.sampling = sampling;
+    q.seed = seed++;
+  }
+  return c;
+}
+
 // The same for sampled requests on the server path: logits a little sharper when batched move
 // the cumulative-probability boundaries a little; a draw that lands in between picks another
 // token, accepted within the reach the tolerance gives and refused beyond it.
 TEST(ServingStress, SampledDivergencesPassOnlyWithinTheTolerance) {
-  StressCase c = six_at_once();
-  c.online = true;
-  uint64_t seed = 40;
-  for (auto& q : c.requests) {
-    q.request.output_tokens = 80;
-    for (int64_t p = 0; p < q.request.prompt_tokens; ++p) {
-      q.prompt.push_back(static_cast<int32_t>((p * 37 + static_cast<int64_t>(seed)) % kVocab));
-    }
-    q.sampling.temperature = 1.0;
-    q.seed = seed++;
-  }
+  const StressCase c = sampled_on_the_server_path(40, 37, {1.0, 0, 1.0});
   const auto sharper = [](std::span<float> row) {
     for (float& l : row) l *= 1.002f;
   };
@@ -393,17 +400,7 @@ TEST(ServingStress, SampledDivergencesPassOnlyWithinTheTolerance) {
 // of cumulative probability by a whole token's share: a draw there is a near tie within the
 // tolerance, and refused beyond it.
 TEST(ServingStress, SampledSwapsOfNearEqualTokensPassOnlyWithinTheTolerance) {
-  StressCase c = six_at_once();
-  c.online = true;
-  uint64_t seed = 90;
-  for (auto& q : c.requests) {
-    q.request.output_tokens = 80;
-    for (int64_t p = 0; p < q.request.prompt_tokens; ++p) {
-      q.prompt.push_back(static_cast<int32_t>((p * 43 + static_cast<int64_t>(seed)) % kVocab));
-    }
-    q.sampling.temperature = 0.5;
-    q.seed = seed++;
-  }
+  const StressCase c = sampled_on_the_server_path(90, 43, {0.5, 0, 1.0});
   BatchDependentProvider within(swap_near_ties(5e-3), 1e-2);
   const StressReport accepted = check_case(c, within);
   EXPECT_TRUE(accepted.failures.empty()) << accepted.failures.front();
@@ -430,18 +427,7 @@ Perturbation swap_at_top_k_edge(size_t k, double within) {
 // A sampled token outside the alone run's top_k is a near tie only at the edge: swaps within
 // 0.5% of the scale pass a tolerance of 1% and fail one of 0.01%.
 TEST(ServingStress, SampledTokensBeyondTopKPassOnlyAtItsEdge) {
-  StressCase c = six_at_once();
-  c.online = true;
-  uint64_t seed = 70;
-  for (auto& q : c.requests) {
-    q.request.output_tokens = 80;
-    for (int64_t p = 0; p < q.request.prompt_tokens; ++p) {
-      q.prompt.push_back(static_cast<int32_t>((p * 41 + static_cast<int64_t>(seed)) % kVocab));
-    }
-    q.sampling.temperature = 1.0;
-    q.sampling.top_k = 3;
-    q.seed = seed++;
-  }
+  const StressCase c = sampled_on_the_server_path(70, 41, {1.0, 3, 1.0});
   BatchDependentProvider within(swap_at_top_k_edge(3, 5e-3), 1e-2);
   const StressReport accepted = check_case(c, within);
   EXPECT_TRUE(accepted.failures.empty()) << accepted.failures.front();
