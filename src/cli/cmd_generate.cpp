@@ -2,9 +2,7 @@
 // TTFT, TPOT and tokens/s on stderr (--format json: one object instead).
 #include <fmt/format.h>
 
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "cli/commands.hpp"
 #include "cli/common_args.hpp"
@@ -60,12 +58,7 @@ void check_args(const GenerateArgs& a) {
 
 // --prompt, or the text of --prompt-file.
 std::string prompt_text(const GenerateArgs& a) {
-  if (a.prompt_file.empty()) return a.prompt;
-  std::ifstream in(a.prompt_file, std::ios::binary);
-  if (!in) throw InputError("cannot read --prompt-file '" + a.prompt_file + "'");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return a.prompt_file.empty() ? a.prompt : read_text_file(a.prompt_file, "--prompt-file");
 }
 
 std::vector<int32_t> prompt_ids(const GenerateArgs& a, const engine::Tokenizer& tok) {

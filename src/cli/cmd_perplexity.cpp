@@ -3,9 +3,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "cli/commands.hpp"
 #include "cli/common_args.hpp"
@@ -30,13 +28,10 @@ struct PerplexityArgs {
 // The text's ids as transformers' tokenizer(text) gives them: BOS first where the tokenizer has
 // one, then the text's tokens.
 std::vector<int32_t> text_ids(const PerplexityArgs& a) {
-  std::ifstream in(a.text_file, std::ios::binary);
-  if (!in) throw InputError("cannot read --text file '" + a.text_file + "'");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (text.str().empty()) throw InputError("--text file '" + a.text_file + "' is empty");
+  const std::string text = read_text_file(a.text_file, "--text");
+  if (text.empty()) throw InputError("--text file '" + a.text_file + "' is empty");
   const auto tok = engine::Tokenizer::from_file(tokenizer_path(a.model, a.tokenizer));
-  return tok.encode(text.str(), /*add_bos=*/tok.bos_id().has_value());
+  return tok.encode(text, /*add_bos=*/tok.bos_id().has_value());
 }
 
 void run_perplexity(const PerplexityArgs& a) {
@@ -44,10 +39,10 @@ void run_perplexity(const PerplexityArgs& a) {
   if (a.text_file.empty() == a.tokens_file.empty()) {
     throw InputError("give the text as --text FILE or its ids as --tokens FILE (one of them)");
   }
+  if (a.context < 0 || a.stride < 0) throw InputError("--context and --stride must be positive");
   const int64_t model_context = engine::load_llama_config(a.model).model.max_position_embeddings;
   const int64_t context = a.context > 0 ? a.context : std::min<int64_t>(model_context, 2048);
   const int64_t stride = a.stride > 0 ? a.stride : std::max<int64_t>(1, context / 2);
-  if (a.context < 0 || a.stride < 0) throw InputError("--context and --stride must be positive");
   if (context < 2 || context > model_context) {
     throw InputError(fmt::format("--context {} must be in [2, the model's context of {}]", context,
                                  model_context));

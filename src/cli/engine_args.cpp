@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <fstream>
+#include <sstream>
 
 #include "cli/common_args.hpp"
 #include "util/error.hpp"
@@ -76,6 +78,14 @@ void apply_number_formats(const std::string& weights, const std::string& kv,
   }
   options.quant.activations =
       activations.empty() ? DType::bf16 : engine::parse_activation_format(activations);
+}
+
+std::string read_text_file(const std::string& path, const std::string& flag) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError("cannot read " + flag + " '" + path + "'");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 std::vector<int32_t> read_token_ids_file(const std::string& path) {

@@ -37,6 +37,8 @@ void apply_engine_switches(const EngineSwitchArgs& args, EngineOptions& options)
 void apply_number_formats(const std::string& weights, const std::string& kv,
                           const std::string& activations, EngineOptions& options);
 
+// The whole of a text file given by `flag` (e.g. --prompt-file); InputError when it cannot be read.
+std::string read_text_file(const std::string& path, const std::string& flag);
 // A JSON file of token ids, [ids...] or {"tokens": [ids...]}, not empty (InputError otherwise).
 std::vector<int32_t> read_token_ids_file(const std::string& path);
 

@@ -156,12 +156,11 @@ Comparison compare(const std::vector<int32_t>& batched, const std::vector<int32_
     if (hi >= 0) lo = surely_before, hi += surely_before + either_side;
     const double reach = 2.0 * noise / q.sampling.temperature;
     if (lo < 0) {  // the alone run's top_k / top_p left the batched token out
+      out.near_tie = at_the_truncation_edge(logits, batched[j], q.sampling, noise);
       out.failure += fmt::format(
           "; the batched token is outside the alone run's top_k {} / top_p {} and {} its edge "
           "within the noise bound {:.2e}",
-          q.sampling.top_k, q.sampling.top_p,
-          at_the_truncation_edge(logits, batched[j], q.sampling, noise) ? "at" : "not at", noise);
-      out.near_tie = at_the_truncation_edge(logits, batched[j], q.sampling, noise);
+          q.sampling.top_k, q.sampling.top_p, out.near_tie ? "at" : "not at", noise);
     } else {
       const double distance = u < lo ? lo - u : u >= hi ? u - hi : 0.0;
       out.failure += fmt::format(
