@@ -15,6 +15,10 @@
 
 namespace inferlab::engine {
 
+namespace cuda {
+class RankCollectives;
+}
+
 // True when this build has the CUDA backend and a CUDA GPU is visible.
 bool cuda_device_available();
 // The GPU's name and memory, for reports ("" without one).
@@ -55,6 +59,11 @@ struct CudaBackendOptions {
   // `smoothing` when given, else with factors from a calibration pass of the bf16 model.
   QuantConfig quant;
   std::shared_ptr<const SmoothingFactors> smoothing;
+  // Tensor parallelism (engine/cuda/tp_cuda_backend.hpp): this backend is one rank of a group of
+  // GPUs. Its config is the rank's (rank_config: heads, KV heads and MLP divided), its LM head
+  // holds the rank's vocab rows padded to ceil(vocab / ranks), and the group's collectives run
+  // after the row-parallel O and down projections and the LM head. Null: one GPU.
+  std::shared_ptr<cuda::RankCollectives> collectives;
 };
 
 // Device memory the CUDA backend needs before its KV cache: the weights in options.quant's format
@@ -71,6 +80,14 @@ int64_t cuda_kv_block_bytes(const LlamaConfig& config, const CudaBackendOptions&
 std::unique_ptr<Backend> make_cuda_backend(const LlamaConfig& config, const TensorSource& source,
                                            const CudaBackendOptions& options,
                                            const Checkpoint* checkpoint = nullptr);
+
+// The CUDA backend over GPUs 0 .. ranks-1 of this machine under Megatron-style tensor
+// parallelism (engine/tp/shard.hpp's split; one host thread drives each GPU): the weights drawn
+// or read whole and cut per rank as they load, NCCL and the one-shot all-reduce between the
+// GPUs, inside the decode graphs too. InputError when the model does not split `ranks` ways,
+// the GPUs are fewer, or for what tensor parallelism does not run yet (W8A8, GPTQ checkpoints).
+std::unique_ptr<Backend> make_tp_cuda_backend(const LlamaConfig& config, const TensorSource& source,
+                                              const CudaBackendOptions& options, int64_t ranks);
 
 // How many cuBLASLt GEMM shapes a CUDA backend has planned (each with its heuristic's choice of
 // algorithm); 0 for any other backend. After warm_gemms, a pass of any size adds none.

@@ -26,4 +26,9 @@ std::unique_ptr<Backend> make_cuda_backend(const LlamaConfig&, const TensorSourc
   throw InputError("--device cuda: this build has no CUDA backend; use --device cpu");
 }
 
+std::unique_ptr<Backend> make_tp_cuda_backend(const LlamaConfig&, const TensorSource&,
+                                              const CudaBackendOptions&, int64_t) {
+  throw InputError("--device cuda: this build has no CUDA backend; use --device cpu");
+}
+
 }  // namespace inferlab::engine

@@ -100,6 +100,13 @@ CudaBackendOptions cuda_backend_options(const EngineOptions& options, const Quan
   return cuda;
 }
 
+void check_cache_holds(const Backend& backend, int64_t kv_tokens) {
+  if (kv_tokens > backend.kv_layout().slots()) {
+    throw InputError(fmt::format("the KV cache holds {} tokens on this GPU; {} are needed",
+                                 backend.kv_layout().slots(), kv_tokens));
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<Backend> open_backend(const std::string& model, const EngineOptions& options) {
@@ -120,12 +127,20 @@ std::unique_ptr<Backend> open_backend(const std::string& model, const EngineOpti
                             options.block_size, quant);
   }
   if (options.tp > 1) {
-    // Issue 22: sharded CUDA weights with NCCL all-reduces inside the captured graphs need
-    // machines of 2 or 4 GPUs to build and check on; none has been lent so far.
-    throw InputError(fmt::format(
-        "--tp {} --device cuda: the CUDA backend runs on one GPU (tensor parallelism across GPUs "
-        "is not built yet); --device cpu runs the sharded model on the CPU reference",
-        options.tp));
+    check_tensor_parallel(config.model, options.tp);
+    const CudaBackendOptions cuda = cuda_backend_options(options, quant);
+    std::unique_ptr<Backend> backend;
+    if (is_checkpoint_folder(model)) {
+      const auto checkpoint = Checkpoint::open(model);
+      check_llama_checkpoint(checkpoint, config);
+      backend =
+          make_tp_cuda_backend(config, checkpoint_tensor_source(checkpoint), cuda, options.tp);
+    } else {
+      backend = make_tp_cuda_backend(config, random_tensor_source(config, options.seed), cuda,
+                                     options.tp);
+    }
+    check_cache_holds(*backend, options.kv_tokens);
+    return backend;
   }
   // (make_cuda_backend checks the GPU, the formats and the sizes before it reads a weight.)
   const CudaBackendOptions cuda = cuda_backend_options(options, quant);
@@ -137,10 +152,7 @@ std::unique_ptr<Backend> open_backend(const std::string& model, const EngineOpti
   } else {
     backend = make_cuda_backend(config, random_tensor_source(config, options.seed), cuda);
   }
-  if (options.kv_tokens > backend->kv_layout().slots()) {
-    throw InputError(fmt::format("the KV cache holds {} tokens on this GPU; {} are needed",
-                                 backend->kv_layout().slots(), options.kv_tokens));
-  }
+  check_cache_holds(*backend, options.kv_tokens);
   return backend;
 }
 

@@ -57,6 +57,7 @@ EngineTuning engine_tuning_from_environment() {
   a.decode_splits = count("INFERLAB_ENGINE_DECODE_SPLITS", 0);
 
   t.host_sampling = equals("INFERLAB_ENGINE_HOST_SAMPLING", "1");
+  t.one_shot_max_bytes = count("INFERLAB_ENGINE_ONE_SHOT_MAX_BYTES", t.one_shot_max_bytes);
   return t;
 }
 

@@ -37,6 +37,9 @@ struct AttentionTuning {
 struct EngineTuning {
   ProjectionTuning projection;
   AttentionTuning attention;
+  // Tensor parallelism: all-reduces of at most this many bytes take the one-shot kernel over
+  // NVLink, larger ones NCCL (INFERLAB_ENGINE_ONE_SHOT_MAX_BYTES=N; 0: NCCL always).
+  int64_t one_shot_max_bytes = 512 * 1024;
   bool host_sampling = false;  // INFERLAB_ENGINE_HOST_SAMPLING=1: logits to the host, picked there
 };
 

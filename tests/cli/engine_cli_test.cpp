@@ -105,10 +105,10 @@ TEST(EngineCli, TensorParallelGenerateGivesTheSingleDevicesTokens) {
   ASSERT_EQ(sharded.exit_code, 0) << sharded.err;
   EXPECT_EQ(nlohmann::json::parse(sharded.out)["tokens"],
             nlohmann::json::parse(single.out)["tokens"]);
-  // 4 heads and 2 KV heads do not split 3 or 4 ways; the CUDA backend runs on one GPU.
+  // 4 heads and 2 KV heads do not split 3 or 4 ways, on the CPU or across GPUs.
   testing::expect_refused(
       {cmd + " --tp 3", cmd + " --tp 4", cmd + " --tp 0", cmd + " --tp 99",
-       "generate --model " + ckpt.string() + " --prompt hi --tp 2 --device cuda"});
+       "generate --model " + ckpt.string() + " --prompt hi --tp 4 --device cuda"});
   auto message = run_inferlab(cmd + " --tp 4");
   EXPECT_NE(message.err.find("2 KV heads, which do not split 4 ways"), std::string::npos)
       << message.err;

@@ -10,7 +10,9 @@
 #include "engine/cpu/cpu_backend.hpp"
 #include "engine/generate.hpp"
 #include "engine/host_communicator.hpp"
+#include "engine/bf16.hpp"
 #include "engine/init_weights.hpp"
+#include "engine/tensor_source.hpp"
 #include "engine/tp/shard.hpp"
 #include "engine/tp/tp_cpu_backend.hpp"
 #include "engine_test_support.hpp"
@@ -98,6 +100,61 @@ TEST(TensorParallelShapes, ShardsAreSlicesOfTheWholeWeights) {
   EXPECT_EQ(rank1.lm_head[0], model.weights.lm_head[128 * 64]);
   EXPECT_EQ(part.input_layernorm, whole.input_layernorm);
   EXPECT_EQ(rank1.embed_tokens, model.weights.embed_tokens);
+}
+
+// A GPU rank's tensors, cut from the whole model's source as they load, are shard_weights'
+// slices of the same weights: for an untied head with QKV biases (Qwen) and for a tied head
+// whose 250 rows split 4 ways unevenly (63, 63, 62, 62), padded to 63 rows with zeros.
+TEST(TensorParallelShapes, ShardedSourceCutsWhatShardWeightsCuts) {
+  auto tied = tiny_mha_config_json();
+  tied["tie_word_embeddings"] = true;
+  for (const auto& [json, ranks] :
+       std::vector<std::pair<nlohmann::json, int64_t>>{{testing::tiny_qwen_config_json(), 2},
+                                                       {tied, 4}}) {
+    const auto model = tiny_model(json, 9);
+    const int64_t vocab = model.config.model.vocab_size;
+    const int64_t padded = vocab_shard_rows(vocab, ranks);
+    EXPECT_EQ(padded, (vocab + ranks - 1) / ranks);
+    const LlamaConfig local = rank_config(model.config, ranks);
+    for (int64_t rank = 0; rank < ranks; ++rank) {
+      const TensorSource source = sharded_tensor_source(
+          random_tensor_source(model.config, 9), model.config, rank, ranks);
+      const LlamaWeights want = shard_weights(model.weights, model.config, rank, ranks);
+      LlamaWeights got;
+      got.layers.resize(want.layers.size());
+      for (WeightSpec spec : llama_weight_specs(local)) {
+        if (spec.role == WeightRole::lm_head) spec.shape[0] = padded;
+        const std::vector<uint16_t> bits = source(spec);
+        ASSERT_EQ(static_cast<int64_t>(bits.size()), spec.elements()) << spec.name;
+        std::vector<float> values;
+        for (uint16_t b : bits) values.push_back(bf16_to_float(b));
+        if (spec.role == WeightRole::lm_head) {
+          const int64_t rows = shard_rows(vocab, rank, ranks).count;
+          for (size_t i = static_cast<size_t>(rows * spec.shape[1]); i < values.size(); ++i) {
+            ASSERT_EQ(values[i], 0.0f) << "padding of rank " << rank;
+          }
+          values.resize(static_cast<size_t>(rows * spec.shape[1]));
+          spec.shape[0] = rows;
+        }
+        got.set(spec, std::move(values));
+      }
+      EXPECT_EQ(got.embed_tokens, want.embed_tokens);
+      EXPECT_EQ(got.lm_head, want.lm_head) << "rank " << rank << " of " << ranks;
+      for (size_t l = 0; l < want.layers.size(); ++l) {
+        const LayerWeights &a = got.layers[l], &b = want.layers[l];
+        EXPECT_EQ(a.q_proj, b.q_proj);
+        EXPECT_EQ(a.k_proj, b.k_proj);
+        EXPECT_EQ(a.v_proj, b.v_proj);
+        EXPECT_EQ(a.q_bias, b.q_bias);
+        EXPECT_EQ(a.v_bias, b.v_bias);
+        EXPECT_EQ(a.o_proj, b.o_proj);
+        EXPECT_EQ(a.gate_proj, b.gate_proj);
+        EXPECT_EQ(a.up_proj, b.up_proj);
+        EXPECT_EQ(a.down_proj, b.down_proj);
+        EXPECT_EQ(a.post_attention_layernorm, b.post_attention_layernorm);
+      }
+    }
+  }
 }
 
 TEST(HostCommunicator, AllReduceAddsInRankOrderAndAllGatherConcatenates) {

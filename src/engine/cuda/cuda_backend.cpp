@@ -11,6 +11,7 @@
 #include "engine/cuda/calibration_kernels.hpp"
 #include "engine/cuda/cuda_backend_impl.hpp"
 #include "engine/cuda/layer_kernels.hpp"
+#include "engine/cuda/tp_kernels.hpp"
 #include "engine/rope.hpp"
 #include "model/engine_decode_plan.hpp"
 
@@ -24,12 +25,21 @@ int64_t max_context(const LlamaConfig& config) {
   return config.model.max_position_embeddings > 0 ? config.model.max_position_embeddings : 131072;
 }
 
+int64_t tensor_parallel_ranks(const CudaBackendOptions& options) {
+  return options.collectives == nullptr ? 1 : options.collectives->ranks();
+}
+
+int64_t lm_head_rows(const LlamaConfig& config, const CudaBackendOptions& options) {
+  const int64_t ranks = tensor_parallel_ranks(options);
+  return (config.model.vocab_size + ranks - 1) / ranks;
+}
+
 int64_t BackendBuffers::activation_elements() const {
   return residual + normed + qkv + attn + proj + gate_up + act + lm_rows;
 }
 
 int64_t BackendBuffers::bytes() const {
-  return 2 * activation_elements() + 4 * logits_elements +
+  return 2 * activation_elements() + 4 * (logits_elements + tp_logits_elements) +
          static_cast<int64_t>(attention_workspace + sampling_workspace + projection_workspace) +
          4 * metadata_elements;
 }
@@ -45,6 +55,8 @@ BackendBuffers buffers_for(const LlamaConfig& config, const CudaBackendOptions& 
   b.act = t * m.intermediate_size;
   b.lm_rows = rows * m.hidden_size;
   b.logits_elements = rows * m.vocab_size;
+  const int64_t ranks = tensor_parallel_ranks(o);
+  if (ranks > 1) b.tp_logits_elements = rows * lm_head_rows(config, o) * (1 + ranks);
   const int64_t context = max_context(config);
   b.attention_workspace = paged_attention_workspace_bytes(
       static_cast<int>(std::min(o.max_sequences, o.max_batch_tokens)),
@@ -68,7 +80,7 @@ CudaBackend::CudaBackend(const LlamaConfig& config, const WeightLoader& loader,
     : config_(config),
       options_(options),
       sizes_(buffers_for(config, options)),
-      weights_(config, options.quant, loader),
+      weights_(config, options.quant, loader, lm_head_rows(config, options)),
       projector_(sizes_.projector_rows, sizes_.projector_in, sizes_.projector_out,
                  options.quant.weights, options.quant.gemm_input_format(),
                  options.tuning.projection) {
@@ -94,6 +106,7 @@ CudaBackend::CudaBackend(const LlamaConfig& config, const WeightLoader& loader,
   act_ = DeviceBuffer<bf16>(elements(b.act));
   lm_rows_ = DeviceBuffer<bf16>(elements(b.lm_rows));
   logits_ = DeviceBuffer<float>(elements(b.logits_elements));
+  tp_logits_ = DeviceBuffer<float>(elements(b.tp_logits_elements));
   attention_workspace_ = DeviceBuffer<unsigned char>(b.attention_workspace);
   sampling_workspace_ = DeviceBuffer<unsigned char>(b.sampling_workspace);
   metadata_ = DeviceBuffer<int32_t>(static_cast<size_t>(b.metadata_elements));
@@ -212,11 +225,32 @@ void CudaBackend::lm_head(int64_t first, int64_t count) {
   gather_rows(normed_.data(), logit_rows_ + first, static_cast<int>(count),
               static_cast<int>(m.hidden_size), lm_rows_.data(), stream_);
   timer_.mark("embedding", 4.0 * count * m.hidden_size);
-  projector_.linear(lm_rows_.data(), count, weights_.lm_head, nullptr, logits_.data(), true,
-                    stream_);
+  const int64_t rows = weights_.lm_head.out;  // the vocabulary, or this rank's padded shard
+  float* out = options_.collectives == nullptr ? logits_.data() : tp_logits_.data();
+  projector_.linear(lm_rows_.data(), count, weights_.lm_head, nullptr, out, true, stream_);
   timer_.mark("lm_head",
-              matrix_bytes(weights_.lm_head) + count * (2.0 * m.hidden_size + 4.0 * m.vocab_size),
-              2.0 * count * m.vocab_size * m.hidden_size);
+              matrix_bytes(weights_.lm_head) + count * (2.0 * m.hidden_size + 4.0 * rows),
+              2.0 * count * rows * m.hidden_size);
+  if (options_.collectives == nullptr) return;
+  // Vocab-parallel: every rank's shard gathered, then put back in vocabulary order.
+  const int ranks = options_.collectives->ranks();
+  float* gathered = tp_logits_.data() + logit_rows_capacity(options_) * rows;
+  options_.collectives->all_gather(out, gathered, count * rows, stream_);
+  timer_.mark("all_gather", 4.0 * count * rows * ranks);
+  unshard_vocab_logits(gathered, static_cast<int>(count), static_cast<int>(m.vocab_size), ranks,
+                       static_cast<int>(rows), logits_.data(), stream_);
+  timer_.mark("embedding", 8.0 * count * m.vocab_size);
+}
+
+void CudaBackend::all_reduce(__nv_bfloat16* data, int tokens) {
+  if (options_.collectives == nullptr) return;
+  const int64_t count = static_cast<int64_t>(tokens) * config_.model.hidden_size;
+  options_.collectives->all_reduce_sum(data, count, stream_);
+  timer_.mark("all_reduce", 2.0 * count * options_.collectives->ranks());
+}
+
+bool CudaBackend::copies_logits() const {
+  return options_.collectives == nullptr || options_.collectives->rank() == 0;
 }
 
 void CudaBackend::finish_timing() {
@@ -234,10 +268,13 @@ ForwardResult CudaBackend::forward(const ForwardBatch& batch) {
   ForwardResult result;
   result.vocab_size = config_.model.vocab_size;
   result.first_row = meta.first_row;
-  result.logits.resize(static_cast<size_t>(rows * result.vocab_size));
+  // Under tensor parallelism every rank computes the logits (the all-gather needs all of them)
+  // and rank 0 alone copies them out.
+  if (copies_logits()) result.logits.resize(static_cast<size_t>(rows * result.vocab_size));
   for (int64_t first = 0; first < rows; first += kLogitRowsPerChunk) {
     const int64_t count = std::min(kLogitRowsPerChunk, rows - first);
     lm_head(first, count);
+    if (!copies_logits()) continue;
     INFERLAB_CUDA_CHECK(cudaMemcpyAsync(
         result.logits.data() + first * result.vocab_size, logits_.data(),
         static_cast<size_t>(count * result.vocab_size) * 4, cudaMemcpyDeviceToHost, stream_));

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "engine/cuda/cuda_backend_impl.hpp"
+#include "engine/cuda/tp_cuda_backend.hpp"
 #include "engine/quant/quantized_model.hpp"
 #include "util/error.hpp"
 
@@ -17,15 +18,18 @@ std::string gib(int64_t bytes) {
   return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1 << 30));
 }
 
-// The options as the backend runs them: a GPTQ checkpoint's own int4 groups.
-CudaBackendOptions resolved(const LlamaConfig& config, CudaBackendOptions options) {
+}  // namespace
+
+namespace cuda {
+
+CudaBackendOptions resolved_options(const LlamaConfig& config, CudaBackendOptions options) {
   if (config.gptq && options.quant.weights == DType::int4) {
     options.quant.group_size = config.gptq->group_size;
   }
   return options;
 }
 
-void check_options(const LlamaConfig& config, const CudaBackendOptions& options) {
+void check_backend_options(const LlamaConfig& config, const CudaBackendOptions& options) {
   if (!cuda_device_available()) {
     throw InputError("--device cuda: no CUDA GPU is visible on this machine; use --device cpu");
   }
@@ -50,18 +54,18 @@ void check_options(const LlamaConfig& config, const CudaBackendOptions& options)
   }
 }
 
-// KV blocks that fit beside the weights and buffers (InputError when not even one does).
 int64_t kv_blocks_that_fit(const LlamaConfig& config, const CudaBackendOptions& options) {
   size_t free_bytes = 0, total_bytes = 0;
   INFERLAB_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  const int64_t weights = cuda::DeviceWeights::bytes_for(config, options.quant);
-  const int64_t buffers = cuda::buffers_for(config, options).bytes();
+  const int64_t weights =
+      DeviceWeights::bytes_for(config, options.quant, lm_head_rows(config, options));
+  const int64_t buffers = buffers_for(config, options).bytes();
   // The budget is a share of the whole GPU, less what other processes already hold.
   const auto budget =
       static_cast<int64_t>(options.gpu_memory_utilization * static_cast<double>(total_bytes)) -
       static_cast<int64_t>(total_bytes - free_bytes);
   const KvCacheLayout block = kv_cache_layout(config.model, options.block_size, 1);
-  const int64_t bytes_per_block = cuda::KvStorage::bytes_per_block(block, options.quant.kv);
+  const int64_t bytes_per_block = KvStorage::bytes_per_block(block, options.quant.kv);
   // A draft model's room: its fixed bytes, and a block of its KV beside each of this pool's.
   int64_t blocks = (budget - weights - buffers - options.reserved_bytes) /
                    (bytes_per_block + options.reserved_bytes_per_kv_block);
@@ -86,6 +90,10 @@ int64_t kv_blocks_that_fit(const LlamaConfig& config, const CudaBackendOptions& 
   return blocks;
 }
 
+}  // namespace cuda
+
+namespace {
+
 // SmoothQuant's factors from one pass of the bf16 model over quant.calibration_tokens random
 // tokens (the CPU reference draws the same tokens, calibration_tokens(..., seed 0)).
 std::shared_ptr<const SmoothingFactors> calibrate(const LlamaConfig& config,
@@ -99,7 +107,7 @@ std::shared_ptr<const SmoothingFactors> calibrate(const LlamaConfig& config,
   plain.max_sequences = 1;
   plain.max_batch_tokens = std::max<int64_t>(tokens, 16);
   plain.max_kv_tokens = tokens;
-  const int64_t blocks = kv_blocks_that_fit(config, plain);
+  const int64_t blocks = cuda::kv_blocks_that_fit(config, plain);
   cuda::CudaBackend backend(config, quantizing_loader(source, config, {}, nullptr), plain, blocks);
   SequenceChunk chunk;
   chunk.tokens = calibration_tokens(config.model.vocab_size, tokens, /*seed=*/0);
@@ -115,8 +123,9 @@ std::shared_ptr<const SmoothingFactors> calibrate(const LlamaConfig& config,
 }  // namespace
 
 int64_t cuda_backend_fixed_bytes(const LlamaConfig& config, const CudaBackendOptions& options) {
-  const CudaBackendOptions o = resolved(config, options);
-  return cuda::DeviceWeights::bytes_for(config, o.quant) + cuda::buffers_for(config, o).bytes();
+  const CudaBackendOptions o = cuda::resolved_options(config, options);
+  return cuda::DeviceWeights::bytes_for(config, o.quant, cuda::lm_head_rows(config, o)) +
+         cuda::buffers_for(config, o).bytes();
 }
 
 int64_t cuda_kv_block_bytes(const LlamaConfig& config, const CudaBackendOptions& options) {
@@ -127,8 +136,8 @@ int64_t cuda_kv_block_bytes(const LlamaConfig& config, const CudaBackendOptions&
 std::unique_ptr<Backend> make_cuda_backend(const LlamaConfig& config, const TensorSource& source,
                                            const CudaBackendOptions& requested,
                                            const Checkpoint* checkpoint) {
-  CudaBackendOptions options = resolved(config, requested);
-  check_options(config, options);
+  CudaBackendOptions options = cuda::resolved_options(config, requested);
+  cuda::check_backend_options(config, options);
   std::shared_ptr<const SmoothingFactors> smoothing = options.smoothing;
   if (options.quant.activations == DType::int8 && smoothing == nullptr) {
     if (checkpoint != nullptr && config.gptq) {
@@ -143,7 +152,7 @@ std::unique_ptr<Backend> make_cuda_backend(const LlamaConfig& config, const Tens
       checkpoint != nullptr
           ? checkpoint_weight_loader(*checkpoint, config, options.quant, smoothing)
           : quantizing_loader(source, config, options.quant, smoothing);
-  const int64_t blocks = kv_blocks_that_fit(config, options);
+  const int64_t blocks = cuda::kv_blocks_that_fit(config, options);
   auto backend = std::make_unique<cuda::CudaBackend>(config, loader, options, blocks);
   if (options.warm_gemm_rows > 0) {
     backend->warm_gemms(options.warm_gemm_rows);
@@ -154,6 +163,9 @@ std::unique_ptr<Backend> make_cuda_backend(const LlamaConfig& config, const Tens
 }
 
 int64_t cuda_gemm_plans(const Backend& backend) {
+  if (const auto* group = dynamic_cast<const cuda::TensorParallelCudaBackend*>(&backend)) {
+    return group->gemm_plans();
+  }
   const auto* cuda = dynamic_cast<const cuda::CudaBackend*>(&backend);
   return cuda == nullptr ? 0 : static_cast<int64_t>(cuda->gemm_plans());
 }

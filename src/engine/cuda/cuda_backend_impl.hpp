@@ -18,6 +18,7 @@
 #include "engine/cuda/pinned_pool.hpp"
 #include "engine/cuda/projection.hpp"
 #include "engine/cuda/projection_lt.hpp"
+#include "engine/cuda/rank_collectives.hpp"
 #include "engine/cuda/sampling_kernels.hpp"
 #include "engine/cuda_backend.hpp"
 #include "engine/forward_metadata.hpp"
@@ -48,10 +49,24 @@ struct BackendBuffers {
   size_t sampling_workspace = 0;
   size_t projection_workspace = 0;
   int64_t metadata_elements = 0;  // int32
+  // Tensor parallelism: this rank's logits of its vocab shard, then every rank's gathered (fp32).
+  int64_t tp_logits_elements = 0;
   int64_t activation_elements() const;
   int64_t bytes() const;
 };
 BackendBuffers buffers_for(const LlamaConfig& config, const CudaBackendOptions& options);
+// The tensor-parallel ranks `options` runs among (1 without collectives) and the LM head's rows
+// on each (the vocabulary on one GPU; ceil(vocab / ranks) under tensor parallelism).
+int64_t tensor_parallel_ranks(const CudaBackendOptions& options);
+int64_t lm_head_rows(const LlamaConfig& config, const CudaBackendOptions& options);
+
+// The factory's steps (cuda_backend_factory.cpp), shared with the tensor-parallel one:
+// the options as the backend runs them (a GPTQ checkpoint's own int4 groups); InputError for
+// options out of range or a format the model cannot run; and the KV blocks that fit beside the
+// weights and buffers on the current GPU (InputError when not even one does).
+CudaBackendOptions resolved_options(const LlamaConfig& config, CudaBackendOptions options);
+void check_backend_options(const LlamaConfig& config, const CudaBackendOptions& options);
+int64_t kv_blocks_that_fit(const LlamaConfig& config, const CudaBackendOptions& options);
 
 class CudaBackend final : public Backend {
  public:
@@ -104,6 +119,9 @@ class CudaBackend final : public Backend {
   void launch_attention_block(int64_t layer, const ForwardMetadata& meta,
                               PagedAttentionParams& attention, bool fused, float* stats);
   void launch_mlp_block(int64_t layer, int tokens, bool fused, float* stats);
+  // The O and down GEMVs' epilogue on `input`: the residual add, or under tensor parallelism
+  // what makes the all-reduce after it complete the add.
+  GemvFused row_parallel_epilogue(const __nv_bfloat16* input);
   // Whether this many tokens take the fused GEMV forms.
   bool fused_for(int tokens) const;
   // forward_sample of a decode-only batch by replaying (capturing first if new) the graph of
@@ -114,6 +132,11 @@ class CudaBackend final : public Backend {
   // Logits of the wanted rows [first, first + count) into logits_ (fp32); count at most the
   // capacity of lm_rows_ and logits_.
   void lm_head(int64_t first, int64_t count);
+  // Tensor parallelism: the row-parallel projection's partial sums (tokens × hidden at `data`)
+  // summed over the ranks; nothing on one GPU.
+  void all_reduce(__nv_bfloat16* data, int tokens);
+  // Whether this backend's logits go to the host (rank 0 of a group, or the only GPU).
+  bool copies_logits() const;
   void finish_timing();
 
   LlamaConfig config_;
@@ -129,6 +152,7 @@ class CudaBackend final : public Backend {
   DeviceBuffer<float> inv_freq_;
   DeviceBuffer<__nv_bfloat16> residual_, normed_, qkv_, attn_, proj_, gate_up_, act_, lm_rows_;
   DeviceBuffer<float> logits_;
+  DeviceBuffer<float> tp_logits_;  // tensor parallelism: this rank's shard, then every rank's
   DeviceBuffer<unsigned char> attention_workspace_, sampling_workspace_;
   DeviceBuffer<int32_t> metadata_, sampled_ids_;
   DeviceBuffer<RowSampling> row_sampling_;

@@ -23,6 +23,23 @@ bool CudaBackend::fused_for(int tokens) const {
          projector_.takes_gemv(tokens, w.gate_up) && projector_.takes_gemv(tokens, w.down);
 }
 
+GemvFused CudaBackend::row_parallel_epilogue(const __nv_bfloat16* input) {
+  GemvFused out;
+  out.x = input;
+  // On one GPU the O and down GEMVs add into the residual stream. Under tensor parallelism rank
+  // 0 does so with its partial sum and the other ranks write theirs over their copy of the
+  // stream, so that the all-reduce of the stream that follows leaves residual + Σ partials on
+  // every rank, with no kernel for the add.
+  if (options_.collectives == nullptr || options_.collectives->rank() == 0) {
+    out.epilogue = GemvFused::Epilogue::residual_add;
+    out.residual = residual_.data();
+  } else {
+    out.epilogue = GemvFused::Epilogue::store;
+    out.y = residual_.data();
+  }
+  return out;
+}
+
 void CudaBackend::launch_model(const ForwardMetadata& meta) {
   const ModelConfig& m = config_.model;
   const int tokens = meta.tokens();
@@ -141,15 +158,15 @@ void CudaBackend::launch_attention_block(int64_t layer, const ForwardMetadata& m
   timer_.mark("attention", context_sum * kv_token_bytes + act * 2 * q_dim,
               4.0 * attended_sum * q_dim);
   if (fused) {
-    GemvFused out{attn_.data(), nullptr,         0, GemvFused::Epilogue::residual_add, nullptr,
-                  nullptr,      residual_.data()};
-    projector_.gemv_fused(out, tokens, w.o_proj, stream_);
+    projector_.gemv_fused(row_parallel_epilogue(attn_.data()), tokens, w.o_proj, stream_);
     timer_.mark("gemm_o", matrix_bytes(w.o_proj) + act * (q_dim + 2 * hidden),
                 2.0 * t * hidden * q_dim);
+    all_reduce(residual_.data(), tokens);
   } else {
     projector_.linear(attn_.data(), tokens, w.o_proj, nullptr, proj_.data(), false, stream_);
     timer_.mark("gemm_o", matrix_bytes(w.o_proj) + act * (q_dim + hidden),
                 2.0 * t * hidden * q_dim);
+    all_reduce(proj_.data(), tokens);
   }
 }
 
@@ -168,11 +185,10 @@ void CudaBackend::launch_mlp_block(int64_t layer, int tokens, bool fused, float*
     projector_.gemv_fused(gate_up, tokens, w.gate_up, stream_);
     timer_.mark("gemm_gate_up", matrix_bytes(w.gate_up) + act * (hidden + inter) + 2.0 * hidden,
                 4.0 * t * inter * hidden);
-    GemvFused down{act_.data(), nullptr,         0, GemvFused::Epilogue::residual_add, nullptr,
-                   nullptr,     residual_.data()};
-    projector_.gemv_fused(down, tokens, w.down, stream_);
+    projector_.gemv_fused(row_parallel_epilogue(act_.data()), tokens, w.down, stream_);
     timer_.mark("gemm_down", matrix_bytes(w.down) + act * (inter + 2 * hidden),
                 2.0 * t * hidden * inter);
+    all_reduce(residual_.data(), tokens);
     return;
   }
   add_rms_norm(residual_.data(), proj_.data(), w.post_norm, tokens, hidden, eps, normed_.data(),
@@ -188,6 +204,7 @@ void CudaBackend::launch_mlp_block(int64_t layer, int tokens, bool fused, float*
   timer_.mark("silu_mul", act * 3 * inter);
   projector_.linear(act_.data(), tokens, w.down, nullptr, proj_.data(), false, stream_);
   timer_.mark("gemm_down", matrix_bytes(w.down) + act * (inter + hidden), 2.0 * t * hidden * inter);
+  all_reduce(proj_.data(), tokens);
 }
 
 }  // namespace inferlab::engine::cuda

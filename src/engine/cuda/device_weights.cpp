@@ -74,8 +74,18 @@ struct Placement {
   int64_t bf16_bytes = 0, quantized_bytes = 0;
 };
 
+// The tensors to load: the checkpoint's, the LM head's rows `lm_head_rows` (a tensor-parallel
+// rank's vocab shard, padded) instead of the vocabulary when > 0.
+std::vector<WeightSpec> device_weight_specs(const LlamaConfig& config, int64_t lm_head_rows) {
+  std::vector<WeightSpec> specs = llama_weight_specs(config);
+  for (WeightSpec& spec : specs) {
+    if (spec.role == WeightRole::lm_head && lm_head_rows > 0) spec.shape[0] = lm_head_rows;
+  }
+  return specs;
+}
+
 Placement place(const LlamaConfig& config, const QuantConfig& quant,
-                const std::vector<WeightSpec>& specs) {
+                const std::vector<WeightSpec>& specs, int64_t lm_head_rows) {
   const ModelConfig& m = config.model;
   const int64_t hidden = m.hidden_size, inter = m.intermediate_size;
   Placement p;
@@ -112,7 +122,7 @@ Placement place(const LlamaConfig& config, const QuantConfig& quant,
       layer[static_cast<int>(Fused::gate_up)] = claim_matrix(2 * inter, hidden);
       layer[static_cast<int>(Fused::down)] = claim_matrix(hidden, inter);
     }
-    if (p.quantized_lm_head) p.lm_head = claim_matrix(m.vocab_size, hidden);
+    if (p.quantized_lm_head) p.lm_head = claim_matrix(lm_head_rows, hidden);
   }
   // bf16 tensors; fused blocks first, each part's offset inside its block.
   std::vector<int64_t> qkv(p.layer_matrices.size()), bias(qkv.size()), gu(qkv.size());
@@ -225,16 +235,19 @@ double matrix_bytes(const DeviceMatrix& m) {
   }
 }
 
-int64_t DeviceWeights::bytes_for(const LlamaConfig& config, const QuantConfig& quant) {
-  const Placement p = place(config, quant, llama_weight_specs(config));
+int64_t DeviceWeights::bytes_for(const LlamaConfig& config, const QuantConfig& quant,
+                                 int64_t lm_head_rows) {
+  if (lm_head_rows <= 0) lm_head_rows = config.model.vocab_size;
+  const Placement p = place(config, quant, device_weight_specs(config, lm_head_rows), lm_head_rows);
   return p.bf16_bytes + p.quantized_bytes;
 }
 
 DeviceWeights::DeviceWeights(const LlamaConfig& config, const QuantConfig& quant,
-                             const WeightLoader& loader) {
+                             const WeightLoader& loader, int64_t lm_head_rows) {
   const ModelConfig& m = config.model;
-  const auto specs = llama_weight_specs(config);
-  const Placement placement = place(config, quant, specs);
+  if (lm_head_rows <= 0) lm_head_rows = m.vocab_size;
+  const auto specs = device_weight_specs(config, lm_head_rows);
+  const Placement placement = place(config, quant, specs, lm_head_rows);
   arena_ = DeviceBuffer<__nv_bfloat16>(static_cast<size_t>(placement.bf16_bytes / 2));
   quantized_ = DeviceBuffer<unsigned char>(static_cast<size_t>(placement.quantized_bytes));
   layers.resize(static_cast<size_t>(m.num_layers));
@@ -294,7 +307,7 @@ DeviceWeights::DeviceWeights(const LlamaConfig& config, const QuantConfig& quant
         final_norm = at;
         break;
       case WeightRole::lm_head:
-        lm_head = bf16_matrix(at, m.vocab_size, hidden);
+        lm_head = bf16_matrix(at, lm_head_rows, hidden);
         break;
       case WeightRole::input_layernorm:
         layer->input_norm = at;

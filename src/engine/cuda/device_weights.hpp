@@ -33,15 +33,18 @@ double matrix_bytes(const DeviceMatrix& m);
 class DeviceWeights {
  public:
   // Reads every tensor through `loader` (several at once on the host's cores; quantization
-  // happens there) and copies it to its place on the device.
-  DeviceWeights(const LlamaConfig& config, const QuantConfig& quant, const WeightLoader& loader);
+  // happens there) and copies it to its place on the device. lm_head_rows > 0: the LM head has
+  // that many rows (a tensor-parallel rank's vocab shard), not the vocabulary.
+  DeviceWeights(const LlamaConfig& config, const QuantConfig& quant, const WeightLoader& loader,
+                int64_t lm_head_rows = 0);
 
   // Device bytes the weights take for `quant` (what DeviceWeights allocates).
-  static int64_t bytes_for(const LlamaConfig& config, const QuantConfig& quant);
+  static int64_t bytes_for(const LlamaConfig& config, const QuantConfig& quant,
+                           int64_t lm_head_rows = 0);
 
   const __nv_bfloat16* embed_tokens = nullptr;  // [vocab, hidden]
   const __nv_bfloat16* final_norm = nullptr;    // [hidden]
-  DeviceMatrix lm_head;                         // [vocab, hidden]; the embedding when tied+bf16
+  DeviceMatrix lm_head;  // [vocab or a rank's shard, hidden]; the embedding when tied+bf16
   std::vector<DeviceLayer> layers;
 
  private:

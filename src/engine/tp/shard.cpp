@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <stdexcept>
+#include <string>
 
 #include "util/error.hpp"
 
@@ -12,16 +14,17 @@ namespace inferlab::engine {
 namespace {
 
 // Rows [begin, begin + count) of a row-major [rows, width] matrix.
-std::vector<float> slice_rows(const std::vector<float>& matrix, int64_t width, RowRange rows) {
+template <typename T>
+std::vector<T> slice_rows(const std::vector<T>& matrix, int64_t width, RowRange rows) {
   const auto first = matrix.begin() + rows.begin * width;
   return {first, first + rows.count * width};
 }
 
 // Columns [begin, begin + count) of every row of a row-major [rows, width] matrix.
-std::vector<float> slice_columns(const std::vector<float>& matrix, int64_t width,
-                                 RowRange columns) {
+template <typename T>
+std::vector<T> slice_columns(const std::vector<T>& matrix, int64_t width, RowRange columns) {
   const int64_t rows = static_cast<int64_t>(matrix.size()) / width;
-  std::vector<float> out(static_cast<size_t>(rows * columns.count));
+  std::vector<T> out(static_cast<size_t>(rows * columns.count));
   for (int64_t r = 0; r < rows; ++r) {
     std::copy_n(matrix.begin() + r * width + columns.begin, columns.count,
                 out.begin() + r * columns.count);
@@ -106,6 +109,59 @@ LlamaWeights shard_weights(const LlamaWeights& weights, const LlamaConfig& confi
     local.layers.push_back(std::move(l));
   }
   return local;
+}
+
+int64_t vocab_shard_rows(int64_t vocab, int64_t ranks) {
+  return (vocab + ranks - 1) / ranks;
+}
+
+TensorSource sharded_tensor_source(TensorSource source, const LlamaConfig& config, int64_t rank,
+                                   int64_t ranks) {
+  check_tensor_parallel(config.model, ranks);
+  if (rank < 0 || rank >= ranks) throw std::invalid_argument("sharded_tensor_source: bad rank");
+  std::map<std::string, WeightSpec> whole;
+  for (const WeightSpec& spec : llama_weight_specs(config)) whole.emplace(spec.name, spec);
+  return [source = std::move(source), whole = std::move(whole), m = config.model, rank,
+          ranks](const WeightSpec& spec) -> std::vector<uint16_t> {
+    std::string name = spec.name;
+    if (spec.role == WeightRole::lm_head && m.tie_word_embeddings) {
+      name = "model.embed_tokens.weight";
+    }
+    const auto found = whole.find(name);
+    if (found == whole.end()) {
+      throw std::invalid_argument("sharded_tensor_source: no tensor '" + spec.name + "'");
+    }
+    std::vector<uint16_t> bits = source(found->second);
+    const int64_t hidden = m.hidden_size;
+    switch (spec.role) {
+      case WeightRole::q_proj:
+      case WeightRole::q_bias:
+        return slice_rows(bits, spec.shape.size() > 1 ? hidden : 1,
+                          even_part(m.q_dim(), rank, ranks));
+      case WeightRole::k_proj:
+      case WeightRole::v_proj:
+      case WeightRole::k_bias:
+      case WeightRole::v_bias:
+        return slice_rows(bits, spec.shape.size() > 1 ? hidden : 1,
+                          even_part(m.kv_dim(), rank, ranks));
+      case WeightRole::gate_proj:
+      case WeightRole::up_proj:
+        return slice_rows(bits, hidden, even_part(m.intermediate_size, rank, ranks));
+      case WeightRole::o_proj:
+        return slice_columns(bits, m.q_dim(), even_part(m.q_dim(), rank, ranks));
+      case WeightRole::down_proj:
+        return slice_columns(bits, m.intermediate_size,
+                             even_part(m.intermediate_size, rank, ranks));
+      case WeightRole::lm_head: {
+        std::vector<uint16_t> rows =
+            slice_rows(bits, hidden, shard_rows(m.vocab_size, rank, ranks));
+        rows.resize(static_cast<size_t>(spec.elements()), 0);  // padding rows: zero logits
+        return rows;
+      }
+      default:
+        return bits;  // replicated: the embedding and the norms
+    }
+  };
 }
 
 }  // namespace inferlab::engine

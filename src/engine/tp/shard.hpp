@@ -3,6 +3,7 @@
 
 #include "engine/llama_config.hpp"
 #include "engine/llama_weights.hpp"
+#include "engine/tensor_source.hpp"
 
 namespace inferlab::engine {
 
@@ -37,5 +38,16 @@ LlamaConfig rank_config(const LlamaConfig& config, int64_t ranks);
 // dequantized) values; its lm_head holds its vocab rows even when the model ties embeddings.
 LlamaWeights shard_weights(const LlamaWeights& weights, const LlamaConfig& config, int64_t rank,
                            int64_t ranks);
+
+// A GPU rank's tensors cut from the whole model's `source` as they load: asked for a tensor of
+// rank_config(config, ranks) (the LM head with vocab_shard_rows(vocab, ranks) rows), it reads the
+// whole tensor and returns rank `rank`'s part, the same slices as shard_weights; the LM head's
+// rows past the rank's shard are zeros (the embedding's rows when the model ties them).
+TensorSource sharded_tensor_source(TensorSource source, const LlamaConfig& config, int64_t rank,
+                                   int64_t ranks);
+
+// The LM head's rows on every rank of a GPU group: the largest shard, ceil(vocab / ranks), so
+// that the all-gather moves equal counts.
+int64_t vocab_shard_rows(int64_t vocab, int64_t ranks);
 
 }  // namespace inferlab::engine

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Issue 36 on a machine of 2 or 4 GPUs: the tensor-parallel CUDA backend's tests, its logits and
+# greedy tokens against one GPU's, and its decode speed beside PyTorch + NCCL + CUDA graphs
+# (validation/tp_reference.py) in the same call.
+#   bash validation/tp_gpu.sh BIN_DIR STAGES        (results under $OUT/tp; the call packs them:
+#   timeout 560 bash validation/tp_gpu.sh ...; tar czf $OUT/tp.tar.gz -C $OUT tp; rm -r $OUT/tp)
+# STAGES, comma-separated: tests, logits8b (8B TP 2 vs 1 GPU), speed8b (8B TP 1 and 2, engine and
+# PyTorch), speed70b (70B TP 4, engine and PyTorch), oneshot (8B TP 2 with NCCL only).
+set -u
+bin=$(cd "$1" && pwd)
+stages=${2:-tests,logits8b,speed8b}
+out=${OUT:-/tmp/tp_out}/tp
+work=/tmp/tp_work
+mkdir -p "$out" "$work"
+source "$(dirname "$0")/gpu_common.sh"
+gpu_env "$bin"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$out/progress.txt"; }
+has() { [[ ",$stages," == *",$1,"* ]]; }
+gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >"$out/gpu.txt"
+nvidia-smi topo -m >"$out/topology.txt" 2>&1
+log "stages $stages on $gpus GPUs"
+
+bench() {  # NAME MODEL TP BATCH CONTEXT [ENV...]
+  local name=$1 model=$2 tp=$3 batch=$4 context=$5
+  shift 5
+  env "$@" timeout 300 "$bin/inferlab" bench --model "$model" --device cuda --tp "$tp" \
+    --batch "$batch" --input "$context" --output 9 --repeats 1 --cuda-graphs on --format json \
+    >"$out/bench_$name.json" 2>"$out/bench_$name.err"
+  log "bench $name exit $?: $(python3 -c "import json;d=json.load(open('$out/bench_$name.json'));print('tpot_ms',d.get('tpot_ms'))" 2>&1 | tail -1)"
+}
+torch_tp() {  # NAME MODEL TP CASES [ARGS...]
+  local name=$1 model=$2 tp=$3 cases=$4
+  shift 4
+  timeout 420 torchrun --standalone --nproc_per_node "$tp" validation/tp_reference.py \
+    --model "$model" --cases "$cases" --out "$out/torch_$name.json" "$@" \
+    >"$out/torch_$name.log" 2>&1
+  log "torch $name exit $?: $(grep -h median "$out/torch_$name.log" | tail -3 | cut -c1-300)"
+}
+
+if has tests; then
+  timeout 400 "$bin/inferlab_tests" \
+    --gtest_filter='TensorParallel*:CudaBackend.*:EngineCli.*Tensor*:GemvPlan*' \
+    >"$out/tests.txt" 2>&1
+  log "tests exit $?: $(grep -E '^\[  (PASSED|FAILED)' "$out/tests.txt" | tr '\n' ' ')"
+  grep -E "TP 2 vs|FAILED|Failure" "$out/tests.txt" | head -20 | tee -a "$out/progress.txt"
+fi
+
+if has logits8b; then
+  python3 -c "import random,json;random.seed(36);json.dump([random.randrange(128000) for _ in range(256)],open('$work/tokens.json','w'))"
+  for tp in 1 2; do
+    timeout 300 "$bin/inferlab" logits --model llama-3-8b --tokens "$work/tokens.json" \
+      --prefill 200 --device cuda --tp $tp --out "$work/logits_tp$tp.npy" \
+      >"$out/logits_tp$tp.txt" 2>&1
+    log "logits tp $tp exit $?"
+  done
+  python3 - "$work/logits_tp1.npy" "$work/logits_tp2.npy" >"$out/logits_compare.json" <<'PY'
+import json, sys
+import numpy as np
+a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
+cos = (a * b).sum(1) / np.sqrt((a * a).sum(1) * (b * b).sum(1))
+top = (a.argmax(1) == b.argmax(1))
+print(json.dumps({"positions": int(a.shape[0]), "prefill": 200, "min_cosine": float(cos.min()),
+                  "mean_cosine": float(cos.mean()), "top1_same": float(top.mean()),
+                  "max_abs_diff_over_max_abs": float(np.abs(a - b).max() / np.abs(a).max())}))
+PY
+  log "logits compare: $(cat "$out/logits_compare.json")"
+  for p in "The capital of France is" "def fibonacci(n):" "Three rivers of Europe are"; do
+    for tp in 1 2; do
+      timeout 200 "$bin/inferlab" generate --model llama-3-8b --prompt "$p" --max-tokens 16 \
+        --temperature 0 --device cuda --tp $tp --format json >>"$out/generate_tp$tp.jsonl" \
+        2>>"$out/generate_tp$tp.err"
+    done
+  done
+  python3 - "$out/generate_tp1.jsonl" "$out/generate_tp2.jsonl" >"$out/generate_compare.txt" <<'PY'
+import json, sys
+one = [json.loads(l)["tokens"] for l in open(sys.argv[1]) if l.strip()]
+two = [json.loads(l)["tokens"] for l in open(sys.argv[2]) if l.strip()]
+print("prompts", len(one), len(two), "equal first 16:", [a[:16] == b[:16] for a, b in zip(one, two)])
+PY
+  log "generate: $(cat "$out/generate_compare.txt")"
+fi
+
+if has speed8b; then
+  bench 8b_tp1_b1 llama-3-8b 1 1 1024
+  bench 8b_tp2_b1 llama-3-8b 2 1 1024
+  bench 8b_tp2_b64 llama-3-8b 2 64 1024
+  torch_tp 8b_tp2_fused llama-3-8b 2 decode:1:1024,decode:64:1024 --layout fused --compile
+  torch_tp 8b_tp2_separate llama-3-8b 2 decode:1:1024 --layout separate
+fi
+
+if has oneshot; then
+  bench 8b_tp2_b1_nccl llama-3-8b 2 1 1024 INFERLAB_ENGINE_ONE_SHOT_MAX_BYTES=0
+  "$bin/inferlab" bench --model llama-3-8b --device cuda --tp 2 --batch 1 --input 1024 \
+    --output 9 --repeats 1 --profile --format json >"$out/bench_8b_tp2_profile.json" \
+    2>"$out/bench_8b_tp2_profile.err"
+  log "profile exit $?"
+fi
+
+if has speed70b && [ "$gpus" -ge 4 ]; then
+  bench 70b_tp4_b1 llama-3-70b 4 1 1024
+  bench 70b_tp4_b1_nccl llama-3-70b 4 1 1024 INFERLAB_ENGINE_ONE_SHOT_MAX_BYTES=0
+  torch_tp 70b_tp4_fused llama-3-70b 4 decode:1:1024 --layout fused --compile
+fi
+log done
