@@ -68,7 +68,6 @@ class ShardedLlama:
         ang = torch.outer(torch.arange(max_seq, device="cuda").float(), inv)
         self.cos = torch.cat([ang.cos(), ang.cos()], -1).to(BF16)
         self.sin = torch.cat([ang.sin(), ang.sin()], -1).to(BF16)
-        self.gathered = torch.empty(world, max_batch, self.vocab_shard, device="cuda", dtype=BF16)
 
     def rope(self, x, cos, sin):
         half = x.shape[-1] // 2
@@ -106,9 +105,9 @@ class ShardedLlama:
             x = x + d
         x = F.rms_norm(x[:, -1], (x.shape[-1],), self.norm, self.eps)
         local = F.linear(x, self.lm_head)  # [b, vocab shard]
-        out = self.gathered[:, :b]
+        out = torch.empty(self.world * b, local.shape[-1], device="cuda", dtype=local.dtype)
         dist.all_gather_into_tensor(out, local.contiguous())
-        return torch.argmax(out.permute(1, 0, 2).reshape(b, -1), -1)
+        return torch.argmax(out.view(self.world, b, -1).permute(1, 0, 2).reshape(b, -1), -1)
 
 
 def time_replays(fn, repeats=20, inner=10):

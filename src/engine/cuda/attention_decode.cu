@@ -445,16 +445,15 @@ void launch(const DecodeArgs& a, bool programmatic, cudaStream_t stream) {
   using T = Tile<D, GT, F>;
   // Over 48 KB of shared memory needs the kernel's consent, and the largest carveout lets two or
   // three CTAs share an SM; given once (host-side attributes, fine during graph capture).
-  static const bool configured = [] {
+  static std::atomic<uint64_t> configured{0};
+  once_per_device(configured, [] {
     INFERLAB_CUDA_CHECK(cudaFuncSetAttribute(decode_kernel<D, GT, F>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              static_cast<int>(T::kSmemBytes)));
     INFERLAB_CUDA_CHECK(cudaFuncSetAttribute(decode_kernel<D, GT, F>,
                                              cudaFuncAttributePreferredSharedMemoryCarveout,
                                              cudaSharedmemCarveoutMaxShared));
-    return true;
-  }();
-  (void)configured;
+  });
   const int head_tiles = (a.group + GT - 1) / GT;
   const dim3 grid(static_cast<unsigned>(a.p.num_kv_heads * head_tiles),
                   static_cast<unsigned>(a.p.num_seqs), static_cast<unsigned>(a.num_splits));

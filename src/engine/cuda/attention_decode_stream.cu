@@ -296,14 +296,13 @@ template <int D, int kStages, int kMinBlocks>
 void launch(const DecodeArgs& a, bool programmatic, cudaStream_t stream) {
   using T = MmaTile<D, kStages>;
   constexpr auto kernel = stream_kernel<D, kStages, kMinBlocks>;
-  static const bool configured = [] {  // over 48 KB of shared memory needs the kernel's consent
+  static std::atomic<uint64_t> configured{0};
+  once_per_device(configured, [] {  // over 48 KB of shared memory needs the kernel's consent
     INFERLAB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              static_cast<int>(T::kSmemBytes)));
     INFERLAB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                              cudaSharedmemCarveoutMaxShared));
-    return true;
-  }();
-  (void)configured;
+  });
   const int head_tiles = (a.group + kHeads - 1) / kHeads;
   const dim3 grid(static_cast<unsigned>(a.p.num_kv_heads * head_tiles),
                   static_cast<unsigned>(a.p.num_seqs), static_cast<unsigned>(a.num_splits));

@@ -419,12 +419,11 @@ void launch(const PagedAttentionParams& p, cudaStream_t stream) {
   constexpr int kSmem = smem_bytes<D, kBM, F>();
   // Over 48 KB of shared memory needs the kernel's consent, given once (a host-side attribute,
   // fine during graph capture).
-  static const bool opted_in = [] {
+  static std::atomic<uint64_t> opted_in{0};
+  once_per_device(opted_in, [] {
     INFERLAB_CUDA_CHECK(cudaFuncSetAttribute(prefill_kernel<D, kMTiles, kWarps, F>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-    return true;
-  }();
-  (void)opted_in;
+  });
   const dim3 grid(static_cast<unsigned>(p.num_heads),
                   static_cast<unsigned>((p.max_query_len + kBM - 1) / kBM),
                   static_cast<unsigned>(p.num_seqs));

@@ -512,13 +512,12 @@ void launch_typed(const PagedAttentionParams& p, cudaStream_t stream) {
   using L = SmemLayout<D>;
   // Over 48 KB of shared memory needs the kernel's consent, given once (a host-side attribute,
   // fine during graph capture).
-  static const bool opted_in = [] {
+  static std::atomic<uint64_t> opted_in{0};
+  once_per_device(opted_in, [] {
     INFERLAB_CUDA_CHECK(cudaFuncSetAttribute(prefill_hopper_kernel<D, kOverlap>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              L::kAllocBytes));
-    return true;
-  }();
-  (void)opted_in;
+  });
 
   // Queries: [num_tokens rows of q_row_stride] with this layer's heads in the first
   // num_heads · D columns; a box is 64 dims × 64 rows.

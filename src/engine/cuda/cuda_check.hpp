@@ -3,7 +3,9 @@
 // C++17) and by the host code (.cpp, C++20), so it keeps to C++17.
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -14,6 +16,20 @@ inline void check_cuda(cudaError_t status, const char* what) {
   if (status != cudaSuccess) {
     throw std::runtime_error(std::string("CUDA: ") + what + ": " + cudaGetErrorString(status));
   }
+}
+
+// Kernel attributes (the dynamic shared-memory limit, the carveout) belong to the current GPU's
+// context, so a process that drives several GPUs (tensor parallelism) must set them on each.
+// `configure()` runs the first time a call site reaches each GPU (`configured` is the site's own
+// static mask of GPUs done); running it twice is harmless, so no lock is taken.
+template <typename Configure>
+void once_per_device(std::atomic<uint64_t>& configured, Configure configure) {
+  int device = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  const uint64_t bit = uint64_t{1} << (device & 63);
+  if ((configured.load(std::memory_order_acquire) & bit) != 0) return;
+  configure();
+  configured.fetch_or(bit, std::memory_order_acq_rel);
 }
 
 // A device allocation of `count` elements of T, freed with its owner.

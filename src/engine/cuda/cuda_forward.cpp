@@ -6,7 +6,9 @@
 //                          QKV GEMV with the RMSNorm inside → RoPE+KV write → attention →
 //                          O GEMV adding into the residual → gate/up GEMV with the RMSNorm inside
 //                          and SiLU×mul as its epilogue → down GEMV adding into the residual
-// so a decode layer launches 5 kernels (+ attention's) instead of 8.
+// so a decode layer launches 5 kernels (+ attention's) instead of 8. Under tensor parallelism
+// (options.collectives) the O and down outputs are partial sums, all-reduced over the GPUs
+// before the residual stream reads them (row_parallel_epilogue says how the fused form does it).
 #include <cmath>
 
 #include "engine/cuda/attention.hpp"

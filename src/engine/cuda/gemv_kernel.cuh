@@ -275,7 +275,8 @@ __global__ void __launch_bounds__(kGemvThreads, 2) gemv_kernel(const GemvParams 
 
 template <class K, int kMaxTiles>
 void launch_family(const GemvParams& p, const GemvPlan& plan, cudaStream_t stream) {
-  static const bool limits_set = [] {
+  static std::atomic<uint64_t> limits_set{0};
+  once_per_device(limits_set, [] {
     check_cuda(cudaFuncSetAttribute(gemv_kernel<K, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     kMaxSmemBytes),
                "GEMV shared memory limit");
@@ -289,9 +290,7 @@ void launch_family(const GemvParams& p, const GemvPlan& plan, cudaStream_t strea
                                       cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSmemBytes),
                  "GEMV shared memory limit");
     }
-    return true;
-  }();
-  (void)limits_set;
+  });
   if (p.rows == 0) return;
   if (plan.batch_tiles > kMaxTiles)
     throw std::invalid_argument("GEMV: too many rows for this kernel");

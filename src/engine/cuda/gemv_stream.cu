@@ -434,12 +434,15 @@ int sm_count() {
 template <Fmt F, int B, int E>
 void launch_kernel(const Params& p, cudaStream_t stream) {
   const int smem = head_bytes() + staged_bytes<F>(B, p.in);
-  // Raised once per instantiation (beyond 48 KB of dynamic shared memory needs it), and the
-  // resident blocks per SM read once, for the persistent grid.
-  static const int per_sm = [smem] {
+  // Raised once per instantiation and GPU (beyond 48 KB of dynamic shared memory needs it), and
+  // the resident blocks per SM read once, for the persistent grid.
+  static std::atomic<uint64_t> limit_set{0};
+  once_per_device(limit_set, [] {
     INFERLAB_CUDA_CHECK(cudaFuncSetAttribute(gemv_stream_kernel<F, B, E>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              head_bytes() + kStageBytes));
+  });
+  static const int per_sm = [smem] {
     int blocks = 0;
     INFERLAB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
         &blocks, gemv_stream_kernel<F, B, E>, kThreads, smem));

@@ -129,6 +129,12 @@ std::vector<std::shared_ptr<RankCollectives>> make_rank_collectives(int ranks,
           group->flags[static_cast<size_t>(r)].data() + kMaxAllReduceBlocks * kMaxPeerRanks;
       group->views.push_back(view);
     }
+    // The flags' zeros (cudaMemset runs on the legacy stream) land before any rank's stream
+    // can launch the kernel that reads them.
+    for (int r = 0; r < ranks; ++r) {
+      INFERLAB_CUDA_CHECK(cudaSetDevice(r));
+      INFERLAB_CUDA_CHECK(cudaDeviceSynchronize());
+    }
     INFERLAB_CUDA_CHECK(cudaSetDevice(0));
   }
   std::vector<std::shared_ptr<RankCollectives>> members;

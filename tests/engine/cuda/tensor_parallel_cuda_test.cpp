@@ -1,9 +1,9 @@
 // Tensor parallelism across GPUs: the one-shot and NCCL all-reduces against sums worked out on
 // the host (eager and replayed from a CUDA graph), and a model split over 2 GPUs against the
 // same model on one. Without 2 GPUs the tests skip.
-#include "engine/cuda_backend.hpp"
-
 #include <gtest/gtest.h>
+
+#include "engine/cuda_backend.hpp"
 
 #ifdef INFERLAB_ENGINE_HAVE_CUDA
 #include <cuda_bf16.h>
@@ -63,14 +63,18 @@ void check_all_reduce(int ranks) {
         for (int round = 0; round < 3; ++round) {
           std::vector<__nv_bfloat16> host(static_cast<size_t>(count));
           for (int64_t i = 0; i < count; ++i) host[i] = __float2bfloat16(value_of(i + round, r));
-          data.upload(host.data(), host.size());
+          // On the stream: a pageable cudaMemcpy may return before its DMA has landed, and the
+          // stream (non-blocking) would not wait for it.
+          INFERLAB_CUDA_CHECK(cudaMemcpyAsync(data.data(), host.data(), 2 * host.size(),
+                                              cudaMemcpyHostToDevice, stream));
           if (graph) {
             INFERLAB_CUDA_CHECK(cudaGraphLaunch(exec, stream));
           } else {
             collectives[static_cast<size_t>(r)]->all_reduce_sum(data.data(), count, stream);
           }
+          INFERLAB_CUDA_CHECK(cudaMemcpyAsync(host.data(), data.data(), 2 * host.size(),
+                                              cudaMemcpyDeviceToHost, stream));
           INFERLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
-          data.download(host.data(), host.size());
           for (int64_t i = 0; i < count; ++i) {
             float want = 0;
             for (int p = 0; p < ranks; ++p) want += value_of(i + round, p);
@@ -138,8 +142,11 @@ void compare_split(const QuantConfig& quant) {
   ASSERT_GE(two->kv_layout().num_blocks, 64);
 
   ForwardBatch prefill;
-  prefill.sequences.push_back({tokens(300, 1), 0, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13,
-                                                   14, 15, 16, 17, 18, 19}, true});
+  prefill.sequences.push_back(
+      {tokens(300, 1),
+       0,
+       {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19},
+       true});
   prefill.sequences.push_back({tokens(33, 2), 0, {30, 31, 32}, true});
   const ForwardResult a = one->forward(prefill), b = two->forward(prefill);
   ASSERT_EQ(a.logits.size(), b.logits.size());
@@ -150,9 +157,9 @@ void compare_split(const QuantConfig& quant) {
     min_cosine = std::min(min_cosine, cosine(b.row(r), a.row(r)));
     const int32_t top_one = argmax(a.row(r)), top_two = argmax(b.row(r));
     same += top_one == top_two;
-    beyond_noise += b.row(r)[static_cast<size_t>(top_two)] -
-                        b.row(r)[static_cast<size_t>(top_one)] >
-                    0.03 * std::abs(b.row(r)[static_cast<size_t>(top_two)]);
+    beyond_noise +=
+        b.row(r)[static_cast<size_t>(top_two)] - b.row(r)[static_cast<size_t>(top_one)] >
+        0.03 * std::abs(b.row(r)[static_cast<size_t>(top_two)]);
   }
   std::cout << quant.describe() << ": TP 2 vs 1 GPU, min cosine " << min_cosine << ", top-1 "
             << same << " of " << rows << "\n";
