@@ -75,8 +75,15 @@ PY
   done
   python3 - "$out/generate_tp1.jsonl" "$out/generate_tp2.jsonl" >"$out/generate_compare.txt" <<'PY'
 import json, sys
-one = [json.loads(l)["tokens"] for l in open(sys.argv[1]) if l.strip()]
-two = [json.loads(l)["tokens"] for l in open(sys.argv[2]) if l.strip()]
+def documents(path):  # generate --format json writes one indented document per run
+    text, at, docs = open(path).read(), 0, []
+    decoder = json.JSONDecoder()
+    while text[at:].strip():
+        at += len(text[at:]) - len(text[at:].lstrip())
+        doc, at = decoder.raw_decode(text, at)
+        docs.append(doc["tokens"])
+    return docs
+one, two = documents(sys.argv[1]), documents(sys.argv[2])
 print("prompts", len(one), len(two), "equal first 16:", [a[:16] == b[:16] for a, b in zip(one, two)])
 PY
   log "generate: $(cat "$out/generate_compare.txt")"
@@ -92,10 +99,10 @@ fi
 
 if has oneshot; then
   bench 8b_tp2_b1_nccl llama-3-8b 2 1 1024 INFERLAB_ENGINE_ONE_SHOT_MAX_BYTES=0
-  "$bin/inferlab" bench --model llama-3-8b --device cuda --tp 2 --batch 1 --input 1024 \
-    --output 9 --repeats 1 --profile --format json >"$out/bench_8b_tp2_profile.json" \
-    2>"$out/bench_8b_tp2_profile.err"
-  log "profile exit $?"
+  NCCL_DEBUG=WARN timeout 200 "$bin/inferlab" bench --model llama-3-8b --device cuda --tp 2 \
+    --profile --format json >"$out/bench_8b_tp2_profile.json" 2>"$out/bench_8b_tp2_profile.err"
+  log "profile exit $?: $(grep -v '^\s*$' "$out/bench_8b_tp2_profile.err" | tail -3)"
+  for b in 128 256; do bench 8b_tp2_b$b llama-3-8b 2 $b 1024; done
 fi
 
 if has speed70b; then  # on every GPU present: 4, or 2 where only 2 are lent (70 GB each in bf16)

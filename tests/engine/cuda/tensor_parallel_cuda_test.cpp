@@ -147,7 +147,7 @@ void compare_split(const QuantConfig& quant) {
        0,
        {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19},
        true});
-  prefill.sequences.push_back({tokens(33, 2), 0, {30, 31, 32}, true});
+  prefill.sequences.push_back({tokens(33, 2), 0, {30, 31, 32, 33}, true});  // + 16 decodes
   const ForwardResult a = one->forward(prefill), b = two->forward(prefill);
   ASSERT_EQ(a.logits.size(), b.logits.size());
   double min_cosine = 1;
