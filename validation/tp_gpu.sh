@@ -5,7 +5,9 @@
 #   bash validation/tp_gpu.sh BIN_DIR STAGES        (results under $OUT/tp; the call packs them:
 #   timeout 560 bash validation/tp_gpu.sh ...; tar czf $OUT/tp.tar.gz -C $OUT tp; rm -r $OUT/tp)
 # STAGES, comma-separated: tests, logits8b (8B TP 2 vs 1 GPU), speed8b (8B TP 1 and 2, engine and
-# PyTorch), speed70b (70B over every GPU, engine and PyTorch), oneshot (8B TP 2 with NCCL only).
+# PyTorch), speed70b (70B over every GPU, engine and PyTorch), oneshot (8B TP 2 with NCCL only),
+# profile (bench --profile at TP 2 with NCCL's log), server (70B over every GPU, 128 streaming
+# clients for about 2 minutes).
 set -u
 bin=$(cd "$1" && pwd)
 stages=${2:-tests,logits8b,speed8b}
@@ -110,5 +112,33 @@ if has speed70b; then  # on every GPU present: 4, or 2 where only 2 are lent (70
   bench 70b_tp${tp70}_b1 llama-3-70b $tp70 1 1024
   bench 70b_tp${tp70}_b1_nccl llama-3-70b $tp70 1 1024 INFERLAB_ENGINE_ONE_SHOT_MAX_BYTES=0
   torch_tp 70b_tp${tp70}_fused llama-3-70b $tp70 decode:1:1024 --layout fused --compile
+fi
+if has profile; then  # bench --profile's grid with NCCL's own account of any failure
+  NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV,GRAPH,REG timeout 200 "$bin/inferlab" bench \
+    --model llama-3-8b --device cuda --tp 2 --profile --format json \
+    >"$out/bench_8b_tp2_profile.json" 2>"$out/bench_8b_tp2_profile.err"
+  log "profile exit $?: $(grep -E 'WARN|error' "$out/bench_8b_tp2_profile.err" | tail -5)"
+fi
+
+if has server; then  # SERVER_MODEL over every GPU, 128 streaming clients for about 2 minutes
+  model=${SERVER_MODEL:-llama-3-70b}
+  tp=$((gpus >= 4 ? 4 : 2))
+  "$bin/inferlab" server --model "$model" --device cuda --tp $tp --port 8000 --max-num-seqs 256 \
+    --max-num-batched-tokens 2048 --cuda-graphs on >"$out/server.out" 2>"$out/server.err" &
+  server=$!
+  if wait_for_line "serving" "$out/server.err" $server 300; then
+    log "server up (tp $tp, $model)"
+    timeout 200 "$bin/inferlab" loadgen --url http://127.0.0.1:8000 --rate 0 \
+      --requests ${SERVER_REQUESTS:-3000} --max-concurrency 128 \
+      --input-dist lognormal:256,0.6 --output-dist lognormal:128,0.6 --seed 36 \
+      --vocab-size 128000 --timeout-s 120 --format json >"$out/server_load.json" \
+      2>"$out/server_load.err"
+    log "loadgen exit $?: $(head -c 600 "$out/server_load.json")"
+  else
+    log "server did not start: $(tail -3 "$out/server.err")"
+  fi
+  kill -TERM $server 2>/dev/null
+  wait $server
+  log "server exit $?: $(tail -2 "$out/server.err")"
 fi
 log done
