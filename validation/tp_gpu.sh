@@ -114,7 +114,7 @@ if has speed70b; then  # on every GPU present: 4, or 2 where only 2 are lent (70
   torch_tp 70b_tp${tp70}_fused llama-3-70b $tp70 decode:1:1024 --layout fused --compile
 fi
 if has profile; then  # bench --profile's grid with NCCL's own account of any failure
-  NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV,GRAPH,REG timeout 200 "$bin/inferlab" bench \
+  NCCL_DEBUG=WARN NCCL_DEBUG_FILE=$out/nccl_profile.%p.log timeout 200 "$bin/inferlab" bench \
     --model llama-3-8b --device cuda --tp 2 --profile --format json \
     >"$out/bench_8b_tp2_profile.json" 2>"$out/bench_8b_tp2_profile.err"
   log "profile exit $?: $(grep -E 'WARN|error' "$out/bench_8b_tp2_profile.err" | tail -5)"

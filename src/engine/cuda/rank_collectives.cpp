@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <stdexcept>
 
 #include "engine/cuda/cuda_check.hpp"
@@ -87,6 +88,11 @@ std::vector<std::shared_ptr<RankCollectives>> make_rank_collectives(int ranks,
   group->comms.assign(static_cast<size_t>(ranks), nullptr);
   std::vector<int> ids(static_cast<size_t>(ranks));
   for (int r = 0; r < ranks; ++r) ids[static_cast<size_t>(r)] = r;
+  // NCCL connects its peers lazily, at the first collective of each kind; when that one is being
+  // captured into a CUDA graph (a decode step before any prefill) the connection is refused
+  // ("operation not permitted when stream is capturing") and the communicator is lost. Connect
+  // everything at init instead, unless the user chose otherwise.
+  setenv("NCCL_RUNTIME_CONNECT", "0", /*overwrite=*/0);
   check_nccl(ncclCommInitAll(group->comms.data(), ranks, ids.data()), "ncclCommInitAll");
 
   group->peer_access = one_shot_max_bytes > 0;

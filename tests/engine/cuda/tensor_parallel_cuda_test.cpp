@@ -103,6 +103,50 @@ TEST(TensorParallelCuda, AllReducesSumExactlyOnFourGpus) {
   check_all_reduce(4);
 }
 
+// A group's first collectives of each kind inside a graph capture (a decode step before any
+// prefill): NCCL must not need to connect its peers then (it is told to connect them at init).
+TEST(TensorParallelCuda, FirstCollectivesMayBeCapturedInAGraph) {
+  REQUIRE_GPUS(2);
+  auto collectives = cuda::make_rank_collectives(2, 512 * 1024);
+  cuda::RankThreads threads(2);
+  const int64_t gather = 4096, reduce = 1 << 20;  // the all-reduce past the one-shot limit: NCCL
+  std::vector<int> wrong(2, 0);
+  threads.run([&](int r) {
+    cuda::DeviceBuffer<float> local(gather), gathered(2 * gather);
+    cuda::DeviceBuffer<__nv_bfloat16> data(reduce);
+    std::vector<float> host_local(gather, static_cast<float>(r + 1));
+    std::vector<__nv_bfloat16> host_data(reduce, __float2bfloat16(static_cast<float>(r + 2)));
+    cudaStream_t stream = nullptr;
+    INFERLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    INFERLAB_CUDA_CHECK(cudaMemcpyAsync(local.data(), host_local.data(), 4 * gather,
+                                        cudaMemcpyHostToDevice, stream));
+    INFERLAB_CUDA_CHECK(
+        cudaMemcpyAsync(data.data(), host_data.data(), 2 * reduce, cudaMemcpyHostToDevice, stream));
+    INFERLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
+    cudaGraph_t captured = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    INFERLAB_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    collectives[static_cast<size_t>(r)]->all_gather(local.data(), gathered.data(), gather, stream);
+    collectives[static_cast<size_t>(r)]->all_reduce_sum(data.data(), reduce, stream);
+    INFERLAB_CUDA_CHECK(cudaStreamEndCapture(stream, &captured));
+    INFERLAB_CUDA_CHECK(cudaGraphInstantiate(&exec, captured, 0));
+    INFERLAB_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    std::vector<float> host_gathered(2 * gather);
+    INFERLAB_CUDA_CHECK(cudaMemcpyAsync(host_gathered.data(), gathered.data(), 8 * gather,
+                                        cudaMemcpyDeviceToHost, stream));
+    INFERLAB_CUDA_CHECK(
+        cudaMemcpyAsync(host_data.data(), data.data(), 2 * reduce, cudaMemcpyDeviceToHost, stream));
+    INFERLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
+    for (int64_t i = 0; i < 2 * gather; ++i) wrong[r] += host_gathered[i] != (i < gather ? 1 : 2);
+    for (int64_t i = 0; i < reduce; ++i) wrong[r] += __bfloat162float(host_data[i]) != 5.0f;
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(captured);
+    cudaStreamDestroy(stream);
+  });
+  EXPECT_EQ(wrong[0], 0);
+  EXPECT_EQ(wrong[1], 0);
+}
+
 LlamaConfig tp_config() {
   // 4 query heads and 2 KV heads split 2 ways; a vocabulary of 1001 splits 501 + 500, so rank
   // 1's LM head carries a padding row.
