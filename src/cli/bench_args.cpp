@@ -100,6 +100,7 @@ EngineSwitches engine_switches_of(const EngineOptions& options) {
   s.weights = options.quant.weights;
   s.kv = options.quant.kv;
   s.activations = options.quant.activations;  // fp8 weights' fp8 inputs are implied
+  s.tp = static_cast<int>(options.tp);
   return s;
 }
 

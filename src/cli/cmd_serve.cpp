@@ -48,6 +48,8 @@ ServeResult run_on_engine(const ServeCommandArgs& a, const std::vector<ServeRequ
   // a comparison with the simulation passes the same --kv-tokens to both.
   options.kv_tokens = a.kv_tokens > 0 ? a.kv_tokens : 0;
   options.kv_pool_tokens = options.kv_tokens;  // the simulated run is given the same pool
+  // --tp splits the engine over that many GPUs (or CPU ranks), as the simulation assumes.
+  options.tp = a.common.tp;
   if (options.device == "cpu" && a.kv_tokens <= 0) {
     throw InputError("--executor engine --device cpu needs --kv-tokens (the CPU cache's size)");
   }

@@ -8,6 +8,8 @@
 #include <array>
 #include <cstdint>
 
+#include "model/engine_gemv_rows.hpp"
+
 namespace inferlab::engine {
 
 // How a GEMV stages its input (cuda/gemv_plan.hpp's GemvPrologue): chosen per shape, or forced.
@@ -39,7 +41,7 @@ struct EngineTuning {
   AttentionTuning attention;
   // Tensor parallelism: all-reduces of at most this many bytes take the one-shot kernel over
   // NVLink, larger ones NCCL (INFERLAB_ENGINE_ONE_SHOT_MAX_BYTES=N; 0: NCCL always).
-  int64_t one_shot_max_bytes = 512 * 1024;
+  int64_t one_shot_max_bytes = kEngineOneShotMaxBytes;
   bool host_sampling = false;  // INFERLAB_ENGINE_HOST_SAMPLING=1: logits to the host, picked there
 };
 

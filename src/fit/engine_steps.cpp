@@ -17,7 +17,7 @@ EngineStepSetup engine_step_setup(const EngineProfile& profile, const HardwareSp
                      hardware.name + ": " + e.what());
   }
   s.plan = kernel_plan_of(s.options);
-  s.shard = shard_dims(s.model, 1);
+  s.shard = shard_dims(s.model, profile.switches.tp);
   return s;
 }
 

@@ -16,7 +16,7 @@ bool is_engine_kernel_class(const std::string& name) {
 }
 
 bool engine_runs_model(const ModelConfig& model, int tp) {
-  return tp == 1 && std::string(model_family(model).name) == "llama";
+  return tp >= 1 && std::string(model_family(model).name) == "llama";
 }
 
 int64_t engine_gemv_max_rows(DType weights) {
@@ -136,6 +136,7 @@ class EngineBuilder {
     add_projection({"o_proj", "gemm_o", tokens_, h, q_dim_, false, false,
                     fused ? Fused::residual_epilogue : Fused::none},
                    per_layer, layers);
+    add_all_reduce("attn_all_reduce");
     if (!fused) add(norm_op("post_attn_add_norm", tokens_, true), per_layer, layers);
     add_projection({"gate_up_proj", "gemm_gate_up", tokens_, 2 * inter, h, false, false,
                     fused ? Fused::norm_swiglu : Fused::none},
@@ -144,6 +145,7 @@ class EngineBuilder {
     add_projection({"down_proj", "gemm_down", tokens_, h, inter, false, false,
                     fused ? Fused::residual_epilogue : Fused::none},
                    per_layer, layers);
+    add_all_reduce("mlp_all_reduce");
     // Unfused, each layer ends with the next one's add + RMSNorm (the last: the final norm);
     // fused, the residual is already summed and the final norm is a plain RMSNorm.
     if (fused) {
@@ -278,6 +280,17 @@ class EngineBuilder {
     add(pv, Scope::per_layer, model_.num_layers);
   }
 
+  // Tensor parallelism: the row-parallel projection's partial sums (tokens × hidden, bf16)
+  // summed over the GPUs, by the one-shot kernel up to kEngineOneShotMaxBytes, else NCCL. The
+  // embedding is replicated in the engine, so no all-reduce follows it.
+  void add_all_reduce(const char* name) {
+    if (s_.tp <= 1) return;
+    const double bytes = static_cast<double>(tokens_ * s_.hidden) * fb_;
+    Op op = make_all_reduce_op(name, bytes, static_cast<int>(s_.tp));
+    op.tag = tag("all_reduce", bytes <= kEngineOneShotMaxBytes ? "one_shot" : "nccl", "bf16");
+    add(op, Scope::per_layer, model_.num_layers);
+  }
+
   void add_silu_mul() {
     Op op = make_silu_mul_op("silu_mul", tokens_, s_.intermediate, p_.float_dtype);
     op.tag = tag("silu_mul", "halves", "bf16");
@@ -293,6 +306,19 @@ class EngineBuilder {
     add(gather, Scope::post_layers, 1);
     add_projection({"lm_head", "lm_head", b, s_.vocab, s_.hidden, false, true, Fused::none},
                    Scope::post_layers, 1);
+    if (s_.tp > 1) {
+      // Every rank's fp32 logits of its vocab shard gathered by NCCL, then put back in
+      // vocabulary order (a kernel the engine marks as an embedding-class gather).
+      Op gather = make_all_gather_op("logits_all_gather", static_cast<double>(b * s_.vocab) * 4.0,
+                                     static_cast<int>(s_.tp));
+      gather.tag = tag("all_gather", "nccl", "fp32");
+      add(gather, Scope::post_layers, 1);
+      Op unshard = make_embedding_op("logits_unshard", b, model_.vocab_size, DType::fp32);
+      unshard.weight_bytes = 0;
+      unshard.activation_bytes = 8.0 * static_cast<double>(b * model_.vocab_size);
+      unshard.tag = tag("embedding", "gather", "bf16");
+      add(unshard, Scope::post_layers, 1);
+    }
     Op sample;
     sample.name = "sampling";
     sample.kind = OpKind::sampling;

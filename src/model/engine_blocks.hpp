@@ -16,14 +16,15 @@
 namespace inferlab {
 
 // The classes `inferlab bench --profile` reports GPU time under, in the engine's launch order.
-inline constexpr std::array<const char*, 11> kEngineKernelClasses = {
-    "embedding",    "norm",     "gemm_qkv",  "rope_kv_write", "attention", "gemm_o",
-    "gemm_gate_up", "silu_mul", "gemm_down", "lm_head",       "sampling"};
+// all_reduce and all_gather: the collectives of tensor parallelism.
+inline constexpr std::array<const char*, 13> kEngineKernelClasses = {
+    "embedding",    "norm",     "gemm_qkv",  "rope_kv_write", "attention",  "gemm_o",  "all_reduce",
+    "gemm_gate_up", "silu_mul", "gemm_down", "lm_head",       "all_gather", "sampling"};
 // True when `name` is one of kEngineKernelClasses.
 bool is_engine_kernel_class(const std::string& name);
 
-// Whether the engine runs this model (dense decoders with rotary attention and a gated MLP on
-// one GPU); others keep the fused kernel list of KernelPlan.
+// Whether the engine runs this model (dense decoders with rotary attention and a gated MLP, on
+// one GPU or split over `tp`); others keep the fused kernel list of KernelPlan.
 bool engine_runs_model(const ModelConfig& model, int tp);
 
 // Rows up to which a projection takes the engine's GEMV kernels (Projector::takes_gemv): the

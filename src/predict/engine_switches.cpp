@@ -10,8 +10,8 @@ namespace inferlab {
 
 namespace {
 
-constexpr std::array<const char*, 7> kKeys = {"gemv",    "fusion", "cuda_graphs", "attention",
-                                              "weights", "kv",     "activations"};
+constexpr std::array<const char*, 8> kKeys = {"gemv",    "fusion", "cuda_graphs", "attention",
+                                              "weights", "kv",     "activations", "tp"};
 
 std::string value_of(const nlohmann::json& switches, const char* key, const std::string& context) {
   if (!switches.contains(key)) {
@@ -62,24 +62,33 @@ EngineSwitches parse_engine_switches(const nlohmann::json& switches, const std::
     throw InputError(context + ": switches.activations int8 needs weights int8 (W8A8), got " +
                      std::string(dtype_name(s.weights)));
   }
+  if (switches.contains("tp")) {
+    const auto& tp = switches["tp"];
+    if (!tp.is_number_integer() || tp.get<int64_t>() < 1 || tp.get<int64_t>() > 64) {
+      throw InputError(context + ": switches.tp must be an integer in [1, 64], got " + tp.dump());
+    }
+    s.tp = tp.get<int>();
+  }
   return s;
 }
 
 nlohmann::json engine_switches_json(const EngineSwitches& s) {
-  return {{"gemv", on_off(s.gemv)},
-          {"fusion", on_off(s.fusion)},
-          {"cuda_graphs", on_off(s.cuda_graphs)},
-          {"attention", s.flash_attention ? "flash" : "naive"},
-          {"weights", dtype_name(s.weights)},
-          {"kv", dtype_name(s.kv)},
-          {"activations", dtype_name(s.activations)}};
+  nlohmann::json json = {{"gemv", on_off(s.gemv)},
+                         {"fusion", on_off(s.fusion)},
+                         {"cuda_graphs", on_off(s.cuda_graphs)},
+                         {"attention", s.flash_attention ? "flash" : "naive"},
+                         {"weights", dtype_name(s.weights)},
+                         {"kv", dtype_name(s.kv)},
+                         {"activations", dtype_name(s.activations)}};
+  if (s.tp > 1) json["tp"] = s.tp;
+  return json;
 }
 
 std::string engine_switches_label(const EngineSwitches& s) {
-  return fmt::format("gemv={} fusion={} graphs={} attention={} weights={} kv={} activations={}",
+  return fmt::format("gemv={} fusion={} graphs={} attention={} weights={} kv={} activations={}{}",
                      on_off(s.gemv), on_off(s.fusion), on_off(s.cuda_graphs),
                      s.flash_attention ? "flash" : "naive", dtype_name(s.weights), dtype_name(s.kv),
-                     dtype_name(s.activations));
+                     dtype_name(s.activations), s.tp > 1 ? fmt::format(" tp={}", s.tp) : "");
 }
 
 PredictOptions predict_options_for(const EngineSwitches& s) {
@@ -92,6 +101,7 @@ PredictOptions predict_options_for(const EngineSwitches& s) {
   o.weights = s.weights;
   o.kv = s.kv;
   o.activations = s.activations;
+  o.tp = s.tp;
   return o;
 }
 

@@ -54,6 +54,24 @@ TEST_F(ServeOnEngine, RunsEveryRequestAndReportsLikeTheSimulation) {
   EXPECT_GT(e["prefix_hit_rate"].get<double>(), 0.0);
 }
 
+// --tp splits the engine as the simulation assumes: the CPU reference over 2 ranks runs every
+// request and reports the same pool; a degree that does not split the model is exit 2.
+TEST_F(ServeOnEngine, TensorParallelEngineRunsEveryRequest) {
+  const std::string workload =
+      " --rate 100 --requests 8 --input-dist uniform:10,40 --output-dist uniform:2,6 "
+      "--kv-tokens 640 --seed 5 --format json";
+  auto split =
+      run_inferlab("serve --model " + model_ + " --executor engine --device cpu --tp 2" + workload);
+  ASSERT_EQ(split.exit_code, 0) << split.err;
+  const auto e = nlohmann::json::parse(split.out);
+  EXPECT_EQ(e["completed"].get<int>(), 8);
+  EXPECT_EQ(e["kv_cache"]["blocks"].get<int>(), 40);
+  auto refused =
+      run_inferlab("serve --model " + model_ + " --executor engine --device cpu --tp 3" + workload);
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("inferlab: error:"), std::string::npos) << refused.err;
+}
+
 // One row per iteration; device_ms is the GPU's part of duration_ms where the executor measures
 // one, so on the CPU backend (no device time) and in the simulation the two are equal;
 // simulated_ms is the cost model's price of that very iteration (in the simulation, its

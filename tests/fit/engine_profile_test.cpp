@@ -56,6 +56,22 @@ TEST(EngineProfile, SwitchesRoundTrip) {
   EXPECT_EQ(o.framework, Framework::inferlab);
   EXPECT_TRUE(o.fusion);
   EXPECT_EQ(o.weights, DType::int4);
+  EXPECT_EQ(o.tp, 1);  // a profile without "tp": one GPU
+  EXPECT_FALSE(engine_switches_json(p.switches).contains("tp"));
+}
+
+// A tensor-parallel profile's "tp" round-trips, names its switch combination and sets the
+// prediction's degree (so that its steps are fitted at the rank's shapes).
+TEST(EngineProfile, TensorParallelSwitch) {
+  EngineSwitches two;
+  two.tp = 2;
+  const nlohmann::json json = engine_switches_json(two);
+  EXPECT_EQ(json["tp"], 2);
+  EXPECT_EQ(parse_engine_switches(json, "x"), two);
+  EXPECT_EQ(engine_switches_label(two),
+            "gemv=on fusion=on graphs=on attention=flash weights=bf16 kv=bf16 activations=bf16 "
+            "tp=2");
+  EXPECT_EQ(predict_options_for(two).tp, 2);
 }
 
 struct BadCase {
@@ -91,6 +107,9 @@ TEST(EngineProfile, EachBadFieldIsAnInputErrorNamingTheFileAndField) {
       {"switches.attention", [](auto& j) { j["switches"]["attention"] = true; }},
       {"switches.activations int8 needs weights int8",
        [](auto& j) { j["switches"]["activations"] = "int8"; }},
+      {"switches.tp must be an integer in [1, 64]", [](auto& j) { j["switches"]["tp"] = 0; }},
+      {"switches.tp must be an integer in [1, 64]", [](auto& j) { j["switches"]["tp"] = "2"; }},
+      {"switches.tp must be an integer in [1, 64]", [](auto& j) { j["switches"]["tp"] = 65; }},
       {"'points'", [](auto& j) { j["points"] = nlohmann::json::array(); }},
       {"'points'", [](auto& j) { j.erase("points"); }},
       {"points[1]: field 'phase'", [&](auto& j) { point(j)["phase"] = "verify"; }},

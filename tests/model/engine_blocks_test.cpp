@@ -260,14 +260,53 @@ TEST(EngineBlocks, NaiveDecodeGivesOneCtaPerTokenAndHead) {
   EXPECT_DOUBLE_EQ(pv.bytes_per_cta, 100.0 * (128 + 4));  // each walks all 100 positions
 }
 
-TEST(EngineBlocks, OtherFamiliesAndTensorParallelKeepTheFusedList) {
+TEST(EngineBlocks, OtherFamiliesKeepTheFusedList) {
   const ModelConfig mixtral = load_model("mixtral-8x7b");
   std::vector<Op> ops;
   build_step_graph(mixtral, kDecode1, Precision{}, engine_plan(true, false), shard_dims(mixtral, 1),
                    ops);
   for (const Op& op : ops) EXPECT_STREQ(op.tag.kernel_class, "") << op.name;
-  EXPECT_FALSE(engine_runs_model(tiny(), 2));
+  EXPECT_FALSE(engine_runs_model(mixtral, 1));
   EXPECT_TRUE(engine_runs_model(tiny(), 1));
+  EXPECT_TRUE(engine_runs_model(tiny(), 2));
+}
+
+// Split over GPUs the engine's step has an all-reduce after each O and down projection (the
+// one-shot kernel's up to 512 KB, NCCL's past it), none after the embedding (replicated), and
+// the LM head's rows of one shard all-gathered then put back in vocabulary order.
+TEST(EngineBlocks, TensorParallelStepsAllReduceTheRowParallelProjections) {
+  const ModelConfig llama = load_model("llama-3-8b");
+  std::vector<Op> ops;
+  const ShardDims two = shard_dims(llama, 2);
+  build_step_graph(llama, kDecode1, Precision{}, engine_plan(true, true), two, ops);
+  std::vector<std::string> collectives;
+  for (const Op& op : ops) {
+    if (op.kind != OpKind::all_reduce && op.kind != OpKind::all_gather) continue;
+    collectives.push_back(op.name);
+    if (op.kind == OpKind::all_reduce) {
+      EXPECT_EQ(op.count, llama.num_layers);
+      EXPECT_DOUBLE_EQ(op.comm_bytes, 4096.0 * 2);  // one token × hidden 4096 × bf16
+      EXPECT_STREQ(op.tag.kernel_class, "all_reduce");
+      EXPECT_STREQ(op.tag.path, "one_shot");
+    } else {
+      EXPECT_DOUBLE_EQ(op.comm_bytes, 64128.0 * 4);  // 128256 / 2 fp32 logits
+      EXPECT_STREQ(op.tag.path, "nccl");
+    }
+  }
+  EXPECT_EQ(collectives,
+            (std::vector<std::string>{"attn_all_reduce", "mlp_all_reduce", "logits_all_gather"}));
+  const Op* lm_head = nullptr;
+  for (const Op& op : ops) {
+    if (std::string(op.name) == "lm_head") lm_head = &op;
+  }
+  ASSERT_NE(lm_head, nullptr);
+  EXPECT_EQ(lm_head->gemm.n, 64128);
+  // 256 tokens of 4096 bf16 are 2 MB: past the one-shot kernel's 512 KB.
+  const StepShape decode256{Phase::decode, 256, 1, 1024};
+  build_step_graph(llama, decode256, Precision{}, engine_plan(true, true), two, ops);
+  for (const Op& op : ops) {
+    if (op.kind == OpKind::all_reduce) EXPECT_STREQ(op.tag.path, "nccl") << op.name;
+  }
 }
 
 }  // namespace
