@@ -39,4 +39,17 @@ run_ppl int4 --weights int4
 run_ppl kv_fp8 --kv fp8
 run_ppl kv_int8 --kv int8
 run_ppl w8a8 --weights int8 --activations int8
+# int4 solved by GPTQ against the layers' inputs on training text (the CPU reference computes the
+# Hessians), beside int4 rounded to nearest written the same way: both GPTQ-format checkpoints.
+for method in rtn gptq; do
+  calib=()
+  [ $method = gptq ] && calib=(--calibration "$work/target/calibration.txt" --calibration-tokens 2048)
+  timeout 900 "$bin/inferlab" quantize --model "$ckpt" --out "$work/int4_$method" --weights int4 \
+    "${calib[@]}" --format json >"$out/quantize_int4_$method.json" 2>"$out/quantize_int4_$method.err"
+  log "quantize int4 $method exit $?"
+  timeout 150 "$bin/inferlab" perplexity --model "$work/int4_$method" --text "$text" \
+    --context 1024 --stride 512 --device cuda --format json >"$out/ppl_int4_$method.json" \
+    2>"$out/ppl_int4_$method.err"
+  log "engine int4 $method exit $?: $(head -c 200 "$out/ppl_int4_$method.json")"
+done
 log "done"

@@ -14,7 +14,7 @@ embeddings, context 1024) and `draft` (2 layers of the same width, for speculati
 
 Writes OUT/model (transformers' save_pretrained, sharded safetensors, bf16, with the tokenizer
 files), OUT/heldout.txt (the first --eval-chars characters of the held-out files, joined by two
-newlines), OUT/train.txt's byte count and the run's statistics in OUT/train_stats.json.
+newlines), OUT/calibration.txt (as many characters of the training files, GPTQ's calibration), OUT/train.txt's byte count and the run's statistics in OUT/train_stats.json.
 
 usage: python3 validation/train_small_llama.py --out DIR [--role target|draft] [--minutes M]
 """
@@ -90,6 +90,10 @@ def main():
     held_text = "\n\n".join(held_text)
     with open(os.path.join(args.out, "heldout.txt"), "w", encoding="utf-8") as f:
         f.write(held_text[:args.eval_chars])
+    # GPTQ's calibration text (`inferlab quantize --calibration`): training files only, so the
+    # held-out text stays blind to the quantizer too.
+    with open(os.path.join(args.out, "calibration.txt"), "w", encoding="utf-8") as f:
+        f.write("\n\n".join(train_texts)[:args.eval_chars])
     tok = Tokenizer.from_file(os.path.join(TOKENIZER_DIR, "tokenizer.json"))
     stream = []
     for enc in tok.encode_batch(train_texts, add_special_tokens=False):

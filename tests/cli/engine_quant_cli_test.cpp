@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "test_support.hpp"
@@ -54,6 +56,73 @@ TEST(EngineQuantCli, QuantizedCheckpointComputesWhatQuantizingWhileLoadingComput
                            (tiny.dir / "c.npy").string());
   ASSERT_EQ(bf16.exit_code, 0) << bf16.err;
   EXPECT_NE(file_bytes(tiny.dir / "a.npy"), file_bytes(tiny.dir / "c.npy"));
+}
+
+// The logits of a .npy file written by `logits` (float32 after the header).
+std::vector<float> npy_floats(const std::filesystem::path& path) {
+  const std::string bytes = file_bytes(path);
+  const auto header = static_cast<size_t>(static_cast<unsigned char>(bytes[8])) +
+                      256 * static_cast<size_t>(static_cast<unsigned char>(bytes[9]));
+  std::vector<float> values((bytes.size() - 10 - header) / 4);
+  std::memcpy(values.data(), bytes.data() + 10 + header, values.size() * 4);
+  return values;
+}
+
+double mean_squared_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  double sum = 0;
+  for (size_t i = 0; i < a.size(); ++i) sum += (double{a[i]} - b[i]) * (double{a[i]} - b[i]);
+  return sum / static_cast<double>(a.size());
+}
+
+// GPTQ against calibration inputs: the int4 checkpoint's logits on the calibration sequence are
+// closer to the bf16 model's than round to nearest's (GPTQ minimises each layer's output error on
+// those inputs), and the file is a GPTQ checkpoint like the other. Bad calibration input is exit 2.
+TEST(EngineQuantCli, GptqCalibrationCutsRoundToNearestsError) {
+  REQUIRE_TOKENIZER();
+  TinyCheckpoint tiny{"gptq_cli", 4096};
+  std::string ids = "[";
+  for (int i = 0; i < 256; ++i) ids += (i ? ", " : "") + std::to_string((i * 37 + 11) % 300);
+  std::ofstream(tiny.dir / "calib.json") << ids << "]";
+  const std::string base = "quantize --model " + tiny.ckpt.string() +
+                           " --weights int4 --group-size 32 --format json --out ";
+  auto rtn = run_inferlab(base + (tiny.dir / "rtn").string());
+  auto gptq = run_inferlab(base + (tiny.dir / "gptq").string() + " --calibration-ids " +
+                           (tiny.dir / "calib.json").string() + " --calibration-window 128");
+  ASSERT_EQ(rtn.exit_code, 0) << rtn.err;
+  ASSERT_EQ(gptq.exit_code, 0) << gptq.err;
+  const auto report = nlohmann::json::parse(gptq.out);
+  EXPECT_EQ(report["method"], "gptq");
+  EXPECT_EQ(report["calibration_tokens"].get<int>(), 256);
+  EXPECT_EQ(nlohmann::json::parse(rtn.out)["method"], "round_to_nearest");
+  EXPECT_EQ(report["quantized_modules"].get<int>(), 2 * 7);
+
+  const std::string tokens =
+      " --device cpu --tokens " + (tiny.dir / "calib.json").string() + " --out ";
+  for (const char* name : {"ckpt", "rtn", "gptq"}) {
+    auto r = run_inferlab("logits --model " + (tiny.dir / name).string() + tokens +
+                          (tiny.dir / (std::string(name) + ".npy")).string());
+    ASSERT_EQ(r.exit_code, 0) << name << ": " << r.err;
+  }
+  const auto exact = npy_floats(tiny.dir / "ckpt.npy");
+  const double rtn_error = mean_squared_difference(npy_floats(tiny.dir / "rtn.npy"), exact);
+  const double gptq_error = mean_squared_difference(npy_floats(tiny.dir / "gptq.npy"), exact);
+  std::cout << "logits MSE against bf16: round to nearest " << rtn_error << ", GPTQ " << gptq_error
+            << "\n";
+  EXPECT_LT(gptq_error, rtn_error);
+
+  std::ofstream(tiny.dir / "empty.txt") << "";
+  std::ofstream(tiny.dir / "past.json") << "[1, 2, 300]";
+  testing::expect_refused(
+      {base + (tiny.dir / "x").string() + " --calibration /nonexistent.txt",
+       base + (tiny.dir / "x").string() + " --calibration " + (tiny.dir / "empty.txt").string(),
+       base + (tiny.dir / "x").string() + " --calibration-ids " + (tiny.dir / "past.json").string(),
+       base + (tiny.dir / "x").string() + " --calibration-ids " +
+           (tiny.dir / "calib.json").string() + " --calibration-window 1",
+       base + (tiny.dir / "x").string() + " --calibration-ids " +
+           (tiny.dir / "calib.json").string() + " --damp 0",
+       base + (tiny.dir / "x").string() + " --calibration-ids " +
+           (tiny.dir / "calib.json").string() + " --calibration " +
+           (tiny.dir / "empty.txt").string()});
 }
 
 TEST(EngineQuantCli, ProfileWritesTheFitsFile) {

@@ -88,6 +88,7 @@ void CpuBackend::forward_chunk(const SequenceChunk& chunk, std::vector<float>& l
       merge_column_absmax(h.data(), tokens, hidden,
                           stats_->qkv_input.at(static_cast<size_t>(layer)));
     }
+    if (inputs_ != nullptr) inputs_->add(layer, ProjectionInput::qkv, h.data(), tokens, hidden);
     const float* qkv_in = gemm_input(h, tokens, hidden, input, quantized_input);
     cpu::linear(qkv_in, tokens, w.q_proj.data(), or_null(w.q_bias), hidden, q_dim, q.data());
     cpu::linear(qkv_in, tokens, w.k_proj.data(), or_null(w.k_bias), hidden, kv_dim, k.data());
@@ -111,6 +112,7 @@ void CpuBackend::forward_chunk(const SequenceChunk& chunk, std::vector<float>& l
       cpu::paged_attention(&q[t * q_dim], chunk.cached_tokens + t, cache_, layer, chunk.block_table,
                            shape, &attn[t * q_dim]);
     }
+    if (inputs_ != nullptr) inputs_->add(layer, ProjectionInput::o, attn.data(), tokens, q_dim);
     cpu::linear(gemm_input(attn, tokens, q_dim, input, quantized_input), tokens, w.o_proj.data(),
                 nullptr, q_dim, hidden, proj.data());
     if (group_ != nullptr) group_->all_reduce_sum(rank_, proj);
@@ -124,10 +126,14 @@ void CpuBackend::forward_chunk(const SequenceChunk& chunk, std::vector<float>& l
       merge_column_absmax(h.data(), tokens, hidden,
                           stats_->gate_up_input.at(static_cast<size_t>(layer)));
     }
+    if (inputs_ != nullptr) {
+      inputs_->add(layer, ProjectionInput::gate_up, h.data(), tokens, hidden);
+    }
     const float* mlp_in = gemm_input(h, tokens, hidden, input, quantized_input);
     cpu::linear(mlp_in, tokens, w.gate_proj.data(), nullptr, hidden, inter, gate.data());
     cpu::linear(mlp_in, tokens, w.up_proj.data(), nullptr, hidden, inter, up.data());
     cpu::silu_mul(gate.data(), up.data(), tokens * inter);
+    if (inputs_ != nullptr) inputs_->add(layer, ProjectionInput::down, gate.data(), tokens, inter);
     cpu::linear(gemm_input(gate, tokens, inter, input, quantized_input), tokens, w.down_proj.data(),
                 nullptr, inter, hidden, proj.data());
     if (group_ != nullptr) group_->all_reduce_sum(rank_, proj);

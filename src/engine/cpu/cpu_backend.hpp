@@ -6,11 +6,20 @@
 #include "engine/kv_cache.hpp"
 #include "engine/llama_weights.hpp"
 #include "engine/quant/formats.hpp"
+#include "engine/quant/gptq_solver.hpp"
 #include "engine/quant/smoothquant.hpp"
 
 namespace inferlab::engine {
 
 class HostCommunicator;
+
+// Receives every projection's input rows of a forward pass (GPTQ's calibration).
+class ProjectionInputSink {
+ public:
+  virtual ~ProjectionInputSink() = default;
+  virtual void add(int64_t layer, ProjectionInput which, const float* rows, int64_t count,
+                   int64_t width) = 0;
+};
 
 // The fp32 reference forward pass of a Llama-family model, plain loops, one sequence after
 // another: embedding gather, per layer RMSNorm → Q/K/V (+ bias) → RoPE → KV write into the
@@ -48,6 +57,9 @@ class CpuBackend : public Backend {
   // While set, every forward pass merges the absolute maxima of the QKV and gate/up inputs into
   // `stats` (SmoothQuant's calibration); null stops it.
   void collect_smoothquant_stats(SmoothQuantStats* stats) { stats_ = stats; }
+  // While set, every forward pass hands each layer's four projection inputs to `sink` (GPTQ's
+  // calibration, cpu/gptq_calibration.hpp); null stops it.
+  void collect_projection_inputs(ProjectionInputSink* sink) { inputs_ = sink; }
   // Makes this backend rank `rank` of a tensor-parallel group (built from rank_config and
   // shard_weights, engine/tp/shard.hpp): the O and down projections' partial outputs are
   // all-reduced through `group` before each residual add, and the LM head's vocab rows are
@@ -67,6 +79,7 @@ class CpuBackend : public Backend {
   std::vector<double> inv_freq_;
   QuantConfig quant_;
   SmoothQuantStats* stats_ = nullptr;
+  ProjectionInputSink* inputs_ = nullptr;
   HostCommunicator* group_ = nullptr;
   int rank_ = 0;
 };

@@ -7,6 +7,7 @@
 #include <future>
 #include <thread>
 
+#include "engine/bf16.hpp"
 #include "engine/checkpoint.hpp"
 #include "engine/checkpoint_files.hpp"
 #include "engine/quant/formats.hpp"
@@ -26,13 +27,26 @@ bool is_layer_projection(WeightRole role) {
   return is_quantized_role(role, projections_only);
 }
 
-// What one spec becomes in the file: its GPTQ tensors, or itself in bf16.
+// What one spec becomes in the file: its GPTQ tensors (solved by GPTQ when there are
+// Hessians, else rounded to nearest), or itself in bf16.
 std::vector<TensorData> tensors_of(const WeightSpec& spec, const TensorSource& source,
-                                   const QuantConfig& quant) {
+                                   const QuantConfig& quant,
+                                   const QuantizeCheckpointOptions& options) {
   std::vector<uint16_t> bits = source(spec);
   if (is_layer_projection(spec.role)) {
+    const int64_t out = spec.shape.at(0), in = spec.shape.at(1);
+    if (options.hessians == nullptr) {
+      return gptq_module_tensors(spec.name, quantize_bf16_matrix(bits, out, in, quant));
+    }
+    std::vector<float> w(bits.size());
+    for (size_t i = 0; i < bits.size(); ++i) w[i] = bf16_to_float(bits[i]);
+    GptqOptions gptq;
+    gptq.format = quant.weights;
+    gptq.group_size = quant.weights == DType::int4 ? quant.group_size : 0;
+    gptq.damp = options.damp;
     return gptq_module_tensors(
-        spec.name, quantize_bf16_matrix(bits, spec.shape.at(0), spec.shape.at(1), quant));
+        spec.name,
+        gptq_quantize(std::move(w), out, in, options.hessians->of(spec.role, spec.layer), gptq));
   }
   const auto* bytes = reinterpret_cast<const uint8_t*>(bits.data());
   return {{{spec.name, TensorDType::bf16, spec.shape},
@@ -84,6 +98,10 @@ QuantizeCheckpointResult quantize_checkpoint(const LlamaConfig& config, const Te
           fmt::format("{}: a width of {} cannot be GPTQ-packed {} to a word", m.name, width, pack));
     }
   }
+  if (options.hessians != nullptr &&
+      static_cast<int64_t>(options.hessians->layers.size()) != m.num_layers) {
+    throw std::invalid_argument("quantize_checkpoint: Hessians of another model");
+  }
   prepare_checkpoint_folder(options.out_dir, "quantize");
 
   QuantizeCheckpointResult result;
@@ -108,8 +126,8 @@ QuantizeCheckpointResult quantize_checkpoint(const LlamaConfig& config, const Te
   for (size_t i = 0; i < specs.size(); ++i) {
     while (next < specs.size() && pending.size() < ahead) {
       const WeightSpec* spec = &specs[next++];
-      pending.push_back(std::async(std::launch::async, [&source, spec, &quant] {
-        return tensors_of(*spec, source, quant);
+      pending.push_back(std::async(std::launch::async, [&source, spec, &quant, &options] {
+        return tensors_of(*spec, source, quant, options);
       }));
     }
     for (const TensorData& tensor : pending.front().get()) {

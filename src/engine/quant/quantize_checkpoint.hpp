@@ -1,12 +1,15 @@
 #pragma once
-// `inferlab quantize`: a bf16 model written back as a GPTQ checkpoint with round-to-nearest
-// weights (int4 groups or int8 channels), loadable by this engine and in GPTQ's v1 layout that
-// Hugging Face's GPTQ integration reads.
+// `inferlab quantize`: a bf16 model written back as a GPTQ checkpoint (int4 groups or int8
+// channels), its weights rounded to nearest or, given calibration Hessians, solved by GPTQ
+// (gptq_solver.hpp); loadable by this engine and in GPTQ's v1 layout that Hugging Face's GPTQ
+// integration reads.
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <vector>
 
 #include "engine/llama_config.hpp"
+#include "engine/quant/gptq_solver.hpp"
 #include "engine/tensor_source.hpp"
 #include "util/dtype.hpp"
 
@@ -18,6 +21,10 @@ struct QuantizeCheckpointOptions {
   int64_t group_size = 128;     // int4
   // Files copied beside the weights (tokenizer.json, tokenizer_config.json, ...).
   std::vector<std::filesystem::path> extra_files;
+  // Every layer's input Hessians (cpu/gptq_calibration.hpp): the projections are solved by
+  // GPTQ against them. Null: round to nearest.
+  std::shared_ptr<const GptqHessians> hessians;
+  double damp = 0.01;  // GPTQ's damping, a fraction of the Hessian's mean diagonal
 };
 
 struct QuantizeCheckpointResult {
