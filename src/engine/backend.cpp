@@ -72,4 +72,19 @@ void check_swap_blocks(std::span<const int32_t> blocks, const KvCacheLayout& lay
   }
 }
 
+std::vector<std::span<const std::byte>> rank_parts_of_host_copy(
+    std::span<const std::byte> host, const std::vector<int64_t>& rank_block_bytes) {
+  int64_t group_block_bytes = 0;
+  for (int64_t bytes : rank_block_bytes) group_block_bytes += bytes;
+  const size_t copied_blocks = host.size() / static_cast<size_t>(group_block_bytes);
+  std::vector<std::span<const std::byte>> parts;
+  size_t offset = 0;
+  for (int64_t bytes : rank_block_bytes) {
+    const size_t part = copied_blocks * static_cast<size_t>(bytes);
+    parts.push_back(host.subspan(offset, part));
+    offset += part;
+  }
+  return parts;
+}
+
 }  // namespace inferlab::engine

@@ -121,6 +121,12 @@ class Backend {
 void check_swap_blocks(std::span<const int32_t> blocks, const KvCacheLayout& layout,
                        int64_t host_bytes = -1, int64_t block_bytes = 0);
 
+// A tensor-parallel group's host copy holds every rank's blocks, rank after rank, each rank's part
+// as many blocks as were copied out (which may be more than are asked back): the parts of `host`,
+// one per rank, from each rank's bytes per block.
+std::vector<std::span<const std::byte>> rank_parts_of_host_copy(
+    std::span<const std::byte> host, const std::vector<int64_t>& rank_block_bytes);
+
 // Checks a batch against a model and cache layout (the checks forward() promises).
 void validate_batch(const ForwardBatch& batch, const LlamaConfig& config,
                     const KvCacheLayout& layout);

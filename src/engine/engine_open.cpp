@@ -126,31 +126,20 @@ std::unique_ptr<Backend> open_backend(const std::string& model, const EngineOpti
     return make_cpu_backend(load_engine_model(model, options.seed), options.kv_tokens,
                             options.block_size, quant);
   }
-  if (options.tp > 1) {
-    check_tensor_parallel(config.model, options.tp);
-    const CudaBackendOptions cuda = cuda_backend_options(options, quant);
-    std::unique_ptr<Backend> backend;
-    if (is_checkpoint_folder(model)) {
-      const auto checkpoint = Checkpoint::open(model);
-      check_llama_checkpoint(checkpoint, config);
-      backend =
-          make_tp_cuda_backend(config, checkpoint_tensor_source(checkpoint), cuda, options.tp);
-    } else {
-      backend = make_tp_cuda_backend(config, random_tensor_source(config, options.seed), cuda,
-                                     options.tp);
-    }
-    check_cache_holds(*backend, options.kv_tokens);
-    return backend;
-  }
-  // (make_cuda_backend checks the GPU, the formats and the sizes before it reads a weight.)
+  // (make_cuda_backend and make_tp_cuda_backend check the GPU(s), the split, the formats and the
+  // sizes before they read a weight.)
   const CudaBackendOptions cuda = cuda_backend_options(options, quant);
+  auto make = [&](const TensorSource& source, const Checkpoint* checkpoint) {
+    return options.tp > 1 ? make_tp_cuda_backend(config, source, cuda, options.tp)
+                          : make_cuda_backend(config, source, cuda, checkpoint);
+  };
   std::unique_ptr<Backend> backend;
   if (is_checkpoint_folder(model)) {
     const auto checkpoint = Checkpoint::open(model);
     check_llama_checkpoint(checkpoint, config);
-    backend = make_cuda_backend(config, checkpoint_tensor_source(checkpoint), cuda, &checkpoint);
+    backend = make(checkpoint_tensor_source(checkpoint), &checkpoint);
   } else {
-    backend = make_cuda_backend(config, random_tensor_source(config, options.seed), cuda);
+    backend = make(random_tensor_source(config, options.seed), nullptr);
   }
   check_cache_holds(*backend, options.kv_tokens);
   return backend;

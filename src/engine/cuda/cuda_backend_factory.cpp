@@ -90,6 +90,14 @@ int64_t kv_blocks_that_fit(const LlamaConfig& config, const CudaBackendOptions& 
   return blocks;
 }
 
+void warm_gemms_as_asked(CudaBackend& backend, const CudaBackendOptions& options) {
+  if (options.warm_gemm_rows > 0) {
+    backend.warm_gemms(options.warm_gemm_rows);
+  } else if (options.tuning.projection.lt_tune) {
+    backend.warm_gemms(options.max_batch_tokens);  // every bucket timed before serving
+  }
+}
+
 }  // namespace cuda
 
 namespace {
@@ -154,11 +162,7 @@ std::unique_ptr<Backend> make_cuda_backend(const LlamaConfig& config, const Tens
           : quantizing_loader(source, config, options.quant, smoothing);
   const int64_t blocks = cuda::kv_blocks_that_fit(config, options);
   auto backend = std::make_unique<cuda::CudaBackend>(config, loader, options, blocks);
-  if (options.warm_gemm_rows > 0) {
-    backend->warm_gemms(options.warm_gemm_rows);
-  } else if (options.tuning.projection.lt_tune) {
-    backend->warm_gemms(options.max_batch_tokens);  // every bucket timed before serving
-  }
+  cuda::warm_gemms_as_asked(*backend, options);
   return backend;
 }
 

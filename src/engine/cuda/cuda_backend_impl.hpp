@@ -67,6 +67,9 @@ int64_t lm_head_rows(const LlamaConfig& config, const CudaBackendOptions& option
 CudaBackendOptions resolved_options(const LlamaConfig& config, CudaBackendOptions options);
 void check_backend_options(const LlamaConfig& config, const CudaBackendOptions& options);
 int64_t kv_blocks_that_fit(const LlamaConfig& config, const CudaBackendOptions& options);
+class CudaBackend;
+// The GEMM warm-up the options ask for (warm_gemm_rows, or cuBLASLt's timed choice), once built.
+void warm_gemms_as_asked(CudaBackend& backend, const CudaBackendOptions& options);
 
 class CudaBackend final : public Backend {
  public:

@@ -110,17 +110,11 @@ std::unique_ptr<KvHostCopy> TensorParallelCudaBackend::copy_kv_blocks_to_host(
 void TensorParallelCudaBackend::copy_kv_blocks_from_host(std::span<const int32_t> blocks,
                                                          std::span<const std::byte> host) {
   check_swap_blocks(blocks, layout_, static_cast<int64_t>(host.size()), kv_block_host_bytes());
-  // Each rank's part holds as many blocks as were copied out, which may be more than asked back.
-  const size_t copied_blocks = host.size() / static_cast<size_t>(kv_block_host_bytes());
-  std::vector<size_t> offsets(ranks_.size() + 1, 0);
-  for (size_t r = 0; r < ranks_.size(); ++r) {
-    offsets[r + 1] =
-        offsets[r] + copied_blocks * static_cast<size_t>(ranks_[r]->kv_block_host_bytes());
-  }
+  std::vector<int64_t> block_bytes;
+  for (const auto& rank : ranks_) block_bytes.push_back(rank->kv_block_host_bytes());
+  const auto parts = rank_parts_of_host_copy(host, block_bytes);
   on_every_rank([&](int r) {
-    const auto i = static_cast<size_t>(r);
-    ranks_[i]->copy_kv_blocks_from_host(blocks,
-                                        host.subspan(offsets[i], offsets[i + 1] - offsets[i]));
+    ranks_[static_cast<size_t>(r)]->copy_kv_blocks_from_host(blocks, parts[static_cast<size_t>(r)]);
   });
 }
 
@@ -176,11 +170,7 @@ std::unique_ptr<Backend> make_tp_cuda_backend(const LlamaConfig& config, const T
     const WeightLoader loader = quantizing_loader(sharded_tensor_source(source, config, r, ranks),
                                                   local, options[i].quant, nullptr);
     backends[i] = std::make_unique<cuda::CudaBackend>(local, loader, options[i], pool);
-    if (options[i].warm_gemm_rows > 0) {
-      backends[i]->warm_gemms(options[i].warm_gemm_rows);
-    } else if (options[i].tuning.projection.lt_tune) {
-      backends[i]->warm_gemms(options[i].max_batch_tokens);
-    }
+    cuda::warm_gemms_as_asked(*backends[i], options[i]);
   });
   return std::make_unique<cuda::TensorParallelCudaBackend>(
       config, std::move(threads), std::move(backends), std::move(collectives));

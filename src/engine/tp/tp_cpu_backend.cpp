@@ -89,14 +89,10 @@ std::unique_ptr<KvHostCopy> TensorParallelCpuBackend::copy_kv_blocks_to_host(
 void TensorParallelCpuBackend::copy_kv_blocks_from_host(std::span<const int32_t> blocks,
                                                         std::span<const std::byte> host) {
   check_swap_blocks(blocks, layout_, static_cast<int64_t>(host.size()), kv_block_host_bytes());
-  // Each rank's part holds as many blocks as were copied out, which may be more than asked back.
-  const size_t copied_blocks = host.size() / static_cast<size_t>(kv_block_host_bytes());
-  size_t offset = 0;
-  for (const auto& rank : ranks_) {
-    const size_t part = copied_blocks * static_cast<size_t>(rank->kv_block_host_bytes());
-    rank->copy_kv_blocks_from_host(blocks, host.subspan(offset, part));
-    offset += part;
-  }
+  std::vector<int64_t> block_bytes;
+  for (const auto& rank : ranks_) block_bytes.push_back(rank->kv_block_host_bytes());
+  const auto parts = rank_parts_of_host_copy(host, block_bytes);
+  for (size_t r = 0; r < ranks_.size(); ++r) ranks_[r]->copy_kv_blocks_from_host(blocks, parts[r]);
 }
 
 std::unique_ptr<TensorParallelCpuBackend> make_tp_cpu_backend(LlamaModel model, int64_t ranks,
