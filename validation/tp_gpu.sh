@@ -4,10 +4,14 @@
 # (validation/tp_reference.py) in the same call.
 #   bash validation/tp_gpu.sh BIN_DIR STAGES        (results under $OUT/tp; the call packs them:
 #   timeout 560 bash validation/tp_gpu.sh ...; tar czf $OUT/tp.tar.gz -C $OUT tp; rm -r $OUT/tp)
-# STAGES, comma-separated: tests, logits8b (8B TP 2 vs 1 GPU), speed8b (8B TP 1 and 2, engine and
-# PyTorch), speed70b (70B over every GPU, engine and PyTorch), oneshot (8B TP 2 with NCCL only),
-# profile (bench --profile at TP 2 with NCCL's log), server (70B over every GPU, 128 streaming
-# clients for about 2 minutes).
+# STAGES, comma-separated: tests, collectives (probe --collectives-only: NCCL and the one-shot
+# kernel, eager and in a graph, over 2 and 4 GPUs), logits70b2l (the first 2 of 70B's 80 layers
+# at its real widths over every GPU, against 1 GPU and the fp32 CPU reference split the same
+# way), logits8b (8B TP 2 vs 1 GPU), speed8b (8B TP 1 and 2, engine and PyTorch), speed70b (70B
+# over every GPU, engine and PyTorch), oneshot (8B TP 2 with NCCL only), profile (bench --profile
+# at TP 2 with NCCL's log; PROFILE_TPS="2 4" for more degrees), server (70B over every GPU, 128
+# streaming clients for about 2 minutes), steps (PyTorch TP steps over batch x length for the
+# predictor: 8B at TP 2 is the fit split, 70B over every GPU held out).
 set -u
 bin=$(cd "$1" && pwd)
 stages=${2:-tests,logits8b,speed8b}
@@ -49,6 +53,48 @@ if has tests; then
   grep -E "TP 2 vs|FAILED|Failure" "$out/tests.txt" | head -20 | tee -a "$out/progress.txt"
 fi
 
+compare_logits() {  # A.npy B.npy PREFILL > JSON
+  python3 - "$@" <<'PY'
+import json, sys
+import numpy as np
+a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
+cos = (a * b).sum(1) / np.sqrt((a * a).sum(1) * (b * b).sum(1))
+top = (a.argmax(1) == b.argmax(1))
+print(json.dumps({"positions": int(a.shape[0]), "prefill": int(sys.argv[3]), "min_cosine": float(cos.min()),
+                  "mean_cosine": float(cos.mean()), "top1_same": float(top.mean()),
+                  "max_abs_diff_over_max_abs": float(np.abs(a - b).max() / np.abs(a).max())}))
+PY
+}
+
+if has collectives; then
+  timeout 240 "$bin/inferlab" probe --collectives-only --out "$out/collectives.json" \
+    >"$out/collectives.txt" 2>&1
+  log "collectives exit $?: $(tail -2 "$out/collectives.txt")"
+  python3 - "$out/collectives.json" <<'PY' | tee -a "$out/progress.txt"
+import json, sys
+rows = json.load(open(sys.argv[1]))["collectives"]["points"]
+for r in rows:
+    if r["bytes"] in (256, 16384, 1 << 20, 1 << 24) and r["collective"] == "all_reduce":
+        print(r["devices"], r["library"], r["mode"], r["bytes"], "%.2f us" % (r["median_s"] * 1e6))
+PY
+fi
+
+if has logits70b2l; then  # 70B's widths, 2 layers: TP over every GPU vs 1 GPU vs the CPU's fp32
+  tp70=$((gpus >= 4 ? 4 : 2))
+  python3 -c "import json;c=json.load(open('data/models/llama-3-70b.json'));c['num_hidden_layers']=2;json.dump(c,open('$work/llama-3-70b-2l.json','w'))"
+  python3 -c "import random,json;random.seed(70);json.dump([random.randrange(128000) for _ in range(256)],open('$work/tokens70.json','w'))"
+  # The CPU reference (prefill of all 256 positions; the same logits as 200 + 56 decodes) runs
+  # beside the GPU stages on the host's cores.
+  timeout 500 "$bin/inferlab" logits --model "$work/llama-3-70b-2l.json" --tokens "$work/tokens70.json" \
+    --prefill 256 --device cpu --tp $tp70 --out "$work/logits70_cpu.npy" >"$out/logits70_cpu.txt" 2>&1 &
+  cpu_ref=$!
+  for tp in 1 $tp70; do
+    timeout 200 "$bin/inferlab" logits --model "$work/llama-3-70b-2l.json" --tokens "$work/tokens70.json" \
+      --prefill 200 --device cuda --tp $tp --out "$work/logits70_tp$tp.npy" >"$out/logits70_tp$tp.txt" 2>&1
+    log "logits 70b-2l tp $tp exit $?"
+  done
+fi
+
 if has logits8b; then
   python3 -c "import random,json;random.seed(36);json.dump([random.randrange(128000) for _ in range(256)],open('$work/tokens.json','w'))"
   for tp in 1 2; do
@@ -57,16 +103,7 @@ if has logits8b; then
       >"$out/logits_tp$tp.txt" 2>&1
     log "logits tp $tp exit $?"
   done
-  python3 - "$work/logits_tp1.npy" "$work/logits_tp2.npy" >"$out/logits_compare.json" <<'PY'
-import json, sys
-import numpy as np
-a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
-cos = (a * b).sum(1) / np.sqrt((a * a).sum(1) * (b * b).sum(1))
-top = (a.argmax(1) == b.argmax(1))
-print(json.dumps({"positions": int(a.shape[0]), "prefill": 200, "min_cosine": float(cos.min()),
-                  "mean_cosine": float(cos.mean()), "top1_same": float(top.mean()),
-                  "max_abs_diff_over_max_abs": float(np.abs(a - b).max() / np.abs(a).max())}))
-PY
+  compare_logits "$work/logits_tp1.npy" "$work/logits_tp2.npy" 200 >"$out/logits_compare.json"
   log "logits compare: $(cat "$out/logits_compare.json")"
   for p in "The capital of France is" "def fibonacci(n):" "Three rivers of Europe are"; do
     for tp in 1 2; do
@@ -86,7 +123,10 @@ def documents(path):  # generate --format json writes one indented document per 
         docs.append(doc["tokens"])
     return docs
 one, two = documents(sys.argv[1]), documents(sys.argv[2])
-print("prompts", len(one), len(two), "equal first 16:", [a[:16] == b[:16] for a, b in zip(one, two)])
+def same_prefix(a, b):
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+print("prompts", len(one), len(two), "equal first 16:", [a[:16] == b[:16] for a, b in zip(one, two)],
+      "tokens equal before the first difference:", [same_prefix(a, b) for a, b in zip(one, two)])
 PY
   log "generate: $(cat "$out/generate_compare.txt")"
 fi
@@ -95,8 +135,8 @@ if has speed8b; then
   bench 8b_tp1_b1 llama-3-8b 1 1 1024
   bench 8b_tp2_b1 llama-3-8b 2 1 1024
   bench 8b_tp2_b64 llama-3-8b 2 64 1024
-  torch_tp 8b_tp2_fused llama-3-8b 2 decode:1:1024,decode:64:1024 --layout fused --compile
-  torch_tp 8b_tp2_separate llama-3-8b 2 decode:1:1024 --layout separate
+  torch_tp 8b_tp2_fused llama-3-8b 2 decode:1:1024,decode:64:1024 --layout fused --compile \
+    --compile-max-batch ${COMPILE_MAX_BATCH:-64}
 fi
 
 if has oneshot; then
@@ -110,14 +150,16 @@ fi
 if has speed70b; then  # on every GPU present: 4, or 2 where only 2 are lent (70 GB each in bf16)
   tp70=$((gpus >= 4 ? 4 : 2))
   bench 70b_tp${tp70}_b1 llama-3-70b $tp70 1 1024
-  bench 70b_tp${tp70}_b1_nccl llama-3-70b $tp70 1 1024 INFERLAB_ENGINE_ONE_SHOT_MAX_BYTES=0
-  torch_tp 70b_tp${tp70}_fused llama-3-70b $tp70 decode:1:1024 --layout fused --compile
+  [ -n "${NCCL_70B:-}" ] && bench 70b_tp${tp70}_b1_nccl llama-3-70b $tp70 1 1024 INFERLAB_ENGINE_ONE_SHOT_MAX_BYTES=0
+  torch_tp 70b_tp${tp70}_fused llama-3-70b $tp70 decode:1:1024 --layout fused ${COMPILE_70B:+--compile}
 fi
 if has profile; then  # bench --profile's grid with NCCL's own account of any failure
-  NCCL_DEBUG=WARN NCCL_DEBUG_FILE=$out/nccl_profile.%p.log timeout 200 "$bin/inferlab" bench \
-    --model llama-3-8b --device cuda --tp 2 --profile --format json \
-    >"$out/bench_8b_tp2_profile.json" 2>"$out/bench_8b_tp2_profile.err"
-  log "profile exit $?: $(grep -E 'WARN|error' "$out/bench_8b_tp2_profile.err" | tail -5)"
+  for tp in ${PROFILE_TPS:-2}; do
+    NCCL_DEBUG=WARN NCCL_DEBUG_FILE=$out/nccl_profile.%p.log timeout 200 "$bin/inferlab" bench \
+      --model llama-3-8b --device cuda --tp $tp --profile --format json \
+      >"$out/bench_8b_tp${tp}_profile.json" 2>"$out/bench_8b_tp${tp}_profile.err"
+    log "profile tp $tp exit $?: $(grep -E 'WARN|error' "$out/bench_8b_tp${tp}_profile.err" | tail -5)"
+  done
 fi
 
 if has server; then  # SERVER_MODEL over every GPU, 128 streaming clients for about 2 minutes
@@ -140,5 +182,27 @@ if has server; then  # SERVER_MODEL over every GPU, 128 streaming clients for ab
   kill -TERM $server 2>/dev/null
   wait $server
   log "server exit $?: $(tail -2 "$out/server.err")"
+fi
+if has steps; then  # the predictor's TP ground truth; the split is fixed here, before any fit
+  tp70=$((gpus >= 4 ? 4 : 2))
+  grid=decode:1:512,decode:1:2048,decode:16:512,decode:16:2048,decode:64:512,decode:64:2048
+  grid=$grid,decode:128:512,decode:128:2048,prefill:1:128,prefill:1:512,prefill:1:2048,prefill:4:1024
+  for layout in fused separate; do
+    torch_tp steps_8b_tp2_$layout llama-3-8b 2 $grid --layout $layout --quick-samples \
+      --split fit --steps-out "$out/steps_8b_tp2_$layout.json"
+    torch_tp steps_70b_tp${tp70}_$layout llama-3-70b $tp70 $grid --layout $layout --quick-samples \
+      --split holdout --steps-out "$out/steps_70b_tp${tp70}_$layout.json"
+  done
+fi
+
+if [ -n "${cpu_ref:-}" ]; then
+  wait $cpu_ref
+  log "logits 70b-2l cpu tp $tp70 exit $?: $(tail -1 "$out/logits70_cpu.txt")"
+  compare_logits "$work/logits70_tp1.npy" "$work/logits70_tp$tp70.npy" 200 >"$out/logits70_gpu_tp_vs_1.json"
+  compare_logits "$work/logits70_cpu.npy" "$work/logits70_tp$tp70.npy" 200 >"$out/logits70_gpu_tp_vs_cpu.json"
+  compare_logits "$work/logits70_cpu.npy" "$work/logits70_tp1.npy" 200 >"$out/logits70_gpu1_vs_cpu.json"
+  log "70b-2l tp$tp70 vs 1 GPU: $(cat "$out/logits70_gpu_tp_vs_1.json")"
+  log "70b-2l tp$tp70 vs CPU: $(cat "$out/logits70_gpu_tp_vs_cpu.json")"
+  log "70b-2l 1 GPU vs CPU: $(cat "$out/logits70_gpu1_vs_cpu.json")"
 fi
 log done

@@ -121,11 +121,18 @@ class ShardedLlama:
         return torch.argmax(out.view(self.world, b, -1).permute(1, 0, 2).reshape(b, -1), -1)
 
 
-def time_replays(fn, repeats=20, inner=10):
-    """Median and p10/p90 of fn() in ms, each sample the mean of `inner` back-to-back runs."""
+def time_replays(fn, repeats=20, inner=10, sample_s=None):
+    """Median and p10/p90 of fn() in ms, each sample the mean of `inner` back-to-back runs.
+    With sample_s, `inner` is chosen so that one sample lasts about that long (1 to 10 runs):
+    a 70B prefill step would otherwise take minutes of repeats."""
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
+    if sample_s is not None:
+        t0 = time.time()
+        fn()
+        torch.cuda.synchronize()
+        inner = max(1, min(10, int(sample_s / max(time.time() - t0, 1e-6))))
     samples = []
     for _ in range(repeats):
         dist.barrier()
@@ -139,7 +146,8 @@ def time_replays(fn, repeats=20, inner=10):
         samples.append(start.elapsed_time(end) / inner)
     samples.sort()
     q = lambda f: samples[min(len(samples) - 1, int(f * len(samples)))]
-    return {"median_ms": q(0.5), "p10_ms": q(0.1), "p90_ms": q(0.9), "samples": len(samples)}
+    return {"median_ms": q(0.5), "p10_ms": q(0.1), "p90_ms": q(0.9), "min_ms": samples[0],
+            "max_ms": samples[-1], "samples": len(samples), "inner": inner}
 
 
 def capture(fn):
@@ -154,12 +162,44 @@ def capture(fn):
     return g
 
 
+def write_steps(result, a):
+    """The rows in `inferlab validate --data` form: whole steps in seconds, with tp and layout."""
+    steps = []
+    for row in result["rows"]:
+        g = row["graph"]
+        step = {"model": a.model, "phase": row["phase"], "batch": row["batch"], "tp": result["tp"],
+                "layout": "fused_qkv_gate_up" if a.layout == "fused" else "separate",
+                "graph": {"median_s": g["median_ms"] / 1e3, "min_s": g["min_ms"] / 1e3,
+                          "max_s": g["max_ms"] / 1e3, "samples": g["samples"]}}
+        step["tokens" if row["phase"] == "prefill" else "context"] = row.get("tokens",
+                                                                           row.get("context"))
+        if a.split:
+            step["split"] = a.split
+        steps.append(step)
+    doc = {"device": result["device"], "measured_at": result["measured_at"],
+           "script": "validation/tp_reference.py", "torch": result["torch"],
+           "nccl": result["nccl"],
+           "method": "Megatron TP under torchrun, NCCL in-place collectives, each step one CUDA "
+                     "graph replayed; median of 15 samples of ~30 ms (CUDA events on rank 0)",
+           "steps": steps}
+    with open(a.steps_out, "w") as f:
+        json.dump(doc, f, indent=1)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", required=True)
     ap.add_argument("--cases", default="decode:1:1024")
     ap.add_argument("--layout", default="fused", choices=["fused", "separate"])
     ap.add_argument("--compile", action="store_true")
+    ap.add_argument("--compile-max-batch", type=int, default=1 << 20,
+                    help="torch.compile only decode cases of at most this batch")
+    ap.add_argument("--quick-samples", action="store_true",
+                    help="15 samples of ~30 ms each (the step grid), not 20 of 10 replays")
+    ap.add_argument("--split", default="",
+                    help="with --steps-out: the split every row of this run belongs to")
+    ap.add_argument("--steps-out", default="",
+                    help="also write the rows as `inferlab validate` steps (median_s, tp, layout)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
@@ -190,9 +230,10 @@ def main():
             step = lambda: model.forward(tokens, pos, ctx)
             row = {"phase": phase, "batch": b, "tokens" if phase == "prefill" else "context": n}
             g = capture(step)
-            row["graph"] = time_replays(g.replay)
+            row["graph"] = (time_replays(g.replay, repeats=15, sample_s=0.03) if a.quick_samples
+                            else time_replays(g.replay))
             del g
-            if a.compile and phase == "decode":
+            if a.compile and phase == "decode" and b <= a.compile_max_batch:
                 try:
                     model.functional = True
                     compiled = torch.compile(model.forward, mode="reduce-overhead", fullgraph=True)
@@ -211,6 +252,8 @@ def main():
     if rank == 0:
         with open(a.out, "w") as f:
             json.dump(result, f, indent=1)
+        if a.steps_out:
+            write_steps(result, a)
     dist.barrier()
     dist.destroy_process_group()
 

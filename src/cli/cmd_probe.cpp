@@ -6,6 +6,8 @@
 
 #include "cli/commands.hpp"
 #include "cli/common_args.hpp"
+#include "engine/collective_curves.hpp"
+#include "engine/cuda_backend.hpp"
 #include "model/model_config.hpp"
 #include "probe/probe.hpp"
 #include "util/error.hpp"
@@ -18,6 +20,7 @@ struct ProbeArgs {
   std::string out;
   std::vector<std::string> models;
   bool quick = false;
+  bool collectives_only = false;
   int device = 0;
 };
 
@@ -43,6 +46,20 @@ ProbeOptions checked_probe_options(const ProbeArgs& args) {
   }
   return options;
 }
+void write_collectives_only(const ProbeArgs& args) {
+  checked_probe_options(args);
+  nlohmann::json collectives = engine::measure_engine_collectives(args.quick);
+  if (collectives.is_null()) {
+    throw InputError(
+        "--collectives-only: this machine has fewer than two CUDA GPUs, or this "
+        "build has no NCCL");
+  }
+  nlohmann::json profile = {{"device", {{"name", engine::cuda_device_name()}}},
+                            {"collectives", std::move(collectives)}};
+  std::ofstream(args.out) << profile.dump(1) << '\n';
+  std::cout << "collectives of " << profile["collectives"]["points"].size() << " sizes written to "
+            << args.out << '\n';
+}
 }  // namespace
 
 void register_probe(CLI::App& app) {
@@ -52,13 +69,27 @@ void register_probe(CLI::App& app) {
   cmd->add_option("--out", args->out, "Profile file to write")->required();
   cmd->add_flag("--quick", args->quick, "Fewer shapes and repeats (under a minute on an H100)");
   cmd->add_option("--device", args->device, "CUDA device index")->capture_default_str();
+  cmd->add_flag("--collectives-only", args->collectives_only,
+                "Measure only the engine's collectives over groups of 2, 4, ... GPUs (a profile "
+                "with its \"collectives\" section alone)");
   cmd->add_option("--model", args->models,
                   "Sweep this model's projections (name or config.json; repeatable) instead of "
                   "the probe's own shapes");
   add_format_option(cmd, args->common);
   cmd->callback([args] {
     OutputFormat format = parse_output_format(args->common.format);
+    if (args->collectives_only) {
+      write_collectives_only(*args);
+      return;
+    }
     nlohmann::json profile = run_probe(checked_probe_options(*args), std::cerr);
+    // The collectives as the engine runs them (NCCL and the one-shot kernel, eager and in a
+    // graph): what a tensor-parallel step pays, where the interconnect section's group calls
+    // from the host also pay launch and synchronization.
+    if (nlohmann::json collectives = engine::measure_engine_collectives(args->quick);
+        !collectives.is_null()) {
+      profile["collectives"] = std::move(collectives);
+    }
     std::ofstream(args->out) << profile.dump(1) << '\n';
     if (format == OutputFormat::json) {
       print_json(profile);

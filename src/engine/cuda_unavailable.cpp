@@ -1,4 +1,5 @@
 // The CUDA backend in a build without CUDA: no device, and a clear refusal.
+#include "engine/collective_curves.hpp"
 #include "engine/cuda_backend.hpp"
 #include "util/error.hpp"
 
@@ -29,6 +30,10 @@ std::unique_ptr<Backend> make_cuda_backend(const LlamaConfig&, const TensorSourc
 std::unique_ptr<Backend> make_tp_cuda_backend(const LlamaConfig&, const TensorSource&,
                                               const CudaBackendOptions&, int64_t) {
   throw InputError("--device cuda: this build has no CUDA backend; use --device cpu");
+}
+
+nlohmann::json measure_engine_collectives(bool) {
+  return nullptr;
 }
 
 }  // namespace inferlab::engine

@@ -147,10 +147,18 @@ TEST(TensorParallelCuda, FirstCollectivesMayBeCapturedInAGraph) {
   EXPECT_EQ(wrong[1], 0);
 }
 
-LlamaConfig tp_config() {
-  // 4 query heads and 2 KV heads split 2 ways; a vocabulary of 1001 splits 501 + 500, so rank
-  // 1's LM head carries a padding row.
-  return parse_llama_config(small_llama_json(1001), "small-llama", "test config");
+LlamaConfig tp_config(int ranks) {
+  // Split 2 ways: 4 query heads and 2 KV heads; a vocabulary of 1001 splits 501 + 500, so rank
+  // 1's LM head carries a padding row. Split 4 ways: hidden 512, 8 query heads and 4 KV heads
+  // (GQA kept, one KV head per rank), and 1001 splits 251 + 250 × 3.
+  nlohmann::json j = small_llama_json(1001);
+  if (ranks == 4) {
+    j["hidden_size"] = 512;
+    j["intermediate_size"] = 1024;
+    j["num_attention_heads"] = 8;
+    j["num_key_value_heads"] = 4;
+  }
+  return parse_llama_config(j, "small-llama", "test config");
 }
 
 std::vector<int32_t> tokens(int count, int seed) {
@@ -172,8 +180,8 @@ double cosine(std::span<const float> a, std::span<const float> b) {
 // Both sides run bf16 activations; the split only changes the order of the partial sums' adds
 // (and their bf16 roundings) and, with int8 weights, the per-row scales of the O and down
 // slices. Cosine above 0.999 and the same top token except within 3% of the top logit.
-void compare_split(const QuantConfig& quant) {
-  const LlamaConfig config = tp_config();
+void compare_split(const QuantConfig& quant, int ranks = 2) {
+  const LlamaConfig config = tp_config(ranks);
   CudaBackendOptions options;
   options.max_kv_tokens = 64 * 16;
   options.max_sequences = 8;
@@ -181,8 +189,8 @@ void compare_split(const QuantConfig& quant) {
   options.cuda_graphs = true;
   options.quant = quant;
   auto one = make_cuda_backend(config, random_tensor_source(config, 3), options);
-  auto two = make_tp_cuda_backend(config, random_tensor_source(config, 3), options, 2);
-  ASSERT_EQ(two->kv_layout().num_kv_heads, 2);
+  auto two = make_tp_cuda_backend(config, random_tensor_source(config, 3), options, ranks);
+  ASSERT_EQ(two->kv_layout().num_kv_heads, config.model.num_kv_heads);
   ASSERT_GE(two->kv_layout().num_blocks, 64);
 
   ForwardBatch prefill;
@@ -205,8 +213,8 @@ void compare_split(const QuantConfig& quant) {
         b.row(r)[static_cast<size_t>(top_two)] - b.row(r)[static_cast<size_t>(top_one)] >
         0.03 * std::abs(b.row(r)[static_cast<size_t>(top_two)]);
   }
-  std::cout << quant.describe() << ": TP 2 vs 1 GPU, min cosine " << min_cosine << ", top-1 "
-            << same << " of " << rows << "\n";
+  std::cout << quant.describe() << ": TP " << ranks << " vs 1 GPU, min cosine " << min_cosine
+            << ", top-1 " << same << " of " << rows << "\n";
   EXPECT_GT(min_cosine, 0.999);
   EXPECT_GE(same, rows * 95 / 100);
   EXPECT_EQ(beyond_noise, 0);
@@ -241,6 +249,11 @@ TEST(TensorParallelCuda, TwoGpusMatchOneWithInt8Weights) {
   QuantConfig quant;
   quant.weights = DType::int8;
   compare_split(quant);
+}
+
+TEST(TensorParallelCuda, FourGpusMatchOneInBf16) {
+  REQUIRE_GPUS(4);
+  compare_split(QuantConfig{}, 4);
 }
 
 TEST(TensorParallelCuda, RefusesMoreRanksThanGpus) {
