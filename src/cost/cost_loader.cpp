@@ -32,7 +32,10 @@ LoadedCost with_engine_costs(LoadedCost loaded, const CostRequest& request) {
                      "--engine) or pass --engine-costs none");
   }
   loaded.engine_costs_source = *path + ": " + costs.source;
-  loaded.cost = std::make_unique<EngineCostModel>(std::move(costs), std::move(loaded.cost));
+  InStreamCollectives collectives;
+  if (loaded.spec.profile) collectives = loaded.spec.profile->in_stream_collectives;
+  loaded.cost = std::make_unique<EngineCostModel>(std::move(costs), std::move(loaded.cost),
+                                                  std::move(collectives));
   return loaded;
 }
 

@@ -61,8 +61,13 @@ OpCost RooflineCostModel::price_collective(const Op& op) const {
   const Collective kind =
       op.kind == OpKind::all_reduce ? Collective::all_reduce : Collective::all_gather;
   if (hardware_.profile) {
-    if (const auto* curve = hardware_.profile->collectives.find(kind, n)) {
-      cost.memory_s = curve->transfer_s(op.comm_bytes);
+    if (const auto* curve = hardware_.profile->in_stream_collectives.nccl_graph.find(kind, n)) {
+      // NCCL timed per call inside a CUDA graph, back to back: the whole call, its latency
+      // included, without the host's launch (eager steps' launches are the host model's).
+      cost.memory_s = curve->call_s(op.comm_bytes);
+      cost.latency_s = 0.0;
+    } else if (const auto* host_curve = hardware_.profile->collectives.find(kind, n)) {
+      cost.memory_s = host_curve->transfer_s(op.comm_bytes);
     }
   }
   cost.time_s = cost.memory_s + cost.latency_s;

@@ -27,10 +27,17 @@ void summarize_groups(ValidationReport& report) {
   for (auto& [name, g] : report.groups) g.mape /= g.cases;
 }
 
+// Whole steps are held out unless a row says "split": "fit" (a reference whose split was fixed
+// before measuring, e.g. validation/tp_reference.py's grids: one model to choose the method on,
+// another held out).
 void add_steps(ValidationReport& report, const nlohmann::json& steps, const std::string& ctx,
-               const CostModel& cost, const HostOverhead& host) {
+               const CostModel& cost, const HostOverhead& host, SplitFilter split) {
   std::map<std::string, ModelConfig> models;
   for (const auto& row : steps) {
+    const bool held_out = row.value("split", std::string("holdout")) != "fit";
+    if ((split == SplitFilter::fit && held_out) || (split == SplitFilter::holdout && !held_out)) {
+      continue;
+    }
     std::string name = require_string(row, "model", ctx);
     if (!models.count(name)) models.emplace(name, load_model(name));
     const ModelConfig& model = models.at(name);
@@ -52,7 +59,9 @@ void add_steps(ValidationReport& report, const nlohmann::json& steps, const std:
     c.plan =
         with_projection_layout(kernel_plan(Framework::pytorch, /*flash_attention=*/true), layout);
     c.framework = Framework::pytorch;
-    c.shard = shard_dims(model, 1);
+    // Tensor-parallel steps (validation/tp_reference.py) say their degree; the rest ran on one GPU.
+    c.shard = shard_dims(
+        model, row.contains("tp") ? static_cast<int>(require_count(row, "tp", ctx, 1, 64)) : 1);
     c.host = host;
     for (const char* mode : {"graph", "eager"}) {
       if (!row.contains(mode)) continue;
@@ -61,10 +70,11 @@ void add_steps(ValidationReport& report, const nlohmann::json& steps, const std:
       double predicted = predict_step(c, shape).time_s;
       report.cases.push_back(
           {phase + "_" + mode,
-           fmt::format("{} {} batch {} {} {}{}", name, phase, batch,
+           fmt::format("{} {} batch {} {} {}{}{}", name, phase, batch,
                        phase == "prefill" ? "tokens" : "context", shape.context,
-                       layout.empty() ? std::string() : fmt::format(" {}", layout)),
-           measured, predicted});
+                       layout.empty() ? std::string() : fmt::format(" {}", layout),
+                       c.shard.tp > 1 ? fmt::format(" tp {}", c.shard.tp) : std::string()),
+           measured, predicted, held_out});
     }
   }
 }
@@ -118,9 +128,7 @@ ValidationReport validate_against_reference(const nlohmann::json& reference,
   // Whole steps are never fitted: always held out. A family run keeps its steps in other
   // projection layouts under "fused_steps" until they are merged into "steps".
   for (const char* key : {"steps", "fused_steps"}) {
-    if (reference.contains(key) && split != SplitFilter::fit) {
-      add_steps(report, reference[key], context, cost, host);
-    }
+    if (reference.contains(key)) add_steps(report, reference[key], context, cost, host, split);
   }
   if (report.cases.empty()) {
     throw InputError(context + ": no 'ops', 'steps' or probe 'sweeps' to validate");

@@ -48,11 +48,12 @@ IsolatedOpTime isolated_time_for(const LoadedCost& loaded);
 enum class SplitFilter { all, fit, holdout };
 SplitFilter parse_split_filter(const std::string& name);  // all | fit | holdout
 
-// Predicts every operator and whole step of a reference file (validation/torch_reference.py
-// output) with `cost` (one GPU). Steps run the PyTorch kernel plan: CUDA graphs on against
-// the graph replay, off against the eager run. `isolated` prices the operators; when empty,
-// roofline_isolated_time with the model's kernel latency is used. `split` keeps the fitted
-// operators, the held-out ones (and the steps, never fitted), or all.
+// Predicts every operator and whole step of a reference file (validation/torch_reference.py or
+// tp_reference.py output) with `cost`. Steps run the PyTorch kernel plan on one GPU, or on the
+// shard of the row's "tp": CUDA graphs on against the graph replay, off against the eager run.
+// `isolated` prices the operators; when empty, roofline_isolated_time with the model's kernel
+// latency is used. `split` keeps the fitted operators, the held-out ones, or all; steps are
+// held out unless their row says "split": "fit" (a split fixed before they were measured).
 ValidationReport validate_against_reference(const nlohmann::json& reference,
                                             const std::string& context, const CostModel& cost,
                                             double kernel_latency_s, const HostOverhead& host,

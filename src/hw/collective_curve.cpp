@@ -21,6 +21,17 @@ double CollectiveCurve::transfer_s(double bytes) const {
   return std::max(0.0, lower->second + slope * (bytes - lower->first) - floor_s);
 }
 
+double CollectiveCurve::call_s(double bytes) const {
+  if (points.empty()) return 0.0;
+  if (points.size() < 2 || bytes <= points.front().first) return points.front().second;
+  auto upper = std::lower_bound(points.begin(), points.end(), bytes,
+                                [](const auto& point, double b) { return point.first < b; });
+  if (upper == points.end()) upper = points.end() - 1;
+  const auto lower = upper - 1;
+  const double slope = (upper->second - lower->second) / (upper->first - lower->first);
+  return lower->second + slope * (bytes - lower->first);
+}
+
 const CollectiveCurve* CollectiveCurves::find(Collective kind, int devices) const {
   for (const auto& curve : curves) {
     if (curve.kind == kind && curve.devices == devices) return &curve;
@@ -28,17 +39,18 @@ const CollectiveCurve* CollectiveCurves::find(Collective kind, int devices) cons
   return nullptr;
 }
 
-CollectiveCurves parse_collective_curves(const nlohmann::json& interconnect,
-                                         const std::string& context) {
+namespace {
+
+// The rows of `rows` that `keep` accepts, as curves by (collective, devices).
+template <typename Keep>
+CollectiveCurves curves_of(const nlohmann::json& rows, const std::string& context, Keep keep) {
   CollectiveCurves result;
-  if (!interconnect.is_object() || !interconnect.contains("points")) return result;
-  const auto& rows = interconnect.at("points");
-  if (!rows.is_array()) throw InputError(context + ": 'points' must be an array");
   std::map<std::pair<Collective, int>, CollectiveCurve> by_key;
   for (size_t i = 0; i < rows.size(); ++i) {
     const std::string row_ctx = fmt::format("{} points[{}]", context, i);
     const auto& row = rows[i];
     if (!row.is_object()) throw InputError(row_ctx + ": must be an object");
+    if (!keep(row, row_ctx)) continue;
     const std::string name = require_string(row, "collective", row_ctx);
     Collective kind;
     if (name == "all_reduce") {
@@ -79,6 +91,42 @@ CollectiveCurves parse_collective_curves(const nlohmann::json& interconnect,
     result.curves.push_back(std::move(curve));
   }
   return result;
+}
+
+const nlohmann::json& points_of(const nlohmann::json& section, const std::string& context) {
+  static const nlohmann::json none = nlohmann::json::array();
+  if (!section.is_object() || !section.contains("points")) return none;
+  const auto& rows = section.at("points");
+  if (!rows.is_array()) throw InputError(context + ": 'points' must be an array");
+  return rows;
+}
+
+}  // namespace
+
+CollectiveCurves parse_collective_curves(const nlohmann::json& interconnect,
+                                         const std::string& context) {
+  return curves_of(points_of(interconnect, context), context,
+                   [](const nlohmann::json&, const std::string&) { return true; });
+}
+
+InStreamCollectives parse_in_stream_collectives(const nlohmann::json& collectives,
+                                                const std::string& context) {
+  const nlohmann::json& rows = points_of(collectives, context);
+  auto select = [&](const char* library, const char* mode) {
+    return curves_of(rows, context, [&](const nlohmann::json& row, const std::string& row_ctx) {
+      const std::string lib = require_string(row, "library", row_ctx);
+      const std::string how = require_string(row, "mode", row_ctx);
+      if (lib != "nccl" && lib != "one_shot") {
+        throw InputError(row_ctx + ": unknown library '" + lib + "'; known: nccl, one_shot");
+      }
+      if (how != "eager" && how != "graph") {
+        throw InputError(row_ctx + ": unknown mode '" + how + "'; known: eager, graph");
+      }
+      return lib == library && how == mode;
+    });
+  };
+  return {select("nccl", "graph"), select("nccl", "eager"), select("one_shot", "graph"),
+          select("one_shot", "eager")};
 }
 
 }  // namespace inferlab

@@ -25,7 +25,17 @@ struct CollectiveCurve {
   // Piecewise linear in bytes between measured sizes, minus the smallest size's time; 0 below
   // the smallest size, the last segment's slope past the largest.
   double transfer_s(double bytes) const;
+  // The whole time of one call: piecewise linear between measured sizes, the smallest size's
+  // time below it, the last segment's slope past the largest. For the in-stream curves, where
+  // a call's time holds no host launch or synchronization.
+  double call_s(double bytes) const;
 };
+
+// Which measurement a curve comes from: the probe's NCCL group call from the host ("interconnect"
+// section), or the engine's collectives timed per call within back-to-back calls ("collectives"
+// section, engine/collective_curves.hpp), by library and by launch mode.
+enum class CollectiveLibrary { nccl, one_shot };
+enum class CollectiveLaunch { host_group, eager, graph };
 
 struct CollectiveCurves {
   std::vector<CollectiveCurve> curves;
@@ -34,11 +44,22 @@ struct CollectiveCurves {
   bool empty() const { return curves.empty(); }
 };
 
+// The in-stream curves of a profile's "collectives" section, one set per (library, launch).
+struct InStreamCollectives {
+  CollectiveCurves nccl_graph, nccl_eager, one_shot_graph, one_shot_eager;
+  bool empty() const { return nccl_graph.empty() && nccl_eager.empty(); }
+};
+
 // The profile's "interconnect" section ({} where the probe saw one GPU): rows of {collective,
 // bytes, devices, median_s}. Unknown collectives, non-positive sizes or times, fewer than two
 // sizes for a curve, or a size measured twice are InputErrors naming `context`. Each time is
 // raised to the largest at any smaller size, so the curve never falls.
 CollectiveCurves parse_collective_curves(const nlohmann::json& interconnect,
                                          const std::string& context);
+
+// The profile's "collectives" section (rows as above plus "library": nccl or one_shot and
+// "mode": eager or graph), split by library and mode; the same checks.
+InStreamCollectives parse_in_stream_collectives(const nlohmann::json& collectives,
+                                                const std::string& context);
 
 }  // namespace inferlab

@@ -70,6 +70,10 @@ MeasuredProfile parse_profile(nlohmann::json document, const std::string& path) 
   if (doc.contains("interconnect")) {
     p.collectives = parse_collective_curves(doc.at("interconnect"), ctx + " interconnect");
   }
+  if (doc.contains("collectives")) {
+    p.in_stream_collectives =
+        parse_in_stream_collectives(doc.at("collectives"), ctx + " collectives");
+  }
   return p;
 }
 

@@ -25,6 +25,9 @@ struct MeasuredProfile {
   double graph_small_kernel_s = 0.0;  // per small real kernel inside a graph (0: not measured)
   double launch_overhead_s = 0.0;     // host cost of one launch
   CollectiveCurves collectives;       // NCCL curves; empty where the probe saw one GPU
+  // The engine's collectives per call within back-to-back calls, eager and in a CUDA graph
+  // ("collectives" section; empty where the profile has none).
+  InStreamCollectives in_stream_collectives;
   nlohmann::json document;
 };
 

@@ -98,7 +98,10 @@ TEST(Roofline, AllReduceRing) {
 // = 51.8345 + (95.5295 - 51.8345) / 3 - 25.0480 + 2 = 43.3515 us. Four devices were not
 // measured: the link's ring formula stays.
 TEST(Roofline, MeasuredNcclCurveReplacesTheLinkBandwidth) {
-  RooflineCostModel cost(load_hardware("h200"), unit_factors());
+  // The host-timed group-call curve (the profile's "interconnect"), where no in-graph curve is.
+  HardwareSpec host_timed = load_hardware("h200");
+  host_timed.profile->in_stream_collectives = {};
+  RooflineCostModel cost(host_timed, unit_factors());
   const double floor_s = 2.5048000001248738e-05, mib4_s = 5.183450000245671e-05,
                mib16_s = 9.552949999758198e-05;
   OpCost c = cost.price(make_all_reduce_op("ar", 16.0 * (1 << 20), 2));
@@ -114,6 +117,23 @@ TEST(Roofline, MeasuredNcclCurveReplacesTheLinkBandwidth) {
   RooflineCostModel sheet(load_hardware("h200", kProfileNone), unit_factors());
   EXPECT_NEAR(sheet.price(make_all_reduce_op("ar", 16.0 * (1 << 20), 2)).time_s,
               16.0 * (1 << 20) / 450e9 + 2e-6, 1e-12);
+}
+
+// The shipped H200 profile's "collectives": NCCL per call inside a CUDA graph over 2 and 4 GPUs
+// (2: 256 B 5.79392 us, 4 MiB 33.237 us, 16 MiB 81.284 us; 4: 256 B 8.93388 us, 16 MiB
+// 106.009 us). Such a call is priced whole, with no hops added: 8 MiB over 2, a third of the
+// way from 4 to 16 MiB = 33.237 + (81.284 - 33.237) / 3 = 49.2527 us; below the smallest size,
+// the smallest size's time.
+TEST(Roofline, InGraphNcclCurvePricesTheWholeCall) {
+  RooflineCostModel cost(load_hardware("h200"), unit_factors());
+  EXPECT_NEAR(cost.price(make_all_reduce_op("ar", 16.0 * (1 << 20), 2)).time_s, 81.284e-6, 1e-12);
+  EXPECT_NEAR(cost.price(make_all_reduce_op("ar", 8.0 * (1 << 20), 2)).time_s,
+              33.237e-6 + (81.284e-6 - 33.237e-6) / 3.0, 1e-12);
+  EXPECT_NEAR(cost.price(make_all_reduce_op("ar", 64, 2)).time_s, 5.79392e-6, 1e-12);
+  EXPECT_NEAR(cost.price(make_all_reduce_op("ar", 16.0 * (1 << 20), 4)).time_s, 106.009e-6, 1e-12);
+  // Eight GPUs were not measured: the link's ring formula.
+  EXPECT_NEAR(cost.price(make_all_reduce_op("ar", 16.0 * (1 << 20), 8)).time_s,
+              2.0 * 7.0 / 8.0 * 16.0 * (1 << 20) / 450e9 + 14e-6, 1e-12);
 }
 
 TEST(Roofline, MissingMatrixFormatIsAnInputError) {

@@ -13,6 +13,7 @@
 #include "fit/fit_engine.hpp"
 #include "fit/validate_engine.hpp"
 #include "model/engine_blocks.hpp"
+#include "model/op_builders.hpp"
 #include "predict/step_predictor.hpp"
 #include "util/error.hpp"
 
@@ -274,6 +275,40 @@ TEST(EngineCost, PerCtaTermBindsWhenCtasAreFew) {
   ceilings.sm_count = 0;  // a calibration without an SM count: no per-CTA term
   EXPECT_EQ(engine_cta_stream_s(op, ceilings), 0.0);
   EXPECT_NEAR(engine_op_cost(op, params, ceilings).memory_s, 10e-6, 1e-12);
+}
+
+// With the GPU's in-graph curves, the engine's collectives cost what the curve says for their
+// library (the one-shot kernel's by the op's tag, else NCCL's), not the fitted class; ops the
+// curves do not cover (8 GPUs) keep the class.
+TEST(EngineCost, CollectivesInTheGraphCostTheMeasuredCurve) {
+  EngineCosts costs;
+  costs.ceilings.memory_bandwidth_bps = 4e12;
+  costs.ceilings.fp32_flops_per_s = 6e13;
+  costs.ceilings.matrix_flops_per_s["bf16"] = 8e14;
+  costs.kernels[engine_kernel_key("all_reduce", "one_shot", "bf16")] = {20e-6, 0.6, 0.9, 0.0};
+  costs.kernels[engine_kernel_key("all_reduce", "nccl", "bf16")] = {30e-6, 0.6, 0.9, 0.0};
+  nlohmann::json rows = nlohmann::json::array();
+  for (const char* library : {"nccl", "one_shot"}) {
+    for (const auto& [bytes, us] : {std::pair{1024, 7.0}, std::pair{1 << 20, 19.0}}) {
+      rows.push_back({{"collective", "all_reduce"},
+                      {"library", library},
+                      {"mode", "graph"},
+                      {"devices", 4},
+                      {"bytes", bytes},
+                      {"median_s", (std::string(library) == "nccl" ? us + 2.0 : us) * 1e-6}});
+    }
+  }
+  const EngineCostModel model(costs, load_cost({"h200", "none", CostMethod::roofline}).cost,
+                              parse_in_stream_collectives({{"points", rows}}, "test"));
+  Op one_shot = make_all_reduce_op("ar", 1024, 4);
+  one_shot.tag = {"all_reduce", "one_shot", "bf16"};
+  EXPECT_NEAR(model.price(one_shot).time_s, 7e-6, 1e-15);
+  Op nccl = make_all_reduce_op("ar", 1 << 20, 4);
+  nccl.tag = {"all_reduce", "nccl", "bf16"};
+  EXPECT_NEAR(model.price(nccl).time_s, 21e-6, 1e-15);
+  Op eight = make_all_reduce_op("ar", 1024, 8);
+  eight.tag = {"all_reduce", "nccl", "bf16"};
+  EXPECT_GE(model.price(eight).time_s, 30e-6);  // the fitted class's t0
 }
 
 TEST(EngineCost, MatrixClockSpeedsTensorCoreWorkByTheIdleShare) {

@@ -129,5 +129,39 @@ TEST(Validation, PendingOpKindsAndFusedStepsAreRead) {
                InputError);
 }
 
+// A tensor-parallel step says its degree: it is priced on the rank's shard with two all-reduces
+// per layer, so at TP 2 a decode of 8B costs less than on one GPU and more than half of it.
+// Rows marked "split": "fit" count only under --split fit and all; the rest are held out.
+TEST(Validation, TensorParallelStepsArePricedOnTheirShardAndKeepTheirSplit) {
+  HardwareSpec hw = load_hardware("h200");
+  RooflineCostModel cost(hw, load_delay_factors(hw));
+  nlohmann::json one = {{"model", "llama-3-8b"},
+                        {"phase", "decode"},
+                        {"batch", 1},
+                        {"context", 1024},
+                        {"graph", {{"median_s", 5e-3}}}};
+  nlohmann::json two = one;
+  two["tp"] = 2;
+  two["split"] = "fit";
+  nlohmann::json steps = {{"steps", {one, two}}};
+  ValidationReport all =
+      validate_against_reference(steps, "t", cost, 1.5e-6, load_host_overhead(), {});
+  ASSERT_EQ(all.cases.size(), 2u);
+  EXPECT_LT(all.cases[1].predicted_s, all.cases[0].predicted_s);
+  EXPECT_GT(all.cases[1].predicted_s, 0.5 * all.cases[0].predicted_s);
+  EXPECT_NE(all.cases[1].label.find("tp 2"), std::string::npos);
+  EXPECT_TRUE(all.cases[0].held_out);
+  EXPECT_FALSE(all.cases[1].held_out);
+  const auto count = [&](SplitFilter split) {
+    return validate_against_reference(steps, "t", cost, 1.5e-6, load_host_overhead(), {}, split)
+        .cases.size();
+  };
+  EXPECT_EQ(count(SplitFilter::fit), 1u);
+  EXPECT_EQ(count(SplitFilter::holdout), 1u);
+  steps["steps"][1]["tp"] = 3;  // 32 heads do not split 3 ways
+  EXPECT_THROW(validate_against_reference(steps, "t", cost, 1.5e-6, load_host_overhead()),
+               InputError);
+}
+
 }  // namespace
 }  // namespace inferlab

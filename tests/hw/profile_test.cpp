@@ -166,5 +166,40 @@ TEST(CollectiveCurves, BrokenRowsAreInputErrors) {
   }
 }
 
+nlohmann::json in_stream_row(const char* library, const char* mode, int64_t bytes, double s) {
+  nlohmann::json row = curve_row("all_reduce", bytes, s);
+  row["library"] = library;
+  row["mode"] = mode;
+  return row;
+}
+
+// The "collectives" section splits by library and launch mode; call_s prices a call whole:
+// (1000 B, 6 us), (5000 B, 10 us): 3000 B = 8 us, 500 B = 6 us (the smallest size's), 9000 B =
+// 10 + 4000 x 1 ns = 14 us.
+TEST(CollectiveCurves, InStreamSectionSplitsByLibraryAndMode) {
+  nlohmann::json doc = {
+      {"points",
+       {in_stream_row("nccl", "graph", 1000, 6e-6), in_stream_row("nccl", "graph", 5000, 10e-6),
+        in_stream_row("nccl", "eager", 1000, 9e-6), in_stream_row("nccl", "eager", 5000, 14e-6),
+        in_stream_row("one_shot", "graph", 1000, 5e-6),
+        in_stream_row("one_shot", "graph", 5000, 12e-6)}}};
+  const InStreamCollectives curves = parse_in_stream_collectives(doc, "test");
+  const CollectiveCurve* graph = curves.nccl_graph.find(Collective::all_reduce, 2);
+  ASSERT_NE(graph, nullptr);
+  EXPECT_NEAR(graph->call_s(3000), 8e-6, 1e-15);
+  EXPECT_NEAR(graph->call_s(500), 6e-6, 1e-15);
+  EXPECT_NEAR(graph->call_s(9000), 14e-6, 1e-15);
+  EXPECT_NEAR(curves.nccl_eager.find(Collective::all_reduce, 2)->call_s(1000), 9e-6, 1e-15);
+  EXPECT_NEAR(curves.one_shot_graph.find(Collective::all_reduce, 2)->call_s(5000), 12e-6, 1e-15);
+  EXPECT_TRUE(curves.one_shot_eager.empty());
+  for (const auto& bad : {in_stream_row("rccl", "graph", 1000, 6e-6),
+                          in_stream_row("nccl", "replayed", 1000, 6e-6)}) {
+    nlohmann::json broken = {{"points", {bad, in_stream_row("nccl", "graph", 5000, 10e-6)}}};
+    EXPECT_THROW(parse_in_stream_collectives(broken, "test"), InputError) << bad.dump();
+  }
+  nlohmann::json unnamed = {{"points", {curve_row("all_reduce", 1000, 6e-6)}}};
+  EXPECT_THROW(parse_in_stream_collectives(unnamed, "test"), InputError);
+}
+
 }  // namespace
 }  // namespace inferlab

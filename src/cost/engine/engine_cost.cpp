@@ -92,8 +92,20 @@ std::vector<std::string> engine_key_candidates(const KernelTag& tag) {
   return keys;
 }
 
-EngineCostModel::EngineCostModel(EngineCosts costs, std::unique_ptr<CostModel> fallback)
-    : costs_(std::move(costs)), fallback_(std::move(fallback)) {}
+EngineCostModel::EngineCostModel(EngineCosts costs, std::unique_ptr<CostModel> fallback,
+                                 InStreamCollectives collectives)
+    : costs_(std::move(costs)),
+      fallback_(std::move(fallback)),
+      collectives_(std::move(collectives)) {}
+
+const CollectiveCurve* EngineCostModel::in_graph_curve(const Op& op) const {
+  if (op.kind != OpKind::all_reduce && op.kind != OpKind::all_gather) return nullptr;
+  const Collective kind =
+      op.kind == OpKind::all_reduce ? Collective::all_reduce : Collective::all_gather;
+  const bool one_shot = std::string_view(op.tag.path) == "one_shot";
+  return (one_shot ? collectives_.one_shot_graph : collectives_.nccl_graph)
+      .find(kind, op.comm_devices);
+}
 
 const EngineKernelParams* EngineCostModel::params_for(const KernelTag& tag,
                                                       std::string* used_key) const {
@@ -109,13 +121,25 @@ const EngineKernelParams* EngineCostModel::params_for(const KernelTag& tag,
 }
 
 OpCost EngineCostModel::price(const Op& op) const {
+  // A collective inside the decode graph costs what the same call costs there back to back: the
+  // measured curve, where the classes fitted on profiled (eager, event-bracketed) passes also
+  // hold each rank's wait for the slowest.
+  if (const CollectiveCurve* curve = in_graph_curve(op)) {
+    OpCost cost;
+    cost.op_class = OpClass::communication;
+    cost.bound = Bound::communication;
+    cost.memory_s = curve->call_s(op.comm_bytes);
+    cost.ideal_s = cost.memory_s;
+    cost.time_s = cost.memory_s;
+    return cost;
+  }
   const EngineKernelParams* p = params_for(op.tag, nullptr);
   if (!p) return fallback_->price(op);
   return engine_op_cost(op, *p, costs_.ceilings);
 }
 
 double EngineCostModel::isolated_time_s(const Op& op) const {
-  if (!params_for(op.tag, nullptr)) return fallback_->isolated_time_s(op);
+  if (!params_for(op.tag, nullptr) && !in_graph_curve(op)) return fallback_->isolated_time_s(op);
   return price(op).time_s + op.tag.marks * costs_.profile_mark_s;
 }
 

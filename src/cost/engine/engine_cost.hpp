@@ -6,6 +6,7 @@
 
 #include "cost/cost_model.hpp"
 #include "cost/engine/engine_costs.hpp"
+#include "hw/collective_curve.hpp"
 
 namespace inferlab {
 
@@ -20,7 +21,10 @@ namespace inferlab {
 // reports for it: the in-stream time plus what its profile mark adds.
 class EngineCostModel : public CostModel {
  public:
-  EngineCostModel(EngineCosts costs, std::unique_ptr<CostModel> fallback);
+  // collectives: the GPU's measured in-stream curves (hw/collective_curve.hpp), which price the
+  // engine's all-reduces and all-gathers where they hold the op's library and device count.
+  EngineCostModel(EngineCosts costs, std::unique_ptr<CostModel> fallback,
+                  InStreamCollectives collectives = {});
   OpCost price(const Op& op) const override;
   double isolated_time_s(const Op& op) const override;
   std::string name() const override { return "engine"; }
@@ -36,8 +40,13 @@ class EngineCostModel : public CostModel {
  private:
   const EngineKernelParams* params_for(const KernelTag& tag, std::string* used_key) const;
 
+  // The curve that prices a collective op as the engine runs it inside a decode graph (the one-
+  // shot kernel's or NCCL's, by the op's tag), or null.
+  const CollectiveCurve* in_graph_curve(const Op& op) const;
+
   EngineCosts costs_;
   std::unique_ptr<CostModel> fallback_;
+  InStreamCollectives collectives_;
 };
 
 // The peak FLOP/s an op's FLOPs are priced against: the matrix peak of its compute dtype for
