@@ -26,35 +26,38 @@ json usage_json(int64_t prompt_tokens, int64_t completion_tokens) {
           {"total_tokens", prompt_tokens + completion_tokens}};
 }
 
-json completion_json(const ResponseHeader& h, const std::string& text,
-                     const std::string& finish_reason, int64_t prompt_tokens,
-                     int64_t completion_tokens) {
+json completion_json(const ResponseHeader& h, const std::vector<ChoiceJson>& choices,
+                     int64_t prompt_tokens, int64_t completion_tokens) {
   json out = header_json(h, false);
-  json choice = {{"index", 0}, {"finish_reason", reason_json(finish_reason)}};
-  if (is_chat(h)) {
-    choice["message"] = {{"role", "assistant"}, {"content", text}};
-  } else {
-    choice["text"] = text;
-    choice["logprobs"] = nullptr;
+  out["choices"] = json::array();
+  for (const ChoiceJson& c : choices) {
+    json choice = {{"index", c.index}};
+    if (is_chat(h)) {
+      choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+    } else {
+      choice["text"] = c.text;
+    }
+    choice["logprobs"] = c.logprobs;
+    choice["finish_reason"] = reason_json(c.finish_reason);
+    out["choices"].push_back(std::move(choice));
   }
-  out["choices"] = json::array({choice});
   out["usage"] = usage_json(prompt_tokens, completion_tokens);
   return out;
 }
 
-json chunk_json(const ResponseHeader& h, const std::string& text, const std::string& finish_reason,
-                bool first) {
+json chunk_json(const ResponseHeader& h, const ChoiceJson& c, bool first) {
   json out = header_json(h, true);
-  json choice = {{"index", 0}, {"finish_reason", reason_json(finish_reason)}};
+  json choice = {{"index", c.index}};
   if (is_chat(h)) {
     json delta = json::object();
     if (first) delta["role"] = "assistant";
-    if (!text.empty() || (first && finish_reason.empty())) delta["content"] = text;
+    if (!c.text.empty() || (first && c.finish_reason.empty())) delta["content"] = c.text;
     choice["delta"] = delta;
   } else {
-    choice["text"] = text;
-    choice["logprobs"] = nullptr;
+    choice["text"] = c.text;
   }
+  choice["logprobs"] = c.logprobs;
+  choice["finish_reason"] = reason_json(c.finish_reason);
   out["choices"] = json::array({choice});
   return out;
 }

@@ -2,6 +2,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "server/openai_request.hpp"
 
@@ -16,14 +17,20 @@ struct ResponseHeader {
 };
 
 nlohmann::json usage_json(int64_t prompt_tokens, int64_t completion_tokens);
+// One choice's text (or a streamed delta of it), finish reason (empty: none yet) and logprobs
+// (null where none were asked for; else the endpoint's object: logprobs_json.hpp).
+struct ChoiceJson {
+  int64_t index = 0;
+  std::string text;
+  std::string finish_reason;
+  nlohmann::json logprobs;
+};
 // The whole answer of a request that did not stream.
-nlohmann::json completion_json(const ResponseHeader& header, const std::string& text,
-                               const std::string& finish_reason, int64_t prompt_tokens,
-                               int64_t completion_tokens);
-// One streamed chunk: a text delta (chat: the first carries the role), or with a finish reason
-// the last one.
-nlohmann::json chunk_json(const ResponseHeader& header, const std::string& text,
-                          const std::string& finish_reason, bool first);
+nlohmann::json completion_json(const ResponseHeader& header, const std::vector<ChoiceJson>& choices,
+                               int64_t prompt_tokens, int64_t completion_tokens);
+// One streamed chunk of one choice: a text delta (chat: the choice's first carries the role), or
+// with a finish reason its last one.
+nlohmann::json chunk_json(const ResponseHeader& header, const ChoiceJson& choice, bool first);
 // The usage chunk of stream_options.include_usage: no choices, the token counts.
 nlohmann::json usage_chunk_json(const ResponseHeader& header, int64_t prompt_tokens,
                                 int64_t completion_tokens);
