@@ -2,8 +2,6 @@
 
 namespace inferlab::server {
 
-using nlohmann::json;
-
 ChoiceStream::ChoiceStream(const engine::Tokenizer& tokenizer, ChoiceSetup setup,
                            std::shared_ptr<RequestStream> stream)
     : tokenizer_(tokenizer),
@@ -23,7 +21,7 @@ ChoiceStream::Piece ChoiceStream::next(std::chrono::milliseconds timeout) {
   Piece piece;
   piece.json.index = setup_.index;
   const bool chat = setup_.endpoint == Endpoint::chat_completions;
-  json chat_content = json::array();
+  ResponseJson chat_content = ResponseJson::array();
   // The echoed prompt first: at once without logprobs, else with its logprobs (the engine
   // sends them before the first token).
   if (setup_.echo && !echoed_ && (!has_logprobs() || u.prompt_logprobs)) {
@@ -61,7 +59,7 @@ ChoiceStream::Piece ChoiceStream::next(std::chrono::milliseconds timeout) {
   }
   if (has_logprobs()) {
     piece.json.logprobs =
-        chat ? json{{"content", std::move(chat_content)}} : completion_logprobs_.take();
+        chat ? ResponseJson{{"content", std::move(chat_content)}} : completion_logprobs_.take();
   }
   return piece;
 }

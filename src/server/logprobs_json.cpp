@@ -6,8 +6,6 @@
 
 namespace inferlab::server {
 
-using nlohmann::json;
-
 namespace {
 
 // Characters (code points) in valid UTF-8 text: the bytes that are not continuation bytes.
@@ -17,16 +15,17 @@ int64_t code_points(const std::string& text) {
   return count;
 }
 
-json top_dict(const engine::Tokenizer& tokenizer, const engine::PositionLogprobs& logprobs) {
-  json top = json::object();
+ResponseJson top_dict(const engine::Tokenizer& tokenizer,
+                      const engine::PositionLogprobs& logprobs) {
+  ResponseJson top = ResponseJson::object();
   for (const auto& t : logprobs.top) {
     top[logprob_token_text(tokenizer, t.token)] = json_logprob(t.logprob);
   }
   return top;
 }
 
-json bytes_json(const std::string& bytes) {
-  json out = json::array();
+ResponseJson bytes_json(const std::string& bytes) {
+  ResponseJson out = ResponseJson::array();
   for (char c : bytes) out.push_back(static_cast<unsigned char>(c));
   return out;
 }
@@ -52,10 +51,10 @@ std::string echo_text(const engine::Tokenizer& tokenizer, std::span<const int32_
 CompletionLogprobs::CompletionLogprobs(const engine::Tokenizer& tokenizer)
     : tokenizer_(tokenizer),
       decoder_(tokenizer, /*skip_special_tokens=*/true),
-      tokens_(json::array()),
-      token_logprobs_(json::array()),
-      top_logprobs_(json::array()),
-      text_offset_(json::array()) {}
+      tokens_(ResponseJson::array()),
+      token_logprobs_(ResponseJson::array()),
+      top_logprobs_(ResponseJson::array()),
+      text_offset_(ResponseJson::array()) {}
 
 int64_t CompletionLogprobs::advance(int32_t token) {
   const int64_t offset = chars_;
@@ -87,27 +86,27 @@ void CompletionLogprobs::add(int32_t token, const engine::PositionLogprobs& logp
   top_logprobs_.push_back(top_dict(tokenizer_, logprobs));
 }
 
-json CompletionLogprobs::take() {
-  json out = {{"tokens", std::move(tokens_)},
-              {"token_logprobs", std::move(token_logprobs_)},
-              {"top_logprobs", std::move(top_logprobs_)},
-              {"text_offset", std::move(text_offset_)}};
-  tokens_ = json::array();
-  token_logprobs_ = json::array();
-  top_logprobs_ = json::array();
-  text_offset_ = json::array();
+ResponseJson CompletionLogprobs::take() {
+  ResponseJson out = {{"tokens", std::move(tokens_)},
+                      {"token_logprobs", std::move(token_logprobs_)},
+                      {"top_logprobs", std::move(top_logprobs_)},
+                      {"text_offset", std::move(text_offset_)}};
+  tokens_ = ResponseJson::array();
+  token_logprobs_ = ResponseJson::array();
+  top_logprobs_ = ResponseJson::array();
+  text_offset_ = ResponseJson::array();
   return out;
 }
 
-json chat_logprob_json(const engine::Tokenizer& tokenizer,
-                       const engine::PositionLogprobs& logprobs) {
+ResponseJson chat_logprob_json(const engine::Tokenizer& tokenizer,
+                               const engine::PositionLogprobs& logprobs) {
   const auto entry = [&](const engine::TokenLogprob& t) {
-    return json{{"token", logprob_token_text(tokenizer, t.token)},
-                {"logprob", json_logprob(t.logprob)},
-                {"bytes", bytes_json(tokenizer.token_bytes(t.token))}};
+    return ResponseJson{{"token", logprob_token_text(tokenizer, t.token)},
+                        {"logprob", json_logprob(t.logprob)},
+                        {"bytes", bytes_json(tokenizer.token_bytes(t.token))}};
   };
-  json out = entry(logprobs.chosen);
-  json top = json::array();
+  ResponseJson out = entry(logprobs.chosen);
+  ResponseJson top = ResponseJson::array();
   for (const auto& t : logprobs.top) top.push_back(entry(t));
   out["top_logprobs"] = std::move(top);
   return out;

@@ -14,6 +14,7 @@
 #include "engine/logprobs.hpp"
 #include "engine/tokenizer/stream_decoder.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
+#include "server/openai_response.hpp"
 
 namespace inferlab::server {
 
@@ -41,7 +42,7 @@ class CompletionLogprobs {
   void add(int32_t token, const engine::PositionLogprobs& logprobs);
   bool empty() const { return tokens_.empty(); }
   // What was added since the last take().
-  nlohmann::json take();
+  ResponseJson take();
 
  private:
   // The token's text offset; advances past its text.
@@ -50,12 +51,12 @@ class CompletionLogprobs {
   const engine::Tokenizer& tokenizer_;
   engine::StreamDecoder decoder_;
   int64_t chars_ = 0;
-  nlohmann::json tokens_, token_logprobs_, top_logprobs_, text_offset_;
+  ResponseJson tokens_, token_logprobs_, top_logprobs_, text_offset_;
 };
 
 // /v1/chat/completions' entry of one token in logprobs.content:
 // {token, logprob, bytes, top_logprobs: [{token, logprob, bytes}, ...]}.
-nlohmann::json chat_logprob_json(const engine::Tokenizer& tokenizer,
-                                 const engine::PositionLogprobs& logprobs);
+ResponseJson chat_logprob_json(const engine::Tokenizer& tokenizer,
+                               const engine::PositionLogprobs& logprobs);
 
 }  // namespace inferlab::server

@@ -2,36 +2,34 @@
 
 namespace inferlab::server {
 
-using nlohmann::json;
-
 namespace {
 bool is_chat(const ResponseHeader& h) {
   return h.endpoint == Endpoint::chat_completions;
 }
 
-json header_json(const ResponseHeader& h, bool chunk) {
+ResponseJson header_json(const ResponseHeader& h, bool chunk) {
   const char* object =
       is_chat(h) ? (chunk ? "chat.completion.chunk" : "chat.completion") : "text_completion";
   return {{"id", h.id}, {"object", object}, {"created", h.created_unix_s}, {"model", h.model}};
 }
 
-json reason_json(const std::string& reason) {
-  return reason.empty() ? json(nullptr) : json(reason);
+ResponseJson reason_json(const std::string& reason) {
+  return reason.empty() ? ResponseJson(nullptr) : ResponseJson(reason);
 }
 }  // namespace
 
-json usage_json(int64_t prompt_tokens, int64_t completion_tokens) {
+ResponseJson usage_json(int64_t prompt_tokens, int64_t completion_tokens) {
   return {{"prompt_tokens", prompt_tokens},
           {"completion_tokens", completion_tokens},
           {"total_tokens", prompt_tokens + completion_tokens}};
 }
 
-json completion_json(const ResponseHeader& h, const std::vector<ChoiceJson>& choices,
-                     int64_t prompt_tokens, int64_t completion_tokens) {
-  json out = header_json(h, false);
-  out["choices"] = json::array();
+ResponseJson completion_json(const ResponseHeader& h, const std::vector<ChoiceJson>& choices,
+                             int64_t prompt_tokens, int64_t completion_tokens) {
+  ResponseJson out = header_json(h, false);
+  out["choices"] = ResponseJson::array();
   for (const ChoiceJson& c : choices) {
-    json choice = {{"index", c.index}};
+    ResponseJson choice = {{"index", c.index}};
     if (is_chat(h)) {
       choice["message"] = {{"role", "assistant"}, {"content", c.text}};
     } else {
@@ -45,11 +43,11 @@ json completion_json(const ResponseHeader& h, const std::vector<ChoiceJson>& cho
   return out;
 }
 
-json chunk_json(const ResponseHeader& h, const ChoiceJson& c, bool first) {
-  json out = header_json(h, true);
-  json choice = {{"index", c.index}};
+ResponseJson chunk_json(const ResponseHeader& h, const ChoiceJson& c, bool first) {
+  ResponseJson out = header_json(h, true);
+  ResponseJson choice = {{"index", c.index}};
   if (is_chat(h)) {
-    json delta = json::object();
+    ResponseJson delta = ResponseJson::object();
     if (first) delta["role"] = "assistant";
     if (!c.text.empty() || (first && c.finish_reason.empty())) delta["content"] = c.text;
     choice["delta"] = delta;
@@ -58,19 +56,24 @@ json chunk_json(const ResponseHeader& h, const ChoiceJson& c, bool first) {
   }
   choice["logprobs"] = c.logprobs;
   choice["finish_reason"] = reason_json(c.finish_reason);
-  out["choices"] = json::array({choice});
+  out["choices"] = ResponseJson::array({choice});
   return out;
 }
 
-json usage_chunk_json(const ResponseHeader& h, int64_t prompt_tokens, int64_t completion_tokens) {
-  json out = header_json(h, true);
-  out["choices"] = json::array();
+ResponseJson usage_chunk_json(const ResponseHeader& h, int64_t prompt_tokens,
+                              int64_t completion_tokens) {
+  ResponseJson out = header_json(h, true);
+  out["choices"] = ResponseJson::array();
   out["usage"] = usage_json(prompt_tokens, completion_tokens);
   return out;
 }
 
-std::string dump_json(const json& value) {
-  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+std::string dump_json(const nlohmann::json& value) {
+  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string dump_json(const ResponseJson& value) {
+  return value.dump(-1, ' ', false, ResponseJson::error_handler_t::replace);
 }
 
 }  // namespace inferlab::server

@@ -40,14 +40,14 @@ std::string label_value(const std::string& text) {
 }
 
 // Whether a piece's logprobs hold any token (completions: tokens, chat: content).
-bool has_entries(const nlohmann::json& logprobs) {
+bool has_entries(const ResponseJson& logprobs) {
   if (!logprobs.is_object()) return false;
   const auto it = logprobs.find(logprobs.contains("content") ? "content" : "tokens");
   return it != logprobs.end() && !it->empty();
 }
 
 // Appends a piece's logprobs to the whole answer's (each list after its own).
-void append_logprobs(nlohmann::json& whole, nlohmann::json piece) {
+void append_logprobs(ResponseJson& whole, ResponseJson piece) {
   if (!piece.is_object()) return;
   if (!whole.is_object()) {
     whole = std::move(piece);
@@ -310,7 +310,7 @@ void OpenAiServer::answer_whole(Exchange& ex, void* response) {
 
 bool OpenAiServer::stream_chunks(Exchange& ex, void* data_sink) {
   auto& sink = *static_cast<httplib::DataSink*>(data_sink);
-  const auto send = [&](const nlohmann::json& chunk) {
+  const auto send = [&](const auto& chunk) {
     const std::string event = sse_event(dump_json(chunk));
     return sink.write(event.data(), event.size());
   };
@@ -331,7 +331,7 @@ bool OpenAiServer::stream_chunks(Exchange& ex, void* data_sink) {
     const bool logprobs = has_entries(piece.json.logprobs);
     if (!piece.json.text.empty() || piece.tokens_came || logprobs || (ex.first_chunk[i] && chat)) {
       ChoiceJson delta{choice.index(), std::move(piece.json.text), "",
-                       logprobs ? std::move(piece.json.logprobs) : nlohmann::json(nullptr)};
+                       logprobs ? std::move(piece.json.logprobs) : ResponseJson(nullptr)};
       if (!send(chunk_json(ex.header, delta, ex.first_chunk[i]))) return abandon(ex);
       ex.first_chunk[i] = false;
       sent = true;
@@ -413,8 +413,9 @@ void OpenAiServer::install_routes() {
                                   {"created", created_unix_s_},
                                   {"owned_by", "inferlab"},
                                   {"max_model_len", options_.max_model_len}};
-    res.set_content(dump_json({{"object", "list"}, {"data", nlohmann::json::array({model})}}),
-                    "application/json");
+    res.set_content(
+        dump_json(nlohmann::json{{"object", "list"}, {"data", nlohmann::json::array({model})}}),
+        "application/json");
   });
   http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     if (shutting_down_) return send_error(res, ApiError(503, "the server is shutting down"));

@@ -88,7 +88,9 @@ void expect_top(const json& top, const std::vector<float>& ref, const engine::To
   std::vector<double> values;
   for (auto& [text, value] : top.items()) {
     const auto id = tok.token_id(text);
-    if (id) EXPECT_NEAR(value.get<double>(), ref[static_cast<size_t>(*id)], 2e-5) << where;
+    if (id) {
+      EXPECT_NEAR(value.get<double>(), ref[static_cast<size_t>(*id)], 2e-5) << where;
+    }
     values.push_back(value.get<double>());
   }
   std::sort(values.begin(), values.end(), std::greater<>());
@@ -128,7 +130,9 @@ TEST(OpenAiLogprobs, EchoedPromptAndCompletionAreLogSoftmaxOfTheModelsRows) {
     // The offset (in characters) is where the token's text stands; the BOS adds none.
     const std::string piece = tok.is_special(ids[i]) ? "" : tok.token_bytes(ids[i]);
     const size_t at = byte_offset(text, lp["text_offset"][i].get<int64_t>());
-    if (engine::is_valid_utf8(piece)) EXPECT_EQ(text.substr(at, piece.size()), piece) << where;
+    if (engine::is_valid_utf8(piece)) {
+      EXPECT_EQ(text.substr(at, piece.size()), piece) << where;
+    }
     if (i == 0) continue;
     EXPECT_NEAR(lp["token_logprobs"][i].get<double>(), ref[i - 1][static_cast<size_t>(ids[i])],
                 2e-5)
@@ -140,6 +144,18 @@ TEST(OpenAiLogprobs, EchoedPromptAndCompletionAreLogSoftmaxOfTheModelsRows) {
       for (auto& [t, v] : lp["top_logprobs"][i].items()) best = std::max(best, v.get<double>());
       EXPECT_EQ(lp["token_logprobs"][i].get<double>(), best) << where;
       EXPECT_TRUE(lp["top_logprobs"][i].contains(lp["tokens"][i].get<std::string>())) << where;
+    }
+  }
+  // The top_logprobs dicts come most likely first (read keeping the order the server wrote).
+  auto client = server.client();
+  const auto raw = client.Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_TRUE(raw);
+  const auto ordered = nlohmann::ordered_json::parse(raw->body);
+  for (const auto& top : ordered["choices"][0]["logprobs"]["top_logprobs"]) {
+    double previous = 0;
+    for (const auto& [t, v] : top.items()) {
+      EXPECT_LE(v.get<double>(), previous) << t;
+      previous = v.get<double>();
     }
   }
   // Without echo: the same generated tokens' logprobs, offsets from the completion's start.
