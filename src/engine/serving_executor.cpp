@@ -286,7 +286,7 @@ void ServingExecutor::score_prompt(int64_t request, const SequenceChunk& piece,
 }
 
 ServingExecutor::Emitted ServingExecutor::run_on_host(const ScheduledIteration& iteration,
-                                                      PlannedPass& pass) {
+                                                      const PlannedPass& pass) {
   Emitted out;
   out.tokens.resize(iteration.work.size());
   out.logprobs.resize(iteration.work.size());
@@ -331,7 +331,7 @@ IterationOutcome ServingExecutor::execute(const ScheduledIteration& iteration) {
   const double swap_s = apply_swaps(iteration.swaps);
   outcome.duration_s = outcome.device_s = swap_s;
   if (iteration.work.empty()) return outcome;
-  PlannedPass pass = plan_pass(iteration);
+  const PlannedPass pass = plan_pass(iteration);
   if (profile_kernels_) backend_.set_profiling(true);
   const auto start = std::chrono::steady_clock::now();
   // Without drafts or logprobs, the fast path: sampled where the logits are.

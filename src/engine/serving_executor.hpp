@@ -126,7 +126,7 @@ class ServingExecutor : public Executor {
   // Sampled on the backend (the fast path: no drafts, no logprobs), or from logits brought to
   // the host (drafts' verdicts, logprobs), in one or more passes.
   Emitted run_sampled(const ScheduledIteration& iteration, const PlannedPass& pass);
-  Emitted run_on_host(const ScheduledIteration& iteration, PlannedPass& pass);
+  Emitted run_on_host(const ScheduledIteration& iteration, const PlannedPass& pass);
   // The prompt logprobs a piece's rows give (rows: one per token of a scored prompt chunk).
   void score_prompt(int64_t request, const SequenceChunk& piece,
                     std::span<const std::span<const float>> rows);
