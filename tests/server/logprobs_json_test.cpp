@@ -13,7 +13,7 @@
 namespace inferlab::server {
 namespace {
 
-using nlohmann::json;
+using json = ResponseJson;  // what the builders return
 
 class LogprobsJson : public ::testing::Test {
  protected:
