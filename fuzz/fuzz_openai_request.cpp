@@ -15,8 +15,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     try {
       const CompletionRequest request = parse_completion_request(text, endpoint);
       // What the server echoes of a request must serialize whatever bytes it held.
+      const std::string text =
+          request.prompts.empty() ? std::string() : request.prompts[0].text.value_or("");
       (void)dump_json(completion_json({"cmpl-1", 0, request.model, endpoint},
-                                      request.prompt_text.value_or(""), "stop", 1, 1));
+                                      {{0, text, "stop", nullptr}}, 1, 1));
     } catch (const ApiError& error) {
       if (error.status() != 400) throw std::logic_error("a parse error that is not a 400");
       (void)dump_json(error.body());

@@ -13,6 +13,62 @@ namespace inferlab::engine {
 
 namespace {
 
+// 256 MiB of fp32 logit rows per pass, at least 64 rows (Llama 3's vocabulary: 523 rows).
+int64_t default_max_logit_rows(int64_t vocab_size) {
+  constexpr int64_t kBytes = int64_t{256} << 20;
+  return std::max<int64_t>(64, kBytes / (4 * std::max<int64_t>(vocab_size, 1)));
+}
+
+// One forward pass of a host-logits iteration: pieces of the planned chunks, in order. Piece j
+// is item items[j]'s chunk from token offsets[j] on.
+struct SubPass {
+  ForwardBatch batch;
+  std::vector<size_t> items;
+  std::vector<int64_t> offsets;
+};
+
+// The planned batch as passes of at most `max_rows` logit rows each: a scored prompt chunk that
+// does not fit is cut (its pieces run one after another, each after the positions before it);
+// any other chunk (one row, or a draft's 1 + k) goes whole into a pass of its own if it must.
+std::vector<SubPass> split_by_rows(const ForwardBatch& batch, const std::vector<bool>& splittable,
+                                   int64_t max_rows) {
+  std::vector<SubPass> passes(1);
+  int64_t rows = 0;
+  const auto add = [&](size_t item, const SequenceChunk& chunk, int64_t offset, int64_t count) {
+    SequenceChunk piece;
+    piece.tokens.assign(chunk.tokens.begin() + offset, chunk.tokens.begin() + offset + count);
+    piece.cached_tokens = chunk.cached_tokens + offset;
+    piece.block_table = chunk.block_table;
+    piece.all_logits = chunk.all_logits;
+    passes.back().batch.sequences.push_back(std::move(piece));
+    passes.back().items.push_back(item);
+    passes.back().offsets.push_back(offset);
+    rows += chunk.all_logits ? count : 1;
+  };
+  const auto next_pass = [&] {
+    if (passes.back().items.empty()) return;
+    passes.emplace_back();
+    rows = 0;
+  };
+  for (size_t i = 0; i < batch.sequences.size(); ++i) {
+    const SequenceChunk& chunk = batch.sequences[i];
+    const auto tokens = static_cast<int64_t>(chunk.tokens.size());
+    if (!chunk.all_logits || !splittable[i]) {
+      const int64_t need = chunk.all_logits ? tokens : 1;
+      if (rows + need > max_rows) next_pass();
+      add(i, chunk, 0, tokens);
+      continue;
+    }
+    for (int64_t offset = 0; offset < tokens;) {
+      if (rows >= max_rows) next_pass();
+      const int64_t count = std::min(tokens - offset, max_rows - rows);
+      add(i, chunk, offset, count);
+      offset += count;
+    }
+  }
+  return passes;
+}
+
 BlockTable table_of(const ScheduledIteration& iteration, int64_t seq) {
   BlockTable table;
   for (int64_t block : iteration.blocks->blocks_of(seq)) {
@@ -25,7 +81,9 @@ BlockTable table_of(const ScheduledIteration& iteration, int64_t seq) {
 
 ServingExecutor::ServingExecutor(Backend& backend, const std::vector<ServeRequest>& requests,
                                  uint64_t seed, int64_t ngram_max)
-    : backend_(backend), ngram_max_(ngram_max) {
+    : backend_(backend),
+      ngram_max_(ngram_max),
+      max_logit_rows_(default_max_logit_rows(backend.config().model.vocab_size)) {
   const int64_t vocab = backend.config().model.vocab_size;
   for (size_t i = 0; i < requests.size(); ++i) {
     records_.push_back({synthetic_prompt(requests[i], i, seed, vocab), {}, {}, Xoshiro256(seed)});
@@ -33,15 +91,24 @@ ServingExecutor::ServingExecutor(Backend& backend, const std::vector<ServeReques
 }
 
 ServingExecutor::ServingExecutor(Backend& backend, int64_t ngram_max)
-    : backend_(backend), ngram_max_(ngram_max) {}
+    : backend_(backend),
+      ngram_max_(ngram_max),
+      max_logit_rows_(default_max_logit_rows(backend.config().model.vocab_size)) {}
 
 void ServingExecutor::add_request(int64_t id, std::vector<int32_t> prompt,
-                                  const SamplingParams& sampling, uint64_t seed) {
+                                  const SamplingParams& sampling, uint64_t seed,
+                                  const LogprobRequest& logprobs) {
   if (static_cast<size_t>(id) != first_id_ + records_.size()) {
     throw std::logic_error("serving executor: requests must be added in id order");
   }
   // The generator as generate()'s Sampler seeds it: the same seed, the same draws.
   records_.push_back({std::move(prompt), {}, sampling, Xoshiro256(seed)});
+  Record& record = records_.back();
+  record.logprobs = logprobs;
+  if (logprobs.prompt) {
+    record.prompt_logprobs.resize(record.prompt.empty() ? 0 : record.prompt.size() - 1);
+    record.prompt_scored = record.prompt_logprobs.empty();  // one token: nothing to score
+  }
 }
 
 void ServingExecutor::release(int64_t id) {
@@ -50,6 +117,8 @@ void ServingExecutor::release(int64_t id) {
   record.released = true;
   record.prompt = {};
   record.generated = {};
+  record.generated_logprobs = {};
+  record.prompt_logprobs = {};
   if (drafter_) drafter_->forget(id);
   while (!records_.empty() && records_.front().released) {
     records_.pop_front();
@@ -115,8 +184,10 @@ ServingExecutor::PlannedPass ServingExecutor::plan_pass(const ScheduledIteration
   for (size_t i = 0; i < iteration.work.size(); ++i) {
     const Work& w = iteration.work[i];
     const auto request = static_cast<size_t>(w.seq->id);
+    const Record& record = at(request);
     SequenceChunk chunk;
     chunk.cached_tokens = w.seq->computed;
+    bool scores_prompt = false;
     if (w.decode && w.new_tokens > 1) {  // the last token, then the drafts
       chunk.tokens.push_back(token_at(request, w.seq->computed));
       pass.drafts[i] =
@@ -128,16 +199,25 @@ ServingExecutor::PlannedPass ServingExecutor::plan_pass(const ScheduledIteration
       for (int64_t p = w.seq->computed; p < w.seq->computed + w.new_tokens; ++p) {
         chunk.tokens.push_back(token_at(request, p));
       }
+      // A prompt chunk before the prompt's last position, while its scores are still wanted
+      // (a recompute after preemption does not score the prompt again).
+      scores_prompt = !w.decode && record.logprobs.prompt && !record.prompt_scored &&
+                      w.seq->computed < static_cast<int64_t>(record.prompt.size()) - 1;
+      chunk.all_logits = scores_prompt;
     }
     chunk.block_table = table_of(iteration, w.seq->id);
     pass.batch.sequences.push_back(std::move(chunk));
     pass.samples.push_back(w.decode || w.seq->computed + w.new_tokens >= w.seq->target);
+    pass.scores_prompt.push_back(scores_prompt);
+    pass.host_logits =
+        pass.host_logits || scores_prompt || (pass.samples.back() && record.logprobs.sampled);
   }
+  pass.host_logits = pass.host_logits || pass.speculating;
   return pass;
 }
 
-std::vector<std::vector<int32_t>> ServingExecutor::run_sampled(const ScheduledIteration& iteration,
-                                                               const PlannedPass& pass) {
+ServingExecutor::Emitted ServingExecutor::run_sampled(const ScheduledIteration& iteration,
+                                                      const PlannedPass& pass) {
   std::vector<SampleSpec> specs(pass.batch.sequences.size());
   for (size_t i = 0; i < specs.size(); ++i) {
     const auto request = static_cast<size_t>(iteration.work[i].seq->id);
@@ -147,36 +227,89 @@ std::vector<std::vector<int32_t>> ServingExecutor::run_sampled(const ScheduledIt
       specs[i].uniform = at(request).rng.uniform();
   }
   const std::vector<int32_t> ids = backend_.forward_sample(pass.batch, specs);
-  std::vector<std::vector<int32_t>> emitted(ids.size());
-  for (size_t i = 0; i < ids.size(); ++i) emitted[i] = {ids[i]};
-  return emitted;
+  Emitted out;
+  out.tokens.resize(ids.size());
+  out.logprobs.resize(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) out.tokens[i] = {ids[i]};
+  out.device_s = backend_.last_forward_device_s();
+  return out;
 }
 
-std::vector<std::vector<int32_t>> ServingExecutor::run_verified(const ScheduledIteration& iteration,
-                                                                const PlannedPass& pass) {
-  const ForwardResult result = backend_.forward(pass.batch);
-  std::vector<std::vector<int32_t>> emitted(iteration.work.size());
-  for (size_t i = 0; i < iteration.work.size(); ++i) {
-    const auto request = static_cast<size_t>(iteration.work[i].seq->id);
-    const SamplingParams& params = at(request).sampling;
-    if (pass.drafts[i].empty()) {
-      emitted[i] = {
-          pass.samples[i] && sampling_draws(params)
-              ? pick_token(sampling_distribution(result.last(i), params), at(request).rng.uniform())
-              : argmax(result.last(i))};
-      continue;
-    }
-    std::vector<std::span<const float>> rows;
-    for (int64_t r = 0; r < result.rows(i); ++r)
-      rows.push_back(result.row(result.first_row[i] + r));
+void ServingExecutor::pick_on_host(size_t i, int64_t request, const PlannedPass& pass,
+                                   std::span<const std::span<const float>> rows, Emitted& out) {
+  Record& record = at(static_cast<size_t>(request));
+  const SamplingParams& params = record.sampling;
+  if (pass.drafts[i].empty()) {
+    const std::span<const float> last = rows.back();
+    out.tokens[i] = {pass.samples[i] && sampling_draws(params)
+                         ? pick_token(sampling_distribution(last, params), record.rng.uniform())
+                         : argmax(last)};
+  } else {
     // The draft model's distributions for sampling requests; none for n-gram drafts (a point
     // mass) or greedy requests.
     const std::span<const BatchDrafter::Distribution> qs =
         drafter_ ? std::span<const BatchDrafter::Distribution>(pass.proposals.distributions[i])
                  : std::span<const BatchDrafter::Distribution>();
-    emitted[i] = verify_draft(rows, pass.drafts[i], qs, params, at(request).rng).tokens;
+    out.tokens[i] = verify_draft(rows, pass.drafts[i], qs, params, record.rng).tokens;
   }
-  return emitted;
+  if (!pass.samples[i] || !record.logprobs.sampled) return;
+  // Emitted token k comes from row k: the last row without drafts; with drafts, the accepted
+  // drafts' rows, then the row of the target's own token.
+  const size_t first = pass.drafts[i].empty() ? rows.size() - 1 : 0;
+  for (size_t k = 0; k < out.tokens[i].size(); ++k) {
+    out.logprobs[i].push_back(
+        position_logprobs(rows[first + k], out.tokens[i][k], record.logprobs.top));
+  }
+}
+
+void ServingExecutor::score_prompt(int64_t request, const SequenceChunk& piece,
+                                   std::span<const std::span<const float>> rows) {
+  Record& record = at(static_cast<size_t>(request));
+  const auto prompt = static_cast<int64_t>(record.prompt.size());
+  // The pieces cover the prompt in order from position 0 (a recompute starts there again); a
+  // prefix served from the cache would leave positions without rows.
+  if (piece.cached_tokens > record.prompt_next) {
+    throw std::logic_error(
+        "serving executor: a scored prompt must run from position 0 (keep it out of the prefix "
+        "cache)");
+  }
+  // Row r is position q's: it scores the token at q + 1, while that is a prompt token.
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const int64_t q = piece.cached_tokens + static_cast<int64_t>(r);
+    if (q + 1 >= prompt) break;
+    record.prompt_logprobs[static_cast<size_t>(q)] =
+        position_logprobs(rows[r], record.prompt[static_cast<size_t>(q + 1)], record.logprobs.top);
+  }
+  const int64_t end = piece.cached_tokens + static_cast<int64_t>(rows.size());
+  record.prompt_next = end;
+  if (end >= prompt - 1) record.prompt_scored = true;
+}
+
+ServingExecutor::Emitted ServingExecutor::run_on_host(const ScheduledIteration& iteration,
+                                                      const PlannedPass& pass) {
+  Emitted out;
+  out.tokens.resize(iteration.work.size());
+  out.logprobs.resize(iteration.work.size());
+  out.device_s = 0;
+  for (SubPass& sub :
+       split_by_rows(pass.batch, pass.scores_prompt, std::max<int64_t>(max_logit_rows_, 1))) {
+    const ForwardResult result = backend_.forward(sub.batch);
+    const double device_s = backend_.last_forward_device_s();
+    out.device_s = device_s >= 0 && out.device_s >= 0 ? out.device_s + device_s : -1;
+    for (size_t j = 0; j < sub.items.size(); ++j) {
+      const size_t i = sub.items[j];
+      const int64_t request = iteration.work[i].seq->id;
+      const SequenceChunk& piece = sub.batch.sequences[j];
+      std::vector<std::span<const float>> rows;
+      for (int64_t r = 0; r < result.rows(j); ++r)
+        rows.push_back(result.row(result.first_row[j] + r));
+      if (pass.scores_prompt[i]) score_prompt(request, piece, rows);
+      const bool last_piece = sub.offsets[j] + static_cast<int64_t>(piece.tokens.size()) ==
+                              static_cast<int64_t>(pass.batch.sequences[i].tokens.size());
+      if (last_piece) pick_on_host(i, request, pass, rows, out);
+    }
+  }
+  return out;
 }
 
 void ServingExecutor::record_kernels(const ScheduledIteration& iteration) {
@@ -201,26 +334,32 @@ IterationOutcome ServingExecutor::execute(const ScheduledIteration& iteration) {
   const PlannedPass pass = plan_pass(iteration);
   if (profile_kernels_) backend_.set_profiling(true);
   const auto start = std::chrono::steady_clock::now();
-  // Without drafts, the fast path: sampled where the logits are.
-  const std::vector<std::vector<int32_t>> emitted =
-      pass.speculating ? run_verified(iteration, pass) : run_sampled(iteration, pass);
+  // Without drafts or logprobs, the fast path: sampled where the logits are.
+  const Emitted emitted =
+      pass.host_logits ? run_on_host(iteration, pass) : run_sampled(iteration, pass);
   // The draft model's passes are part of the iteration, on the wall clock and on the device.
   outcome.duration_s =
       swap_s + pass.proposals.wall_s +
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   // The CPU backend measures no device time (negative): all of it is the host's.
-  const double device_s = backend_.last_forward_device_s();
-  outcome.device_s = device_s >= 0.0 ? swap_s + device_s + std::max(pass.proposals.device_s, 0.0)
-                                     : outcome.duration_s;
+  outcome.device_s = emitted.device_s >= 0.0
+                         ? swap_s + emitted.device_s + std::max(pass.proposals.device_s, 0.0)
+                         : outcome.duration_s;
   if (profile_kernels_) record_kernels(iteration);
   ++forward_passes_;
   for (size_t i = 0; i < iteration.work.size(); ++i) {
     const Work& w = iteration.work[i];
     // A sequence that emits its last token does so here; one whose output is complete never
     // samples again, so every sampled token is one the scheduler emits.
-    auto& out = at(static_cast<size_t>(w.seq->id)).generated;
-    if (pass.samples[i]) out.insert(out.end(), emitted[i].begin(), emitted[i].end());
-    outcome.advance.push_back(w.decode ? static_cast<int64_t>(emitted[i].size()) : w.new_tokens);
+    Record& record = at(static_cast<size_t>(w.seq->id));
+    if (pass.samples[i]) {
+      record.generated.insert(record.generated.end(), emitted.tokens[i].begin(),
+                              emitted.tokens[i].end());
+      record.generated_logprobs.insert(record.generated_logprobs.end(), emitted.logprobs[i].begin(),
+                                       emitted.logprobs[i].end());
+    }
+    outcome.advance.push_back(w.decode ? static_cast<int64_t>(emitted.tokens[i].size())
+                                       : w.new_tokens);
   }
   return outcome;
 }

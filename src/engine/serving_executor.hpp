@@ -8,6 +8,7 @@
 
 #include "engine/backend.hpp"
 #include "engine/kv_swap_space.hpp"
+#include "engine/logprobs.hpp"
 #include "engine/sampling.hpp"
 #include "engine/serving_drafter.hpp"
 #include "serve/executor.hpp"
@@ -38,6 +39,16 @@ namespace inferlab::engine {
 // The server's requests carry real prompts instead: add_request() gives a request's ids, its
 // sampling parameters and its seed (one generator per request, so a request's tokens do not
 // depend on what else is batched with it).
+//
+// Logprobs (engine/logprobs.hpp): a request may ask for its generated tokens' logprobs and for
+// its prompt's (echo). An iteration with such a request runs on the host's logits, as one with
+// drafts does: forward() brings the rows to the host (every row of a prompt chunk whose tokens
+// are scored, the last row otherwise), the tokens are picked there with the same draws, and the
+// logprobs are worked out from the rows before they are dropped. An iteration without one keeps
+// the fast path (forward_sample, only ids come back). A pass asks for at most max_logit_rows
+// rows (their host copy is rows x vocab x 4 bytes); a longer scored prompt chunk runs as several
+// consecutive passes of the same sequence. A prompt is scored only when its chunks start at
+// position 0: the caller keeps such a request out of the prefix cache.
 class ServingExecutor : public Executor {
  public:
   ServingExecutor(Backend& backend, const std::vector<ServeRequest>& requests, uint64_t seed,
@@ -46,7 +57,7 @@ class ServingExecutor : public Executor {
   explicit ServingExecutor(Backend& backend, int64_t ngram_max = 3);
   // Request `id` (the scheduler's id: the next index) with its prompt ids and sampling.
   void add_request(int64_t id, std::vector<int32_t> prompt, const SamplingParams& sampling,
-                   uint64_t seed);
+                   uint64_t seed, const LogprobRequest& logprobs = {});
   // Lets go of a finished request: its record goes once every request before it is released
   // too (a long-running server holds only what is in flight). Its id is then no longer valid.
   void release(int64_t id);
@@ -59,6 +70,19 @@ class ServingExecutor : public Executor {
   // Request i's prompt ids and the tokens generated for it, in order.
   const std::vector<int32_t>& prompt(size_t request) const { return at(request).prompt; }
   const std::vector<int32_t>& generated(size_t request) const { return at(request).generated; }
+  // With logprobs.sampled: one entry per generated token, in order (else empty).
+  const std::vector<PositionLogprobs>& generated_logprobs(size_t request) const {
+    return at(request).generated_logprobs;
+  }
+  // With logprobs.prompt, once the whole prompt is scored (by the time its first token is
+  // generated): entry p - 1 scores prompt token p (the first token has no logprob). Else null.
+  const std::vector<PositionLogprobs>* prompt_logprobs(size_t request) const {
+    const Record& r = at(request);
+    return r.logprobs.prompt && r.prompt_scored ? &r.prompt_logprobs : nullptr;
+  }
+  // Logit rows one forward pass brings to the host at most (default: 256 MiB of them, at least
+  // 64 rows); tests set it small to split prompts.
+  void set_max_logit_rows(int64_t rows) { max_logit_rows_ = rows; }
   int64_t draft_passes() const { return drafter_ ? drafter_->passes() : 0; }
 
   // With `on`, every forward pass is profiled (Backend::set_profiling: a CUDA backend then runs
@@ -86,17 +110,29 @@ class ServingExecutor : public Executor {
   struct PlannedPass {
     ForwardBatch batch;
     std::vector<bool> samples;
+    std::vector<bool> scores_prompt;  // a prompt chunk whose rows score the prompt's tokens
     std::vector<std::vector<int32_t>> drafts;
     BatchDrafter::Proposals proposals;  // the draft model's (empty without one)
     bool speculating = false;           // some item carries drafts
+    bool host_logits = false;           // speculating, or some item wants logprobs
   };
   PlannedPass plan_pass(const ScheduledIteration& iteration);
-  // The tokens each item emits: sampled on the backend (no drafts), or the drafts' verdicts
-  // over logits brought to the host.
-  std::vector<std::vector<int32_t>> run_sampled(const ScheduledIteration& iteration,
-                                                const PlannedPass& pass);
-  std::vector<std::vector<int32_t>> run_verified(const ScheduledIteration& iteration,
-                                                 const PlannedPass& pass);
+  // What each item emits (its tokens and, where asked, their logprobs) and the device time.
+  struct Emitted {
+    std::vector<std::vector<int32_t>> tokens;
+    std::vector<std::vector<PositionLogprobs>> logprobs;
+    double device_s = -1;  // negative: not measured (the CPU)
+  };
+  // Sampled on the backend (the fast path: no drafts, no logprobs), or from logits brought to
+  // the host (drafts' verdicts, logprobs), in one or more passes.
+  Emitted run_sampled(const ScheduledIteration& iteration, const PlannedPass& pass);
+  Emitted run_on_host(const ScheduledIteration& iteration, const PlannedPass& pass);
+  // The prompt logprobs a piece's rows give (rows: one per token of a scored prompt chunk).
+  void score_prompt(int64_t request, const SequenceChunk& piece,
+                    std::span<const std::span<const float>> rows);
+  // Item i's tokens (and their logprobs) from its last piece's rows.
+  void pick_on_host(size_t i, int64_t request, const PlannedPass& pass,
+                    std::span<const std::span<const float>> rows, Emitted& out);
   // The backend's kernel profile of the pass just run, with the iteration's shape.
   void record_kernels(const ScheduledIteration& iteration);
 
@@ -105,6 +141,10 @@ class ServingExecutor : public Executor {
     SamplingParams sampling;  // greedy for drawn workloads
     Xoshiro256 rng;           // its sampling draws
     bool released = false;
+    LogprobRequest logprobs{};
+    std::vector<PositionLogprobs> generated_logprobs{}, prompt_logprobs{};
+    int64_t prompt_next = 0;     // the next prompt position to score
+    bool prompt_scored = false;  // every prompt_logprobs entry is filled
   };
   const Record& at(size_t request) const { return records_[request - first_id_]; }
   Record& at(size_t request) { return records_[request - first_id_]; }
@@ -118,6 +158,7 @@ class ServingExecutor : public Executor {
   size_t first_id_ = 0;
   int64_t forward_passes_ = 0;  // the kernel profiles' iteration numbers
   int64_t ngram_max_;
+  int64_t max_logit_rows_;
   bool profile_kernels_ = false;
   std::unique_ptr<BatchDrafter> drafter_;  // null: n-gram drafts
   std::vector<IterationKernels> kernel_profiles_;

@@ -49,20 +49,38 @@ double EngineLoop::now_s() const {
 }
 
 std::shared_ptr<RequestStream> EngineLoop::submit(GenerationJob job) {
-  auto stream = std::make_shared<RequestStream>(now_s());
+  std::vector<GenerationJob> jobs;
+  jobs.push_back(std::move(job));
+  return submit_all(std::move(jobs)).front();
+}
+
+std::vector<std::shared_ptr<RequestStream>> EngineLoop::submit_all(
+    std::vector<GenerationJob> jobs) {
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (size_t i = 0; i < jobs.size(); ++i)
+    streams.push_back(std::make_shared<RequestStream>(now_s()));
+  const auto count = static_cast<int64_t>(jobs.size());
+  const int64_t limit = options_.config.max_num_seqs + options_.max_waiting;
   {
     std::lock_guard lock(mutex_);
     if (!fatal_error_.empty()) throw ApiError(503, "the engine failed; see the server's log");
     if (draining_ || stopping_) throw ApiError(503, "the server is shutting down");
+    if (count > limit) {
+      throw ApiError(400,
+                     fmt::format("the request asks for {} sequences (prompts x n); this server "
+                                 "runs and queues at most {} at once",
+                                 count, limit),
+                     "n");
+    }
     const int64_t in_flight = accepted_ - finished_;
-    if (in_flight >= options_.config.max_num_seqs + options_.max_waiting) {
+    if (in_flight + count > limit) {
       throw ApiError(429, "the server's queue is full; retry later");
     }
-    ++accepted_;
-    incoming_.push_back({std::move(job), stream});
+    accepted_ += count;
+    for (size_t i = 0; i < jobs.size(); ++i) incoming_.push_back({std::move(jobs[i]), streams[i]});
   }
   wake_.notify_all();
-  return stream;
+  return streams;
 }
 
 int64_t EngineLoop::in_flight() const {
@@ -90,12 +108,14 @@ void EngineLoop::admit(std::vector<Incoming>& incoming) {
     ServeRequest request;
     request.prompt_tokens = static_cast<int64_t>(in.job.prompt.size());
     request.output_tokens = in.job.max_tokens;
-    if (options_.config.prefix_caching) {
+    // A prompt whose tokens are scored runs from position 0: no keys, so it neither finds nor
+    // leaves blocks in the prefix cache (as vLLM skips the cache for prompt logprobs).
+    if (options_.config.prefix_caching && !in.job.logprobs.prompt) {
       request.block_keys = token_block_keys(in.job.prompt, options_.config.block_size);
     }
     const int64_t id = scheduler_.add(std::move(request), in.stream->submitted_s());
-    executor_.add_request(id, in.job.prompt, in.job.sampling, in.job.seed);
-    active_.emplace(id, Active{std::move(in.stream), std::move(in.job), 0});
+    executor_.add_request(id, in.job.prompt, in.job.sampling, in.job.seed, in.job.logprobs);
+    active_.emplace(id, Active{std::move(in.stream), std::move(in.job), 0, false});
   }
   incoming.clear();
 }
@@ -134,13 +154,23 @@ void EngineLoop::after_iteration() {
       ended.push_back(id);
       continue;
     }
-    const auto& generated = executor_.generated(static_cast<size_t>(id));
+    const auto request = static_cast<size_t>(id);
+    if (active.job.logprobs.prompt && !active.prompt_scored) {
+      if (const auto* scored = executor_.prompt_logprobs(request)) {
+        active.stream->push_prompt_logprobs(*scored);  // before the first token
+        active.prompt_scored = true;
+      }
+    }
+    const auto& generated = executor_.generated(request);
+    const auto& logprobs = executor_.generated_logprobs(request);
     // The scheduler counts at most max_tokens; speculation may have produced more.
     const size_t available = std::min(generated.size(), static_cast<size_t>(active.job.max_tokens));
     std::vector<int32_t> fresh;
+    std::vector<engine::PositionLogprobs> fresh_logprobs;
     bool stopped = false;
     while (active.streamed < available) {
-      const int32_t token = generated[active.streamed++];
+      const size_t index = active.streamed++;
+      const int32_t token = generated[index];
       const bool stop_token = static_cast<int64_t>(active.streamed) > active.job.min_tokens &&
                               std::find(active.job.stop_ids.begin(), active.job.stop_ids.end(),
                                         token) != active.job.stop_ids.end();
@@ -149,8 +179,9 @@ void EngineLoop::after_iteration() {
         break;
       }
       fresh.push_back(token);
+      if (index < logprobs.size()) fresh_logprobs.push_back(logprobs[index]);
     }
-    active.stream->push(fresh, now_s());
+    active.stream->push(fresh, now_s(), fresh_logprobs);
     if (stopped) {
       end(id, active, "stop", static_cast<int64_t>(active.streamed));
       ended.push_back(id);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/backend.hpp"
+#include "engine/logprobs.hpp"
 #include "engine/sampling.hpp"
 #include "engine/serving_executor.hpp"
 #include "serve/scheduler.hpp"
@@ -28,6 +29,9 @@ struct GenerationJob {
                                   // request's stop_token_ids); the stop token is not streamed
   engine::SamplingParams sampling;
   uint64_t seed = 0;
+  // Logprobs of the generated tokens and/or the prompt's (then the prompt skips the prefix
+  // cache: a cached prefix has no logits).
+  engine::LogprobRequest logprobs;
 };
 
 struct LoopOptions {
@@ -60,6 +64,9 @@ class EngineLoop {
 
   // Queues a job; ApiError 429 when the queue is full, 503 while draining or after a failure.
   std::shared_ptr<RequestStream> submit(GenerationJob job);
+  // Queues every job or none (the choices of one request): as submit(), and ApiError 400 when
+  // there are more than the queue could ever hold.
+  std::vector<std::shared_ptr<RequestStream>> submit_all(std::vector<GenerationJob> jobs);
   // Wakes the loop so it sees a cancelled stream at once.
   void notify_cancel();
   // Stops taking new requests and returns once every accepted one has finished.
@@ -80,7 +87,8 @@ class EngineLoop {
   struct Active {
     std::shared_ptr<RequestStream> stream;
     GenerationJob job;
-    size_t streamed = 0;  // tokens handed to the stream
+    size_t streamed = 0;         // tokens handed to the stream
+    bool prompt_scored = false;  // its prompt logprobs handed to the stream
   };
   void run();
   // One round: admits what came in, runs one iteration if there is work.

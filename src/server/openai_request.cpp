@@ -6,6 +6,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "engine/logprobs.hpp"
 #include "server/api_error.hpp"
 
 namespace inferlab::server {
@@ -73,21 +74,39 @@ std::vector<int32_t> token_ids(const json& value, const std::string& name, size_
   return ids;
 }
 
-void parse_prompt(const json& prompt, CompletionRequest& request) {
+PromptInput one_prompt(const json& prompt, size_t& ids_left) {
+  PromptInput out;
   if (prompt.is_string()) {
-    request.prompt_text = prompt.get<std::string>();
-  } else if (prompt.is_array() && prompt.size() == 1 && prompt[0].is_string()) {
-    request.prompt_text = prompt[0].get<std::string>();
+    out.text = prompt.get<std::string>();
+    if (out.text->empty()) bad("prompt", "'prompt' is empty");
   } else if (prompt.is_array() && !prompt.empty() && prompt[0].is_number()) {
     // A token-id prompt; its length is checked against the model's context later.
-    request.prompt_ids = token_ids(prompt, "prompt", size_t{1} << 24);
-  } else if (prompt.is_array() && !prompt.empty() &&
-             (prompt[0].is_string() || prompt[0].is_array())) {
-    bad("prompt", "'prompt' with several prompts is not supported; send one request per prompt");
+    out.ids = token_ids(prompt, "prompt", ids_left);
+    ids_left -= out.ids.size();
   } else {
-    bad("prompt", "'prompt' must be a string or a non-empty array of token ids");
+    bad("prompt",
+        "'prompt' must be a string, a non-empty array of token ids, or an array of those");
   }
-  if (request.prompt_text && request.prompt_text->empty()) bad("prompt", "'prompt' is empty");
+  return out;
+}
+
+void parse_prompt(const json& prompt, CompletionRequest& request) {
+  size_t ids_left = kMaxPromptIds;
+  const bool batch = prompt.is_array() && !prompt.empty() && !prompt[0].is_number();
+  if (!batch) {
+    request.prompts.push_back(one_prompt(prompt, ids_left));
+    return;
+  }
+  // Several prompts (lm-evaluation-harness batches token-id prompts so): a choice each.
+  if (prompt.size() > kMaxPrompts) {
+    bad("prompt", fmt::format("'prompt' has more than {} prompts", kMaxPrompts));
+  }
+  for (const auto& p : prompt) {
+    if (!p.is_string() && !p.is_array()) {
+      bad("prompt", "each of several prompts must be a string or an array of token ids");
+    }
+    request.prompts.push_back(one_prompt(p, ids_left));
+  }
 }
 
 std::string message_content(const json& content, const std::string& name) {
@@ -153,19 +172,12 @@ void refuse_unsupported(const json& body) {
   const auto present = [&](const char* name) {
     return body.contains(name) && !body[name].is_null();
   };
-  if (present("n") && !(body["n"].is_number_integer() && body["n"].get<int64_t>() == 1)) {
-    bad("n", "only 'n': 1 is supported");
+  if (present("best_of") && !(body["best_of"].is_number_integer() &&
+                              body["best_of"] == (present("n") ? body["n"] : json(1)))) {
+    bad("best_of", "'best_of' other than n is not supported");
   }
-  if (present("best_of") && !(body["best_of"].is_number_integer() && body["best_of"] == 1)) {
-    bad("best_of", "only 'best_of': 1 is supported");
-  }
-  for (const char* name : {"logprobs", "top_logprobs", "echo"}) {
-    if (present(name) && !(body[name].is_boolean() && !body[name].get<bool>()) &&
-        !(body[name].is_number_integer() && body[name] == 0)) {
-      bad(name, fmt::format("'{}' is not supported", name));
-    }
-  }
-  for (const char* name : {"suffix", "tools", "functions", "logit_bias", "response_format"}) {
+  for (const char* name :
+       {"suffix", "tools", "functions", "logit_bias", "response_format", "prompt_logprobs"}) {
     if (present(name)) bad(name, fmt::format("'{}' is not supported", name));
   }
   for (const char* name : {"presence_penalty", "frequency_penalty"}) {
@@ -177,6 +189,42 @@ void refuse_unsupported(const json& body) {
       number_field(body["repetition_penalty"], "repetition_penalty", 0.0, 10.0) != 1.0) {
     bad("repetition_penalty", "'repetition_penalty' other than 1 is not supported");
   }
+}
+
+// The endpoint's logprobs fields (see CompletionRequest).
+void parse_logprobs(const json& body, CompletionRequest& request) {
+  const auto get = [&](const char* name) -> const json* {
+    auto it = body.find(name);
+    return it == body.end() || it->is_null() ? nullptr : &*it;
+  };
+  const json* logprobs = get("logprobs");
+  const json* top = get("top_logprobs");
+  const json* echo = get("echo");
+  if (request.endpoint == Endpoint::completions) {
+    if (top != nullptr) {
+      bad("top_logprobs", "'top_logprobs' is a chat field; /v1/completions takes 'logprobs': k");
+    }
+    if (echo != nullptr) request.echo = bool_field(*echo, "echo");
+    // false: none (a client's explicit default).
+    if (logprobs != nullptr && !(logprobs->is_boolean() && !logprobs->get<bool>())) {
+      if (logprobs->is_boolean()) {
+        bad("logprobs", "'logprobs' on /v1/completions is an integer (top logprobs per token)");
+      }
+      request.logprobs =
+          static_cast<int>(integer_field(*logprobs, "logprobs", 0, engine::kMaxTopLogprobs));
+    }
+    return;
+  }
+  if (echo != nullptr && bool_field(*echo, "echo")) {
+    bad("echo", "'echo' is not supported on /v1/chat/completions");
+  }
+  const bool wanted = logprobs != nullptr && bool_field(*logprobs, "logprobs");
+  const int k =
+      top ? static_cast<int>(integer_field(*top, "top_logprobs", 0, engine::kMaxTopLogprobs)) : 0;
+  if (k > 0 && !wanted) {
+    bad("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+  }
+  if (wanted) request.logprobs = k;
 }
 
 }  // namespace
@@ -201,9 +249,16 @@ CompletionRequest parse_completion_request(std::string_view body_text, Endpoint 
     auto it = body.find(name);
     return it == body.end() || it->is_null() ? nullptr : &*it;
   };
+  parse_logprobs(body, request);
+  if (const json* v = get("n")) request.n = integer_field(*v, "n", 1, kMaxChoices);
   constexpr int64_t kMaxTokens = int64_t{1} << 30;
   for (const char* name : {"max_tokens", "max_completion_tokens"}) {
-    if (const json* v = get(name)) request.max_tokens = integer_field(*v, name, 1, kMaxTokens);
+    if (const json* v = get(name)) request.max_tokens = integer_field(*v, name, 0, kMaxTokens);
+  }
+  if (request.max_tokens == 0 && !request.echo) {
+    bad("max_tokens",
+        "'max_tokens' must be between 1 and 1073741824, or 0 with 'echo': true (the prompt "
+        "scored, nothing generated)");
   }
   if (const json* v = get("min_tokens"))
     request.min_tokens = integer_field(*v, "min_tokens", 0, kMaxTokens);

@@ -2,72 +2,78 @@
 
 namespace inferlab::server {
 
-using nlohmann::json;
-
 namespace {
 bool is_chat(const ResponseHeader& h) {
   return h.endpoint == Endpoint::chat_completions;
 }
 
-json header_json(const ResponseHeader& h, bool chunk) {
+ResponseJson header_json(const ResponseHeader& h, bool chunk) {
   const char* object =
       is_chat(h) ? (chunk ? "chat.completion.chunk" : "chat.completion") : "text_completion";
   return {{"id", h.id}, {"object", object}, {"created", h.created_unix_s}, {"model", h.model}};
 }
 
-json reason_json(const std::string& reason) {
-  return reason.empty() ? json(nullptr) : json(reason);
+ResponseJson reason_json(const std::string& reason) {
+  return reason.empty() ? ResponseJson(nullptr) : ResponseJson(reason);
 }
 }  // namespace
 
-json usage_json(int64_t prompt_tokens, int64_t completion_tokens) {
+ResponseJson usage_json(int64_t prompt_tokens, int64_t completion_tokens) {
   return {{"prompt_tokens", prompt_tokens},
           {"completion_tokens", completion_tokens},
           {"total_tokens", prompt_tokens + completion_tokens}};
 }
 
-json completion_json(const ResponseHeader& h, const std::string& text,
-                     const std::string& finish_reason, int64_t prompt_tokens,
-                     int64_t completion_tokens) {
-  json out = header_json(h, false);
-  json choice = {{"index", 0}, {"finish_reason", reason_json(finish_reason)}};
-  if (is_chat(h)) {
-    choice["message"] = {{"role", "assistant"}, {"content", text}};
-  } else {
-    choice["text"] = text;
-    choice["logprobs"] = nullptr;
+ResponseJson completion_json(const ResponseHeader& h, const std::vector<ChoiceJson>& choices,
+                             int64_t prompt_tokens, int64_t completion_tokens) {
+  ResponseJson out = header_json(h, false);
+  out["choices"] = ResponseJson::array();
+  for (const ChoiceJson& c : choices) {
+    ResponseJson choice = {{"index", c.index}};
+    if (is_chat(h)) {
+      choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+    } else {
+      choice["text"] = c.text;
+    }
+    choice["logprobs"] = c.logprobs;
+    choice["finish_reason"] = reason_json(c.finish_reason);
+    out["choices"].push_back(std::move(choice));
   }
-  out["choices"] = json::array({choice});
   out["usage"] = usage_json(prompt_tokens, completion_tokens);
   return out;
 }
 
-json chunk_json(const ResponseHeader& h, const std::string& text, const std::string& finish_reason,
-                bool first) {
-  json out = header_json(h, true);
-  json choice = {{"index", 0}, {"finish_reason", reason_json(finish_reason)}};
+ResponseJson chunk_json(const ResponseHeader& h, const ChoiceJson& c, bool first) {
+  ResponseJson out = header_json(h, true);
+  ResponseJson choice = {{"index", c.index}};
   if (is_chat(h)) {
-    json delta = json::object();
+    ResponseJson delta = ResponseJson::object();
     if (first) delta["role"] = "assistant";
-    if (!text.empty() || (first && finish_reason.empty())) delta["content"] = text;
+    if (!c.text.empty() || (first && c.finish_reason.empty())) delta["content"] = c.text;
     choice["delta"] = delta;
   } else {
-    choice["text"] = text;
-    choice["logprobs"] = nullptr;
+    choice["text"] = c.text;
   }
-  out["choices"] = json::array({choice});
+  choice["logprobs"] = c.logprobs;
+  choice["finish_reason"] = reason_json(c.finish_reason);
+  out["choices"] = ResponseJson::array({choice});
   return out;
 }
 
-json usage_chunk_json(const ResponseHeader& h, int64_t prompt_tokens, int64_t completion_tokens) {
-  json out = header_json(h, true);
-  out["choices"] = json::array();
+ResponseJson usage_chunk_json(const ResponseHeader& h, int64_t prompt_tokens,
+                              int64_t completion_tokens) {
+  ResponseJson out = header_json(h, true);
+  out["choices"] = ResponseJson::array();
   out["usage"] = usage_json(prompt_tokens, completion_tokens);
   return out;
 }
 
-std::string dump_json(const json& value) {
-  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+std::string dump_json(const nlohmann::json& value) {
+  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string dump_json(const ResponseJson& value) {
+  return value.dump(-1, ' ', false, ResponseJson::error_handler_t::replace);
 }
 
 }  // namespace inferlab::server

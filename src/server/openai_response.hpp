@@ -2,10 +2,15 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "server/openai_request.hpp"
 
 namespace inferlab::server {
+
+// An answer's JSON keeps its keys in the order they are written: choices read as OpenAI's do,
+// and a top_logprobs dict lists its tokens most likely first (as OpenAI and vLLM send it).
+using ResponseJson = nlohmann::ordered_json;
 
 // The identity every object of one response carries.
 struct ResponseHeader {
@@ -15,19 +20,26 @@ struct ResponseHeader {
   Endpoint endpoint = Endpoint::completions;
 };
 
-nlohmann::json usage_json(int64_t prompt_tokens, int64_t completion_tokens);
+ResponseJson usage_json(int64_t prompt_tokens, int64_t completion_tokens);
+// One choice's text (or a streamed delta of it), finish reason (empty: none yet) and logprobs
+// (null where none were asked for; else the endpoint's object: logprobs_json.hpp).
+struct ChoiceJson {
+  int64_t index = 0;
+  std::string text;
+  std::string finish_reason;
+  ResponseJson logprobs;
+};
 // The whole answer of a request that did not stream.
-nlohmann::json completion_json(const ResponseHeader& header, const std::string& text,
-                               const std::string& finish_reason, int64_t prompt_tokens,
-                               int64_t completion_tokens);
-// One streamed chunk: a text delta (chat: the first carries the role), or with a finish reason
-// the last one.
-nlohmann::json chunk_json(const ResponseHeader& header, const std::string& text,
-                          const std::string& finish_reason, bool first);
+ResponseJson completion_json(const ResponseHeader& header, const std::vector<ChoiceJson>& choices,
+                             int64_t prompt_tokens, int64_t completion_tokens);
+// One streamed chunk of one choice: a text delta (chat: the choice's first carries the role), or
+// with a finish reason its last one.
+ResponseJson chunk_json(const ResponseHeader& header, const ChoiceJson& choice, bool first);
 // The usage chunk of stream_options.include_usage: no choices, the token counts.
-nlohmann::json usage_chunk_json(const ResponseHeader& header, int64_t prompt_tokens,
-                                int64_t completion_tokens);
+ResponseJson usage_chunk_json(const ResponseHeader& header, int64_t prompt_tokens,
+                              int64_t completion_tokens);
 // JSON text that never throws on invalid UTF-8 (replaced by U+FFFD).
 std::string dump_json(const nlohmann::json& value);
+std::string dump_json(const ResponseJson& value);
 
 }  // namespace inferlab::server

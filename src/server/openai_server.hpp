@@ -56,18 +56,27 @@ class OpenAiServer {
   void shutdown();
   bool https() const { return options_.tls.enabled(); }
 
-  // The token-level job for a parsed request (public for tests and the fuzz target):
-  // ApiError 400 for an unknown model, a prompt that is empty, has ids outside the vocabulary or
-  // does not fit the context or the KV cache.
-  GenerationJob make_job(const CompletionRequest& request) const;
+  // The token-level jobs for a parsed request, one per choice (prompt i's n choices, then
+  // prompt i + 1's), public for tests: ApiError 400 for an unknown model, a prompt that is
+  // empty, has ids outside the vocabulary or does not fit the context or the KV cache.
+  std::vector<GenerationJob> make_jobs(const CompletionRequest& request) const;
 
  private:
   struct Exchange;
   void install_routes();
   // Whether the request may pass without a key, or carries one; else it is answered 401.
   bool authorized(const std::string& path, const std::string& authorization) const;
+  // One prompt's job; `param` names the prompt's field in errors.
+  GenerationJob job_for(const CompletionRequest& request, std::vector<int32_t> prompt,
+                        const char* param) const;
   void handle_completion(const std::string& body, Endpoint endpoint, void* response);
-  bool abandon(Exchange& exchange);  // the client went away: end its sequence; false
+  // A request that does not stream: every choice to its end, then one answer.
+  void answer_whole(Exchange& exchange, void* response);
+  // A stream's next chunks (httplib's content provider): false once the client went away.
+  bool stream_chunks(Exchange& exchange, void* data_sink);
+  // Ends the sequences of the choices still running (the client went away, or one choice
+  // failed); false.
+  bool abandon(Exchange& exchange);
 
   EngineLoop& loop_;
   const engine::Tokenizer& tokenizer_;

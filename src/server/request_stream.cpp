@@ -2,11 +2,21 @@
 
 namespace inferlab::server {
 
-void RequestStream::push(const std::vector<int32_t>& tokens, double) {
+void RequestStream::push(const std::vector<int32_t>& tokens, double,
+                         const std::vector<engine::PositionLogprobs>& logprobs) {
   if (tokens.empty()) return;
   {
     std::lock_guard lock(mutex_);
     pending_.insert(pending_.end(), tokens.begin(), tokens.end());
+    pending_logprobs_.insert(pending_logprobs_.end(), logprobs.begin(), logprobs.end());
+  }
+  ready_.notify_all();
+}
+
+void RequestStream::push_prompt_logprobs(std::vector<engine::PositionLogprobs> logprobs) {
+  {
+    std::lock_guard lock(mutex_);
+    prompt_logprobs_ = std::move(logprobs);
   }
   ready_.notify_all();
 }
@@ -26,9 +36,13 @@ void RequestStream::finish(const std::string& reason, int64_t completion_tokens,
 
 RequestStream::Update RequestStream::wait(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mutex_);
-  ready_.wait_for(lock, timeout, [&] { return !pending_.empty() || (finished_ && !finish_seen_); });
+  ready_.wait_for(lock, timeout, [&] {
+    return !pending_.empty() || prompt_logprobs_ || (finished_ && !finish_seen_);
+  });
   Update update;
   update.tokens.swap(pending_);
+  update.logprobs.swap(pending_logprobs_);
+  update.prompt_logprobs.swap(prompt_logprobs_);
   if (finished_) {
     finish_seen_ = true;
     update.finished = true;
