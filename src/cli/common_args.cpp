@@ -65,6 +65,10 @@ void add_model_options(CLI::App* app, CommonArgs& args, bool swept_elsewhere) {
                   "With --framework inferlab: on fuses RMSNorm, SiLU x mul and the residual adds "
                   "into the engine's GEMVs (decode, the default, as the engine runs); off runs "
                   "them as kernels");
+  app->add_option("--projection-layout", args.projection_layout,
+                  "With --framework pytorch: separate (q, k, v, gate, up apart, as transformers "
+                  "runs them; the default) or fused_qkv_gate_up (gpt-fast's one QKV and one "
+                  "gate/up matrix)");
   app->add_option("--gpu-memory-utilization", args.gpu_memory_utilization,
                   "Fraction of GPU memory usable for weights, KV cache and activations")
       ->capture_default_str();
@@ -127,6 +131,13 @@ PredictOptions to_predict_options(const CommonArgs& a) {
                        " is a switch of the inferlab engine; use it with --framework inferlab");
     }
   }
+  if (!a.projection_layout.empty() && o.framework != Framework::pytorch) {
+    throw InputError(
+        "--projection-layout is a choice of --framework pytorch (vllm and inferlab "
+        "always fuse QKV and gate/up)");
+  }
+  with_projection_layout(KernelPlan{}, a.projection_layout);  // an unknown name: InputError now
+  o.projection_layout = a.projection_layout;
   if (!a.gemv.empty()) o.gemv = parse_on_off("--gemv", a.gemv);
   if (!a.fusion.empty()) o.fusion = parse_on_off("--fusion", a.fusion);
   o.cuda_graphs = parse_on_off("--cuda-graphs", a.cuda_graphs);

@@ -27,6 +27,7 @@ struct CommonArgs {
   // The inferlab engine's switches (--framework inferlab only; empty: the engine's defaults)
   // and its calibration (auto: data/engine_costs/<hardware>.json when shipped; none; a path).
   std::string gemv, fusion;
+  std::string projection_layout;  // --projection-layout (framework pytorch)
   std::string engine_costs = "auto";
   int tp = 1;
   double gpu_memory_utilization = 0.9;

@@ -96,7 +96,8 @@ Precision resolve_precision(const PredictOptions& o, const HardwareSpec& hw) {
 }
 
 KernelPlan kernel_plan_of(const PredictOptions& o) {
-  return kernel_plan(o.framework, o.flash_attention, o.gemv, o.fusion);
+  return with_projection_layout(kernel_plan(o.framework, o.flash_attention, o.gemv, o.fusion),
+                                o.projection_layout);
 }
 
 }  // namespace inferlab

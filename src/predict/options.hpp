@@ -23,6 +23,8 @@ struct PredictOptions {
   // bench, server): GEMV on, fusion on.
   bool gemv = true;
   bool fusion = true;
+  // Framework pytorch: "separate" (default) or "fused_qkv_gate_up" (with_projection_layout).
+  std::string projection_layout;
   int tp = 1;
   double gpu_memory_utilization = 0.9;
 };

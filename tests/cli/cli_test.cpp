@@ -79,6 +79,25 @@ TEST(Cli, Llama70BFitsOnlyWithTensorParallelism) {
   EXPECT_TRUE(four["memory"]["fits"].get<bool>());
 }
 
+// PyTorch's separate q, k, v, gate and up projections are five GEMMs where gpt-fast's fused
+// layout runs two: the same bytes and FLOPs in fewer, larger kernels, so the fused prefill is no
+// slower and names qkv_proj where the separate one names q_proj. Other frameworks always fuse.
+TEST(Cli, ProjectionLayoutPicksPyTorchsKernels) {
+  const std::string base = "predict --model llama-3-8b --hardware h200 --framework pytorch";
+  auto separate = run_json(base + " --projection-layout separate");
+  auto fused = run_json(base + " --projection-layout fused_qkv_gate_up");
+  EXPECT_LE(fused["prefill_ms"].get<double>(), separate["prefill_ms"].get<double>());
+  EXPECT_NE(separate.dump().find("\"q_proj\""), std::string::npos);
+  EXPECT_EQ(fused.dump().find("\"q_proj\""), std::string::npos);
+  EXPECT_EQ(run_json(base)["prefill_ms"], separate["prefill_ms"]);  // the default
+  for (const char* bad : {" --projection-layout fused_everything",
+                          " --projection-layout fused_qkv_gate_up --framework vllm"}) {
+    auto r = run_inferlab("predict --model llama-3-8b --hardware h200" + std::string(bad));
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_NE(r.err.find("inferlab: error:"), std::string::npos) << r.err;
+  }
+}
+
 TEST(Cli, StepAndOpContracts) {
   auto s = run_json("step --model llama-3-8b --phase decode --batch 4 --context 1024");
   EXPECT_GT(s["ms"].get<double>(), 0.0);
