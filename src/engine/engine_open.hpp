@@ -9,6 +9,7 @@
 #include <string>
 
 #include "engine/backend.hpp"
+#include "engine/cuda_backend.hpp"
 #include "engine/engine_tuning.hpp"
 #include "engine/llama_weights.hpp"
 #include "engine/quant/formats.hpp"
@@ -30,6 +31,19 @@ LlamaModel load_engine_model(const std::string& model, uint64_t seed);
 // InputError.
 std::string resolve_device(const std::string& device);
 
+// Tensor parallelism with a process per rank (engine/tp/process_backend.hpp) instead of a thread
+// per rank in this process. This process is rank 0, the driver; ranks 1..tp-1 run
+// `inferlab tp-worker` and take the model and these options from it.
+struct TpProcessOptions {
+  bool enabled = false;  // ranks are processes (tp > 1)
+  // This process starts the other ranks on this host (at 127.0.0.1, a free port); else they are
+  // started by hand (on any host) and join at `master`.
+  bool launch = false;
+  std::string master;     // "host:port" rank 0 listens on (not with launch)
+  double timeout_s = 60;  // how long rank 0 waits for the ranks to join
+  std::string program;    // launch: the inferlab executable ("": this one, /proc/self/exe)
+};
+
 // Where to run and how big the cache and batches are.
 struct EngineOptions {
   std::string device = "auto";  // auto (cuda where a GPU is present), cuda, cpu
@@ -47,13 +61,23 @@ struct EngineOptions {
   bool weights_from_checkpoint = true;  // weights "auto": the checkpoint's format (GPTQ or bf16)
   QuantConfig quant;
   double gpu_memory_utilization = 0.90;
-  int64_t tp = 1;  // tensor-parallel ranks (CPU: threads over the sharded reference)
+  int64_t tp = 1;                 // tensor-parallel ranks (CPU: threads over the sharded reference)
+  TpProcessOptions tp_processes;  // enabled: the ranks are processes, not threads
   // GPU: room the pool leaves for a second model (a draft: its fixed bytes, KV bytes per block).
   int64_t reserved_bytes = 0, reserved_bytes_per_kv_block = 0;
   // Kernel choices for A/B runs without rebuilding: the INFERLAB_ENGINE_* variables of the
   // environment (engine_tuning.hpp), read here once for every front end (CLI, server, Python).
   EngineTuning tuning = engine_tuning_from_environment();
 };
+
+// The number formats `config` runs in under `options`: --weights auto takes the checkpoint's own
+// (a GPTQ checkpoint's int4 groups too).
+QuantConfig resolved_quant(const LlamaConfig& config, const EngineOptions& options);
+// The CUDA backend's options from the engine's, in `quant`.
+CudaBackendOptions cuda_backend_options(const EngineOptions& options, const QuantConfig& quant);
+// Refuses, before any weight is read, a CPU run of `tp` ranks that would not fit in this
+// machine's memory.
+void check_cpu_memory(const LlamaConfig& config, int64_t kv_tokens, int64_t tp);
 
 // The backend for `model` on options.device (already resolved), its weights, KV cache and GEMM
 // inputs as options.quant says (weights "auto": a GPTQ checkpoint's own format, else bf16). CPU:
