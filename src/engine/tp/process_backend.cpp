@@ -23,7 +23,9 @@ MultiProcessTpBackend::MultiProcessTpBackend(const LlamaConfig& config,
 }
 
 MultiProcessTpBackend::~MultiProcessTpBackend() {
-  // The shard first (its collectives and NCCL communicator), then the goodbyes, then the reaping.
+  // The goodbyes (the workers release their shards meanwhile), this rank's shard (its
+  // collectives, its NCCL communicator), the wait for the workers to close, the reaping.
+  group_->say_goodbye();
   local_.backend.reset();
   local_.collectives.reset();
   group_.reset();

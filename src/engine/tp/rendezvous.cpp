@@ -134,22 +134,31 @@ ProcessGroup::ProcessGroup(PeerInfo self, const GroupOptions& options)
 }
 
 ProcessGroup::~ProcessGroup() {
-  {
-    std::lock_guard lock(mutex_);
-    stopping_ = true;
-  }
-  stop_heartbeat_.notify_all();
-  heartbeat_.join();
+  say_goodbye();
   std::vector<std::shared_ptr<Connection>> peers;
   {
     std::lock_guard lock(mutex_);
     peers = peers_;
   }
   for (const auto& peer : peers) {
-    if (peer) peer->begin_close();
-  }
-  for (const auto& peer : peers) {
     if (peer) peer->finish_close();
+  }
+}
+
+void ProcessGroup::say_goodbye() {
+  std::vector<std::shared_ptr<Connection>> peers;
+  std::vector<Connection::EndHandler> handlers;
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) return;
+    stopping_ = true;
+    peers = peers_;
+    handlers.swap(handlers_);
+  }
+  stop_heartbeat_.notify_all();
+  heartbeat_.join();
+  for (const auto& peer : peers) {
+    if (peer) peer->begin_close();
   }
 }
 

@@ -51,6 +51,9 @@ class ProcessGroup {
   ProcessGroup(PeerInfo self, const GroupOptions& options);
   // Says goodbye to every peer (they end in order) and waits briefly for them to close.
   ~ProcessGroup();
+  // The destructor's first half, for an owner with more to release before it waits: the goodbyes
+  // sent and the handlers dropped (with what they hold, e.g. an NCCL communicator).
+  void say_goodbye();
   ProcessGroup(const ProcessGroup&) = delete;
   ProcessGroup& operator=(const ProcessGroup&) = delete;
 
