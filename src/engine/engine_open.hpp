@@ -41,7 +41,6 @@ struct TpProcessOptions {
   bool launch = false;
   std::string master;     // "host:port" rank 0 listens on (not with launch)
   double timeout_s = 60;  // how long rank 0 waits for the ranks to join
-  std::string program;    // launch: the inferlab executable ("": this one, /proc/self/exe)
 };
 
 // Where to run and how big the cache and batches are.
@@ -83,7 +82,9 @@ void check_cpu_memory(const LlamaConfig& config, int64_t kv_tokens, int64_t tp);
 // inputs as options.quant says (weights "auto": a GPTQ checkpoint's own format, else bf16). CPU:
 // refused up front when its fp32 weights and cache would not fit in this machine's memory; the
 // fp32 reference of the quantized model. CUDA: weights read straight from the checkpoint (or
-// drawn at the shipped shapes), quantized while they load.
+// drawn at the shipped shapes), quantized while they load. options.tp_processes.enabled: this
+// process is rank 0 of a group of processes (engine/tp/process_open.hpp), which it starts or
+// waits for before it reads a weight.
 std::unique_ptr<Backend> open_backend(const std::string& model, const EngineOptions& options);
 
 // The target's backend and, with `draft_model` (a checkpoint folder or shipped name; empty:

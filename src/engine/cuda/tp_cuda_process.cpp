@@ -129,7 +129,8 @@ std::unique_ptr<Backend> make_tp_cuda_process_rank(const LlamaConfig& config,
   std::vector<char> unique_id;
   if (rank == 0) {
     for (int r = 1; r < ranks; ++r) {
-      tp::WireReader in(group.receive(r, cuda::kTagKvBlocks).payload, "KV blocks message");
+      const tp::Message blocks = group.receive(r, cuda::kTagKvBlocks);
+      tp::WireReader in(blocks.payload, "KV blocks message");
       pool = std::min(pool, in.i64());
     }
     unique_id = cuda::nccl_unique_id();

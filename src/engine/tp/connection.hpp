@@ -48,7 +48,9 @@ struct Message {
 };
 
 // Tags below kFirstUserTag belong to the connection and the rendezvous; the layers above number
-// their messages from kFirstUserTag.
+// their messages from kFirstUserTag: the workers' commands (process_backend.hpp) +0..49, the open
+// handshake (process_open.cpp) +50..59, the CUDA ranks' set-up (cuda/tp_cuda_process.cpp)
+// +60..99, TcpCollectives +100..119.
 enum : uint32_t {
   kTagHeartbeat = 1,
   kTagHello = 2,

@@ -153,6 +153,14 @@ std::string LaunchedRanks::exit_status(int rank, int wait_ms) {
                                             : "";
 }
 
+void LaunchedRanks::kill_all() {
+  for (size_t r = 1; r < pids_.size(); ++r) {
+    if (pids_[r] <= 0 || reaped_[r]) continue;
+    kill(pids_[r], SIGKILL);
+    reap(static_cast<int>(r), 5000);
+  }
+}
+
 void LaunchedRanks::check_running() {
   for (int r = 1; r < static_cast<int>(pids_.size()); ++r) {
     const std::string status = exit_status(r);

@@ -27,6 +27,8 @@ class LaunchedRanks {
 
   // Throws (runtime_error) when a rank has exited, saying how: for the wait while ranks join.
   void check_running();
+  // Kills and reaps every rank still running (the group never formed: nobody tells them to go).
+  void kill_all();
   // How rank r ended ("killed by signal 9", "exited with code 1"), waiting up to `wait_ms` for
   // it to end; "" while it runs.
   std::string exit_status(int rank, int wait_ms = 0);

@@ -205,12 +205,17 @@ std::unique_ptr<Backend> open_process_group(const std::string& model, const Engi
                                  : parse_endpoint(p.master, "--tp-master"));
   std::unique_ptr<LaunchedRanks> launched;
   if (p.launch) {
-    launched = std::make_unique<LaunchedRanks>(p.program, world, rendezvous.port(), p.timeout_s);
+    launched = std::make_unique<LaunchedRanks>("", world, rendezvous.port(), p.timeout_s);
   }
-  std::unique_ptr<ProcessGroup> group =
-      rendezvous.accept(group_options(0, world, p.timeout_s), [&] {
-        if (launched) launched->check_running();
-      });
+  std::unique_ptr<ProcessGroup> group;
+  try {
+    group = rendezvous.accept(group_options(0, world, p.timeout_s), [&] {
+      if (launched) launched->check_running();
+    });
+  } catch (const std::exception&) {
+    if (launched) launched->kill_all();  // those still trying to join
+    throw;
+  }
   try {
     const std::string request = open_request(model, options, config, quant).dump();
     group->broadcast(kCmdOpen, std::as_bytes(std::span(request)));
@@ -219,7 +224,8 @@ std::unique_ptr<Backend> open_process_group(const std::string& model, const Engi
     std::vector<int64_t> block_bytes(static_cast<size_t>(world));
     block_bytes[0] = local.backend->kv_block_host_bytes();
     for (int r = 1; r < world; ++r) {
-      WireReader in(group->receive(r, kCmdReady).payload, "ready message");
+      const Message ready = group->receive(r, kCmdReady);
+      WireReader in(ready.payload, "ready message");
       block_bytes[static_cast<size_t>(r)] = in.i64();
       in.finish();
     }

@@ -143,6 +143,13 @@ ProcessGroup::~ProcessGroup() {
   for (const auto& peer : peers) {
     if (peer) peer->finish_close();
   }
+  // The connections go while the group they report to is whole.
+  peers.clear();
+  {
+    std::lock_guard lock(mutex_);
+    peers.swap(peers_);
+  }
+  peers.clear();
 }
 
 void ProcessGroup::say_goodbye() {

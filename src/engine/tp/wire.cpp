@@ -64,10 +64,6 @@ void WireReader::finish() const {
   }
 }
 
-std::span<const std::byte> as_bytes_of(std::span<const float> values) {
-  return std::as_bytes(values);
-}
-
 std::vector<std::byte> encode_batch(const ForwardBatch& batch, std::span<const SampleSpec> specs) {
   WireWriter out;
   out.u64(batch.sequences.size());

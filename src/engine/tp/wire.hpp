@@ -37,6 +37,8 @@ class WireReader {
   // `what` names the message in errors ("forward command").
   WireReader(std::span<const std::byte> bytes, std::string what)
       : bytes_(bytes), what_(std::move(what)) {}
+  // Not over a temporary's bytes (a received message's payload must outlive its reader).
+  WireReader(std::vector<std::byte>&&, std::string) = delete;
   uint8_t u8() { return pod<uint8_t>(); }
   uint32_t u32() { return pod<uint32_t>(); }
   int32_t i32() { return pod<int32_t>(); }
@@ -61,8 +63,6 @@ class WireReader {
   size_t at_ = 0;
   std::string what_;
 };
-
-std::span<const std::byte> as_bytes_of(std::span<const float> values);
 
 // A forward pass's batch, and forward_sample's specs, as rank 0 sends them to the other ranks.
 std::vector<std::byte> encode_batch(const ForwardBatch& batch, std::span<const SampleSpec> specs);
