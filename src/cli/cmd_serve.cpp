@@ -27,6 +27,7 @@ struct ServeCommandArgs {
   std::string replay_iterations;  // --executor replay: a measured run's iterations CSV
   std::string executor = "sim", device = "auto", gemm_warmup = "on";
   int64_t kv_tokens = 0;
+  TpProcessArgs tp_processes;  // --executor engine: where --tp's ranks run
 };
 
 // The engine's run of the same schedule: the model on --device, its KV pool holding
@@ -50,6 +51,7 @@ ServeResult run_on_engine(const ServeCommandArgs& a, const std::vector<ServeRequ
   options.kv_pool_tokens = options.kv_tokens;  // the simulated run is given the same pool
   // --tp splits the engine over that many GPUs (or CPU ranks), as the simulation assumes.
   options.tp = a.common.tp;
+  apply_tp_process_switches(a.tp_processes, options);
   if (options.device == "cpu" && a.kv_tokens <= 0) {
     throw InputError("--executor engine --device cpu needs --kv-tokens (the CPU cache's size)");
   }
@@ -155,6 +157,7 @@ void register_serve(CLI::App& app) {
                   "With --executor engine on a GPU, on|off: run every GEMM shape up to "
                   "--max-num-batched-tokens rows before the first request")
       ->capture_default_str();
+  add_tp_process_switches(cmd, args->tp_processes);
   cmd->callback([args] {
     const auto& a = *args;
     OutputFormat format = parse_output_format(a.common.format);

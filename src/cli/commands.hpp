@@ -15,6 +15,18 @@ class CheckFailed : public std::runtime_error {
   explicit CheckFailed(const std::string& what) : std::runtime_error(what) {}
 };
 
+// A command whose failure has been told elsewhere (a tensor-parallel rank started by rank 0,
+// which reports it): run_command returns `code` and prints nothing.
+class QuietExit : public std::exception {
+ public:
+  explicit QuietExit(int code) : code_(code) {}
+  int code() const { return code_; }
+  const char* what() const noexcept override { return "exit without a message"; }
+
+ private:
+  int code_;
+};
+
 void register_predict(CLI::App& app);
 void register_step(CLI::App& app);
 void register_op(CLI::App& app);
@@ -40,6 +52,7 @@ void register_generate(CLI::App& app);
 void register_bench(CLI::App& app);       // the engine timed
 void register_logits(CLI::App& app);      // teacher-forced logits to .npy
 void register_perplexity(CLI::App& app);  // sliding-window perplexity of a text
+void register_tp_worker(CLI::App& app);   // a rank of a tensor-parallel group of processes
 void register_server(CLI::App& app);      // the OpenAI-compatible HTTP server
 void register_loadgen(CLI::App& app);     // a load generator for any such server
 

@@ -26,7 +26,7 @@ void register_commands(CLI::App& app) {
       {"Serve (simulated)", {register_serve, register_capacity}},
       {"Run a model",
        {register_generate, register_bench, register_init_weights, register_quantize,
-        register_tokenize, register_logits, register_perplexity}},
+        register_tokenize, register_logits, register_perplexity, register_tp_worker}},
       {"Serve a model", {register_server, register_loadgen}},
       {"Compare and fit", {register_validate, register_fit}},
       {"Report", {register_report}},  // HTML page of predict, serve or validate
@@ -64,6 +64,8 @@ int run_command(const std::vector<std::string>& args, const std::string& program
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
+  } catch (const QuietExit& e) {
+    return e.code();
   } catch (const CLI::ParseError& e) {
     std::cerr << "inferlab: error: " << e.what() << " (see inferlab --help)\n";
     return 2;

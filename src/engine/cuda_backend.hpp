@@ -18,6 +18,9 @@ namespace inferlab::engine {
 namespace cuda {
 class RankCollectives;
 }
+namespace tp {
+class ProcessGroup;
+}
 
 // True when this build has the CUDA backend and a CUDA GPU is visible.
 bool cuda_device_available();
@@ -88,6 +91,18 @@ std::unique_ptr<Backend> make_cuda_backend(const LlamaConfig& config, const Tens
 // the GPUs are fewer, or for what tensor parallelism does not run yet (W8A8, GPTQ checkpoints).
 std::unique_ptr<Backend> make_tp_cuda_backend(const LlamaConfig& config, const TensorSource& source,
                                               const CudaBackendOptions& options, int64_t ranks);
+
+// One rank of a tensor-parallel group whose ranks are processes (engine/tp/process_open.hpp), on
+// one GPU of its host (LOCAL_RANK, else rank % GPUs): its shard cut from `source` as it loads,
+// NCCL's communicator made from the unique id rank 0 sends over `group` (ncclCommInitRank), and
+// a KV pool of the blocks the smallest rank's GPU holds. The all-reduces always take NCCL: the
+// one-shot kernel reads its peers' buffers, which needs them mapped into one process. The same
+// InputErrors as make_tp_cuda_backend; every rank checks everything that can fail on one rank
+// alone before NCCL's init, which waits for every rank.
+std::unique_ptr<Backend> make_tp_cuda_process_rank(const LlamaConfig& config,
+                                                   const TensorSource& source,
+                                                   const CudaBackendOptions& options,
+                                                   tp::ProcessGroup& group);
 
 // How many cuBLASLt GEMM shapes a CUDA backend has planned (each with its heuristic's choice of
 // algorithm); 0 for any other backend. After warm_gemms, a pass of any size adds none.

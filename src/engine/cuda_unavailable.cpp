@@ -32,6 +32,11 @@ std::unique_ptr<Backend> make_tp_cuda_backend(const LlamaConfig&, const TensorSo
   throw InputError("--device cuda: this build has no CUDA backend; use --device cpu");
 }
 
+std::unique_ptr<Backend> make_tp_cuda_process_rank(const LlamaConfig&, const TensorSource&,
+                                                   const CudaBackendOptions&, tp::ProcessGroup&) {
+  throw InputError("--device cuda: this build has no CUDA backend; use --device cpu");
+}
+
 nlohmann::json measure_engine_collectives(bool) {
   return nullptr;
 }

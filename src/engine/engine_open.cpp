@@ -15,6 +15,7 @@
 #include "engine/quant/quantized_model.hpp"
 #include "engine/speculative.hpp"
 #include "engine/tensor_source.hpp"
+#include "engine/tp/process_open.hpp"
 #include "engine/tp/shard.hpp"
 #include "engine/tp/tp_cpu_backend.hpp"
 #include "util/data_dir.hpp"
@@ -51,9 +52,6 @@ std::string resolve_device(const std::string& device) {
   throw InputError("unknown --device '" + device + "'; known: auto, cpu, cuda");
 }
 
-namespace {
-
-// Refuses, before any weight is read, a CPU run that would not fit in this machine's memory.
 void check_cpu_memory(const LlamaConfig& config, int64_t kv_tokens, int64_t tp) {
   double physical_bytes =
       static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
@@ -70,7 +68,6 @@ void check_cpu_memory(const LlamaConfig& config, int64_t kv_tokens, int64_t tp) 
   }
 }
 
-// The number formats `config` runs in: --weights auto takes the checkpoint's own.
 QuantConfig resolved_quant(const LlamaConfig& config, const EngineOptions& options) {
   QuantConfig quant = options.quant;
   if (options.weights_from_checkpoint) quant.weights = checkpoint_weight_format(config);
@@ -100,6 +97,8 @@ CudaBackendOptions cuda_backend_options(const EngineOptions& options, const Quan
   return cuda;
 }
 
+namespace {
+
 void check_cache_holds(const Backend& backend, int64_t kv_tokens) {
   if (kv_tokens > backend.kv_layout().slots()) {
     throw InputError(fmt::format("the KV cache holds {} tokens on this GPU; {} are needed",
@@ -119,6 +118,16 @@ std::unique_ptr<Backend> open_backend(const std::string& model, const EngineOpti
                        config.model.q_dim());
     if (options.tp > 1) check_tensor_parallel(config.model, options.tp);
     check_cpu_memory(config, options.kv_tokens, options.tp);
+  } else if (options.tp > 1 && options.tp_processes.enabled) {
+    check_tensor_parallel(config.model, options.tp);  // before any rank is started
+  }
+  if (options.tp > 1 && options.tp_processes.enabled) {
+    // Rank 0 of a group of processes: the other ranks started (or awaited) and sent the model.
+    auto backend = tp::open_process_group(model, options, config, quant);
+    if (options.device == "cuda") check_cache_holds(*backend, options.kv_tokens);
+    return backend;
+  }
+  if (options.device == "cpu") {
     if (options.tp > 1) {
       return make_tp_cpu_backend(load_engine_model(model, options.seed), options.tp,
                                  options.kv_tokens, options.block_size, quant);

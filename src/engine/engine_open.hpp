@@ -9,6 +9,7 @@
 #include <string>
 
 #include "engine/backend.hpp"
+#include "engine/cuda_backend.hpp"
 #include "engine/engine_tuning.hpp"
 #include "engine/llama_weights.hpp"
 #include "engine/quant/formats.hpp"
@@ -30,6 +31,18 @@ LlamaModel load_engine_model(const std::string& model, uint64_t seed);
 // InputError.
 std::string resolve_device(const std::string& device);
 
+// Tensor parallelism with a process per rank (engine/tp/process_backend.hpp) instead of a thread
+// per rank in this process. This process is rank 0, the driver; ranks 1..tp-1 run
+// `inferlab tp-worker` and take the model and these options from it.
+struct TpProcessOptions {
+  bool enabled = false;  // ranks are processes (tp > 1)
+  // This process starts the other ranks on this host (at 127.0.0.1, a free port); else they are
+  // started by hand (on any host) and join at `master`.
+  bool launch = false;
+  std::string master;     // "host:port" rank 0 listens on (not with launch)
+  double timeout_s = 60;  // how long rank 0 waits for the ranks to join
+};
+
 // Where to run and how big the cache and batches are.
 struct EngineOptions {
   std::string device = "auto";  // auto (cuda where a GPU is present), cuda, cpu
@@ -47,7 +60,8 @@ struct EngineOptions {
   bool weights_from_checkpoint = true;  // weights "auto": the checkpoint's format (GPTQ or bf16)
   QuantConfig quant;
   double gpu_memory_utilization = 0.90;
-  int64_t tp = 1;  // tensor-parallel ranks (CPU: threads over the sharded reference)
+  int64_t tp = 1;                 // tensor-parallel ranks (CPU: threads over the sharded reference)
+  TpProcessOptions tp_processes;  // enabled: the ranks are processes, not threads
   // GPU: room the pool leaves for a second model (a draft: its fixed bytes, KV bytes per block).
   int64_t reserved_bytes = 0, reserved_bytes_per_kv_block = 0;
   // Kernel choices for A/B runs without rebuilding: the INFERLAB_ENGINE_* variables of the
@@ -55,11 +69,22 @@ struct EngineOptions {
   EngineTuning tuning = engine_tuning_from_environment();
 };
 
+// The number formats `config` runs in under `options`: --weights auto takes the checkpoint's own
+// (a GPTQ checkpoint's int4 groups too).
+QuantConfig resolved_quant(const LlamaConfig& config, const EngineOptions& options);
+// The CUDA backend's options from the engine's, in `quant`.
+CudaBackendOptions cuda_backend_options(const EngineOptions& options, const QuantConfig& quant);
+// Refuses, before any weight is read, a CPU run of `tp` ranks that would not fit in this
+// machine's memory.
+void check_cpu_memory(const LlamaConfig& config, int64_t kv_tokens, int64_t tp);
+
 // The backend for `model` on options.device (already resolved), its weights, KV cache and GEMM
 // inputs as options.quant says (weights "auto": a GPTQ checkpoint's own format, else bf16). CPU:
 // refused up front when its fp32 weights and cache would not fit in this machine's memory; the
 // fp32 reference of the quantized model. CUDA: weights read straight from the checkpoint (or
-// drawn at the shipped shapes), quantized while they load.
+// drawn at the shipped shapes), quantized while they load. options.tp_processes.enabled: this
+// process is rank 0 of a group of processes (engine/tp/process_open.hpp), which it starts or
+// waits for before it reads a weight.
 std::unique_ptr<Backend> open_backend(const std::string& model, const EngineOptions& options);
 
 // The target's backend and, with `draft_model` (a checkpoint folder or shipped name; empty:

@@ -5,11 +5,14 @@
 #include <span>
 #include <vector>
 
+#include "engine/host_collectives.hpp"
+
 namespace inferlab::engine {
 
 // The collectives of a tensor-parallel group whose ranks are threads of one process, in host
-// memory: what NCCL does between GPUs, for the CPU reference. Every rank calls each collective
-// in the same order (as with NCCL); a call returns once every rank has made it.
+// memory: what NCCL does between GPUs, for the CPU reference (HostCollectives' contract). Every
+// rank calls each collective in the same order (as with NCCL); a call returns once every rank has
+// made it.
 //
 // The all-reduce adds the ranks' buffers in rank order 0, 1, ..., N-1 on every rank, so all
 // ranks hold the same bits afterwards (a ring all-reduce adds in a different order per chunk;
@@ -17,16 +20,16 @@ namespace inferlab::engine {
 //
 // A rank that fails calls abort(): the others' pending and later calls throw instead of waiting
 // for it forever; reset() readies the group for the next forward pass.
-class HostCommunicator {
+class HostCommunicator final : public HostCollectives {
  public:
   explicit HostCommunicator(int ranks);
   int ranks() const { return ranks_; }
 
   // data (the same length on every rank) becomes the element-wise sum over the ranks.
-  void all_reduce_sum(int rank, std::span<float> data);
+  void all_reduce_sum(int rank, std::span<float> data) override;
   // out = every rank's `local` concatenated in rank order (lengths may differ by rank; out must
   // hold their sum).
-  void all_gather(int rank, std::span<const float> local, std::span<float> out);
+  void all_gather(int rank, std::span<const float> local, std::span<float> out) override;
 
   void abort();
   void reset();

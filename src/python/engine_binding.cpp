@@ -107,6 +107,11 @@ class Engine {
     options_.gpu_memory_utilization = args_.gpu_memory_utilization;
     options_.cuda_graphs = cli::parse_on_off("--cuda-graphs", args_.cuda_graphs);
     cli::apply_engine_switches(args_.switches, options_);
+    if (options_.tp_processes.launch) {  // it would start copies of Python, not of inferlab
+      throw InputError(
+          "--tp-launch processes starts copies of the inferlab executable; in Python use "
+          "--tp-launch threads, or --tp-world N with ranks started by `inferlab tp-worker`");
+    }
     backend_ = engine::open_backend(model_, options_);
   }
 

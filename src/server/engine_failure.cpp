@@ -2,9 +2,13 @@
 
 #include <string_view>
 
+#include "engine/tp/connection.hpp"
+
 namespace inferlab::server {
 
 bool is_fatal_engine_error(const std::exception& error) {
+  // A tensor-parallel rank that went: the group cannot run another pass.
+  if (dynamic_cast<const engine::tp::PeerLost*>(&error) != nullptr) return true;
   const std::string_view what = error.what();
   if (!what.starts_with("CUDA: ")) return false;
   // cudaGetErrorString's text of the sticky errors (the runtime API's cudaError docs; the texts

@@ -11,6 +11,8 @@ namespace inferlab::server {
 //    device-side assert, ...): the context is corrupt and every later call fails the same way.
 //    The engine reports them as std::runtime_error "CUDA: <call>: <cudaGetErrorString>"
 //    (engine/cuda/cuda_check.hpp), so they are told apart by that text;
+//  * a tensor-parallel rank lost (engine::tp::PeerLost: a worker process that died, hung or
+//    cannot be reached): the group cannot run another pass;
 //  * kMaxConsecutiveFailedIterations failures in a row with no iteration succeeding between
 //    them: an engine that fails whatever it runs, whatever the reason.
 inline constexpr int kMaxConsecutiveFailedIterations = 3;

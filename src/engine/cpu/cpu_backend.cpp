@@ -4,7 +4,7 @@
 #include <stdexcept>
 
 #include "engine/cpu/ops.hpp"
-#include "engine/host_communicator.hpp"
+#include "engine/host_collectives.hpp"
 #include "engine/quant/quantize.hpp"
 #include "engine/quant/quantized_model.hpp"
 #include "engine/rope.hpp"

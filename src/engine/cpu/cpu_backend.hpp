@@ -11,7 +11,7 @@
 
 namespace inferlab::engine {
 
-class HostCommunicator;
+class HostCollectives;
 
 // Receives every projection's input rows of a forward pass (GPTQ's calibration).
 class ProjectionInputSink {
@@ -63,8 +63,9 @@ class CpuBackend : public Backend {
   // Makes this backend rank `rank` of a tensor-parallel group (built from rank_config and
   // shard_weights, engine/tp/shard.hpp): the O and down projections' partial outputs are
   // all-reduced through `group` before each residual add, and the LM head's vocab rows are
-  // all-gathered into whole logits rows.
-  void join_group(HostCommunicator* group, int rank) {
+  // all-gathered into whole logits rows. `group`: threads of this process (HostCommunicator) or
+  // processes (TcpCollectives).
+  void join_group(HostCollectives* group, int rank) {
     group_ = group;
     rank_ = rank;
   }
@@ -80,7 +81,7 @@ class CpuBackend : public Backend {
   QuantConfig quant_;
   SmoothQuantStats* stats_ = nullptr;
   ProjectionInputSink* inputs_ = nullptr;
-  HostCommunicator* group_ = nullptr;
+  HostCollectives* group_ = nullptr;
   int rank_ = 0;
 };
 

@@ -155,6 +155,36 @@ void RankCollectives::abort_group() {
   }
 }
 
+// ---- A group of processes, one GPU each: this process's rank only ----
+
+std::shared_ptr<RankCollectives> make_process_rank_collectives(int rank, int ranks) {
+  auto group = std::make_shared<GroupState>();
+  group->ranks = ranks;
+  group->one_shot_max_bytes = 0;
+  group->peer_access = false;  // NCCL always
+  group->comms.assign(static_cast<size_t>(ranks), nullptr);
+  return std::make_shared<RankCollectives>(group, rank);
+}
+
+std::vector<char> nccl_unique_id() {
+  ncclUniqueId id;
+  check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
+  return std::vector<char>(id.internal, id.internal + sizeof id.internal);
+}
+
+void RankCollectives::connect(const std::vector<char>& unique_id) {
+  ncclUniqueId id;
+  if (unique_id.size() != sizeof id.internal) {
+    throw std::runtime_error("NCCL: the unique id rank 0 sent has the wrong size");
+  }
+  std::copy(unique_id.begin(), unique_id.end(), id.internal);
+  // As make_rank_collectives: peers connected at init, not at a first collective being captured.
+  setenv("NCCL_RUNTIME_CONNECT", "0", /*overwrite=*/0);
+  ncclComm_t comm = nullptr;
+  check_nccl(ncclCommInitRank(&comm, group_->ranks, id, rank_), "ncclCommInitRank");
+  group_->comms[static_cast<size_t>(rank_)] = comm;
+}
+
 #else  // a build without NCCL
 
 struct GroupState {};
@@ -175,6 +205,15 @@ std::vector<std::shared_ptr<RankCollectives>> make_rank_collectives(int ranks, i
       ranks));
 }
 void RankCollectives::abort_group() {}
+void RankCollectives::connect(const std::vector<char>&) {}
+std::shared_ptr<RankCollectives> make_process_rank_collectives(int, int ranks) {
+  throw InputError(fmt::format(
+      "--tp {} --device cuda: this build has no NCCL (it was not found beside the CUDA toolkit)",
+      ranks));
+}
+std::vector<char> nccl_unique_id() {
+  return {};
+}
 
 #endif
 

@@ -29,6 +29,10 @@ class RankCollectives {
   // Aborts every communicator of the group, so that ranks blocked in a collective return with an
   // error instead of waiting for a rank that failed; the group is unusable afterwards.
   void abort_group();
+  // A rank of a group of processes (make_process_rank_collectives): its NCCL communicator, from
+  // rank 0's unique id (nccl_unique_id's bytes), on the current GPU. Blocks until every rank has
+  // called it.
+  void connect(const std::vector<char>& unique_id);
 
  private:
   std::shared_ptr<GroupState> group_;
@@ -41,5 +45,13 @@ class RankCollectives {
 // NCCL or the GPUs are fewer than `ranks`.
 std::vector<std::shared_ptr<RankCollectives>> make_rank_collectives(int ranks,
                                                                     int64_t one_shot_max_bytes);
+
+// Tensor parallelism with a process per GPU (engine/cuda/tp_cuda_process.cpp): rank `rank` of
+// `ranks`, NCCL for every collective (the one-shot kernel needs its peers' memory mapped into one
+// process), its communicator made later by connect() (the backend's sizes need the group's size
+// before then). InputError when this build has no NCCL.
+std::shared_ptr<RankCollectives> make_process_rank_collectives(int rank, int ranks);
+// A new NCCL unique id (rank 0's), as bytes to send to the other ranks.
+std::vector<char> nccl_unique_id();
 
 }  // namespace inferlab::engine::cuda

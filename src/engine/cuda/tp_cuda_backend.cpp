@@ -130,8 +130,10 @@ int64_t TensorParallelCudaBackend::gemm_plans() const {
 
 namespace inferlab::engine {
 
-std::unique_ptr<Backend> make_tp_cuda_backend(const LlamaConfig& config, const TensorSource& source,
-                                              const CudaBackendOptions& requested, int64_t ranks) {
+namespace cuda {
+
+void check_tensor_parallel_cuda(const LlamaConfig& config, const CudaBackendOptions& requested,
+                                int64_t ranks) {
   check_tensor_parallel(config.model, ranks);
   if (!cuda_device_available()) {
     throw InputError("--device cuda: no CUDA GPU is visible on this machine; use --device cpu");
@@ -148,6 +150,13 @@ std::unique_ptr<Backend> make_tp_cuda_backend(const LlamaConfig& config, const T
         "quantized at load with --weights)",
         ranks));
   }
+}
+
+}  // namespace cuda
+
+std::unique_ptr<Backend> make_tp_cuda_backend(const LlamaConfig& config, const TensorSource& source,
+                                              const CudaBackendOptions& requested, int64_t ranks) {
+  cuda::check_tensor_parallel_cuda(config, requested, ranks);
   const LlamaConfig local = rank_config(config, ranks);
   const int n = static_cast<int>(ranks);
   std::vector<std::shared_ptr<cuda::RankCollectives>> collectives =

@@ -55,4 +55,10 @@ class TensorParallelCudaBackend final : public Backend {
   bool broken_ = false;
 };
 
+// What tensor parallelism on GPUs refuses, whether its ranks are threads or processes:
+// InputError when the model does not split `ranks` ways, there is no GPU, or for what it does not
+// run yet (W8A8, GPTQ checkpoints).
+void check_tensor_parallel_cuda(const LlamaConfig& config, const CudaBackendOptions& requested,
+                                int64_t ranks);
+
 }  // namespace inferlab::engine::cuda

@@ -8,15 +8,20 @@
 
 namespace inferlab::engine {
 
+std::unique_ptr<CpuBackend> make_cpu_rank(const LlamaModel& model, int64_t rank, int64_t ranks,
+                                          int64_t block_size, int64_t num_blocks,
+                                          const QuantConfig& quant) {
+  return std::make_unique<CpuBackend>(rank_config(model.config, ranks),
+                                      shard_weights(model.weights, model.config, rank, ranks),
+                                      block_size, num_blocks, quant);
+}
+
 TensorParallelCpuBackend::TensorParallelCpuBackend(const LlamaModel& model, int64_t ranks,
                                                    int64_t block_size, int64_t num_blocks,
                                                    QuantConfig quant)
     : config_(model.config), group_(std::make_unique<HostCommunicator>(static_cast<int>(ranks))) {
-  const LlamaConfig local = rank_config(model.config, ranks);
   for (int64_t r = 0; r < ranks; ++r) {
-    ranks_.push_back(
-        std::make_unique<CpuBackend>(local, shard_weights(model.weights, model.config, r, ranks),
-                                     block_size, num_blocks, quant));
+    ranks_.push_back(make_cpu_rank(model, r, ranks, block_size, num_blocks, quant));
     ranks_.back()->join_group(group_.get(), static_cast<int>(r));
   }
   layout_ = ranks_.front()->kv_layout();

@@ -44,6 +44,12 @@ class TensorParallelCpuBackend : public Backend {
   std::vector<std::unique_ptr<CpuBackend>> ranks_;
 };
 
+// Rank `rank` of `ranks` of `model` (in its final weights, quantize_for_cpu's): its shard in a
+// CpuBackend of its own, not yet in a group (CpuBackend::join_group).
+std::unique_ptr<CpuBackend> make_cpu_rank(const LlamaModel& model, int64_t rank, int64_t ranks,
+                                          int64_t block_size, int64_t num_blocks,
+                                          const QuantConfig& quant);
+
 // make_cpu_backend's model split `ranks` ways (check_tensor_parallel's InputError when it does
 // not split): quantized whole first, so every rank's weights are the single device's slices.
 std::unique_ptr<TensorParallelCpuBackend> make_tp_cpu_backend(LlamaModel model, int64_t ranks,
