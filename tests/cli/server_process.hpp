@@ -1,7 +1,8 @@
 #pragma once
-// `inferlab server` as a child process for the CLI tests: started with posix_spawn (default
-// signal dispositions, nothing blocked, as a shell starts it), its stderr in a file, its port
-// read from the "serving ... on http://HOST:PORT" line, its exit awaited within a limit.
+// `inferlab ARGS` as a child process for the CLI tests (a server, a tensor-parallel worker):
+// started with posix_spawn (default signal dispositions, nothing blocked, as a shell starts it),
+// stdout discarded, its stderr in a file, a server's port read from the "serving ... on
+// http://HOST:PORT" line, its exit awaited within a limit.
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -22,13 +23,13 @@ extern char** environ;
 
 namespace inferlab::testing {
 
-class ServerProcess {
+class InferlabProcess {
  public:
-  // `args` after "inferlab server"; `env` entries NAME=VALUE are added to the environment.
-  ServerProcess(const std::vector<std::string>& args, std::filesystem::path log,
-                const std::vector<std::string>& env = {})
+  // `args` after "inferlab"; `env` entries NAME=VALUE are added to the environment.
+  InferlabProcess(const std::vector<std::string>& args, std::filesystem::path log,
+                  const std::vector<std::string>& env = {})
       : log_(std::move(log)) {
-    std::vector<std::string> argv_text = {"inferlab", "server"};
+    std::vector<std::string> argv_text = {"inferlab"};
     argv_text.insert(argv_text.end(), args.begin(), args.end());
     std::vector<char*> argv;
     for (auto& a : argv_text) argv.push_back(a.data());
@@ -60,14 +61,14 @@ class ServerProcess {
     posix_spawn_file_actions_destroy(&files);
     posix_spawnattr_destroy(&attributes);
   }
-  ~ServerProcess() {
+  ~InferlabProcess() {
     if (pid_ > 0 && !exited_) {
       kill(pid_, SIGKILL);
       waitpid(pid_, nullptr, 0);
     }
   }
-  ServerProcess(const ServerProcess&) = delete;
-  ServerProcess& operator=(const ServerProcess&) = delete;
+  InferlabProcess(const InferlabProcess&) = delete;
+  InferlabProcess& operator=(const InferlabProcess&) = delete;
 
   // The port it listens on, once it says so; 0 when it exits first or `limit` passes.
   int wait_for_port(std::chrono::seconds limit = std::chrono::seconds(60)) {
@@ -91,7 +92,7 @@ class ServerProcess {
   // The wait status once it exits; false when it has not within `limit` (then it is killed).
   bool wait_exit(std::chrono::seconds limit = std::chrono::seconds(60)) {
     const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (!exited_) {
+    while (!exited_ && pid_ > 0) {
       if (waitpid(pid_, &status_, WNOHANG) == pid_) {
         exited_ = true;
         break;
@@ -99,8 +100,10 @@ class ServerProcess {
       if (std::chrono::steady_clock::now() > deadline) return false;
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
-    return true;
+    return exited_;
   }
+  // Its exit code, or -1 while it runs or when a signal ended it.
+  int exit_code() const { return exited_ && WIFEXITED(status_) ? WEXITSTATUS(status_) : -1; }
   bool exited_with(int code) const {
     return exited_ && WIFEXITED(status_) && WEXITSTATUS(status_) == code;
   }
@@ -121,6 +124,22 @@ class ServerProcess {
   pid_t pid_ = -1;
   int status_ = 0;
   bool exited_ = false;
+};
+
+// `inferlab server ARGS`.
+class ServerProcess : public InferlabProcess {
+ public:
+  ServerProcess(const std::vector<std::string>& args, std::filesystem::path log,
+                const std::vector<std::string>& env = {})
+      : InferlabProcess(with_command("server", args), std::move(log), env) {}
+
+ private:
+  static std::vector<std::string> with_command(const char* command,
+                                               const std::vector<std::string>& args) {
+    std::vector<std::string> all = {command};
+    all.insert(all.end(), args.begin(), args.end());
+    return all;
+  }
 };
 
 }  // namespace inferlab::testing

@@ -57,61 +57,7 @@ int free_port() {
 }
 
 // `inferlab ARGS` in the background, with `env` added, stderr in `log`, stdout discarded.
-class Child {
- public:
-  Child(std::vector<std::string> args, std::filesystem::path log,
-        const std::vector<std::string>& env = {})
-      : log_(std::move(log)) {
-    args.insert(args.begin(), "inferlab");
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    std::vector<std::string> env_text = env;
-    for (char** e = environ; *e != nullptr; ++e) env_text.emplace_back(*e);
-    std::vector<char*> envp;
-    for (auto& e : env_text) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    posix_spawn_file_actions_t files;
-    posix_spawn_file_actions_init(&files);
-    posix_spawn_file_actions_addopen(&files, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&files, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&files, 2, log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (posix_spawn(&pid_, testing::inferlab_binary().c_str(), &files, nullptr, argv.data(),
-                    envp.data()) != 0) {
-      pid_ = -1;
-    }
-    posix_spawn_file_actions_destroy(&files);
-  }
-  ~Child() {
-    if (pid_ > 0 && !exited_) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
-  Child(const Child&) = delete;
-  Child& operator=(const Child&) = delete;
-  // False when it has not exited within `limit`.
-  bool wait_exit(std::chrono::seconds limit = std::chrono::seconds(30)) {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (!exited_ && pid_ > 0) {
-      if (waitpid(pid_, &status_, WNOHANG) == pid_) {
-        exited_ = true;
-        break;
-      }
-      if (std::chrono::steady_clock::now() > deadline) return false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    return exited_;
-  }
-  int exit_code() const { return exited_ && WIFEXITED(status_) ? WEXITSTATUS(status_) : -1; }
-  std::string log() const { return read_file(log_); }
-
- private:
-  std::filesystem::path log_;
-  pid_t pid_ = -1;
-  int status_ = 0;
-  bool exited_ = false;
-};
+using Child = testing::InferlabProcess;
 
 // The children of `parent` (a rank 0's launched ranks).
 std::vector<pid_t> children_of(pid_t parent) {
@@ -181,11 +127,11 @@ TEST(TpProcessCli, RanksStartedByHandJoinWithFlagsOrTheEnvironment) {
       {"RANK=1", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port)});
   const auto rank0 =
       run_inferlab(logits_command(ckpt, dir, "group.npy") + " --tp-world 2 --tp-master " + master);
-  ASSERT_EQ(rank0.exit_code, 0) << rank0.err << "\n" << worker.log();
+  ASSERT_EQ(rank0.exit_code, 0) << rank0.err << "\n" << worker.log_text();
   ASSERT_TRUE(worker.wait_exit());
-  EXPECT_EQ(worker.exit_code(), 0) << worker.log();  // rank 0 said goodbye
-  EXPECT_NE(worker.log().find("rank 1 of 2 joined rank 0 at " + master), std::string::npos)
-      << worker.log();
+  EXPECT_EQ(worker.exit_code(), 0) << worker.log_text();  // rank 0 said goodbye
+  EXPECT_NE(worker.log_text().find("rank 1 of 2 joined rank 0 at " + master), std::string::npos)
+      << worker.log_text();
   EXPECT_TRUE(read_file(dir / "threads.npy") == read_file(dir / "group.npy"));
   std::filesystem::remove_all(dir);
 }
@@ -205,7 +151,7 @@ TEST(TpProcessCli, AWorkerOfAnotherModelIsRefusedOnBothSides) {
       << rank0.err;
   EXPECT_NE(rank0.err.find("is not rank 0's"), std::string::npos) << rank0.err;
   ASSERT_TRUE(worker.wait_exit());
-  EXPECT_EQ(worker.exit_code(), 2) << worker.log();
+  EXPECT_EQ(worker.exit_code(), 2) << worker.log_text();
   std::filesystem::remove_all(dir);
 }
 
@@ -327,16 +273,16 @@ TEST(TpProcessCli, RankZeroGoneEndsTheWorkers) {
     testing::ServerProcess server({"--model", ckpt.string(), "--device", "cpu", "--port", "0",
                                    "--kv-tokens", "2048", "--tp-world", "2", "--tp-master", master},
                                   dir / "server.log");
-    ASSERT_GT(server.wait_for_port(), 0) << server.log_text() << worker.log();
+    ASSERT_GT(server.wait_for_port(), 0) << server.log_text() << worker.log_text();
     server.signal(SIGKILL);
     ASSERT_TRUE(server.wait_exit());
   }
-  ASSERT_TRUE(worker.wait_exit()) << "the worker outlived rank 0\n" << worker.log();
-  EXPECT_EQ(worker.exit_code(), 1) << worker.log();
-  EXPECT_NE(worker.log().find("inferlab: error: run failed: tensor-parallel rank 0 (pid"),
+  ASSERT_TRUE(worker.wait_exit()) << "the worker outlived rank 0\n" << worker.log_text();
+  EXPECT_EQ(worker.exit_code(), 1) << worker.log_text();
+  EXPECT_NE(worker.log_text().find("inferlab: error: run failed: tensor-parallel rank 0 (pid"),
             std::string::npos)
-      << worker.log();
-  EXPECT_NE(worker.log().find("disconnected"), std::string::npos) << worker.log();
+      << worker.log_text();
+  EXPECT_NE(worker.log_text().find("disconnected"), std::string::npos) << worker.log_text();
 
   // A launched rank goes with rank 0 (PR_SET_PDEATHSIG) when rank 0 is killed.
   testing::ServerProcess launcher({"--model", ckpt.string(), "--device", "cpu", "--port", "0",
