@@ -70,6 +70,14 @@ TEST(Cli, PredictNamesUnvalidatedPaths) {
   EXPECT_NE(table.out.find("note: unvalidated: no step was measured on a100-80g"),
             std::string::npos);
   EXPECT_NE(table.out.find("note: unvalidated: quantized kernels"), std::string::npos);
+  // Tensor parallelism: the H200's collectives measured inside graphs over 4 GPUs price it as
+  // checked (§34); 8 GPUs have no curve, so the sheet's link does, and says so.
+  auto tp4 = run_json("predict --framework pytorch --hardware h200 --model llama-3-70b --tp 4");
+  EXPECT_TRUE(tp4["unvalidated"].empty()) << tp4["unvalidated"].dump();
+  auto tp8 = run_json("predict --framework pytorch --hardware h200 --model llama-3-70b --tp 8");
+  ASSERT_EQ(tp8["unvalidated"].size(), 1u);
+  EXPECT_NE(tp8["unvalidated"][0].get<std::string>().find("no NCCL curve over 8 GPUs"),
+            std::string::npos);
 }
 
 TEST(Cli, Llama70BFitsOnlyWithTensorParallelism) {
