@@ -10,6 +10,7 @@
 
 #include "self_signed_cert.hpp"
 #include "server_test_support.hpp"
+#include "skip_without_tokenizer.hpp"
 #include "util/error.hpp"
 
 namespace inferlab::server {
@@ -17,11 +18,6 @@ namespace {
 
 using nlohmann::json;
 using testing::TestServer;
-
-#define SKIP_WITHOUT_TOKENIZER()                                                  \
-  if (!inferlab::testing::have_llama3_tokenizer()) {                              \
-    GTEST_SKIP() << "Llama 3 tokenizer not fetched (scripts/fetch-tokenizer.sh)"; \
-  }
 
 std::filesystem::path scratch(const std::string& name) {
   auto dir = std::filesystem::temp_directory_path() /

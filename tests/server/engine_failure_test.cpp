@@ -12,6 +12,7 @@
 
 #include "faulty_backend.hpp"
 #include "server_test_support.hpp"
+#include "skip_without_tokenizer.hpp"
 #include "util/error.hpp"
 
 namespace inferlab::server {
@@ -22,11 +23,6 @@ using testing::FaultyBackend;
 using testing::greedy;
 using testing::post;
 using testing::TestServer;
-
-#define SKIP_WITHOUT_TOKENIZER()                                                  \
-  if (!inferlab::testing::have_llama3_tokenizer()) {                              \
-    GTEST_SKIP() << "Llama 3 tokenizer not fetched (scripts/fetch-tokenizer.sh)"; \
-  }
 
 // A server whose backend is a FaultyBackend, reachable through `faulty`.
 testing::ServerSetup faulty_setup(FaultyBackend*& faulty, int64_t max_num_seqs = 8) {

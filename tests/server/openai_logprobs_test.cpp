@@ -16,6 +16,7 @@
 #include "engine/tokenizer/utf8.hpp"
 #include "server/logprobs_json.hpp"
 #include "server_test_support.hpp"
+#include "skip_without_tokenizer.hpp"
 
 namespace inferlab::server {
 namespace {
@@ -25,11 +26,6 @@ using testing::post;
 using testing::post_stream;
 using testing::Streamed;
 using testing::TestServer;
-
-#define SKIP_WITHOUT_TOKENIZER()                                                  \
-  if (!inferlab::testing::have_llama3_tokenizer()) {                              \
-    GTEST_SKIP() << "Llama 3 tokenizer not fetched (scripts/fetch-tokenizer.sh)"; \
-  }
 
 constexpr int64_t kVocab = 128256;
 

@@ -11,6 +11,7 @@
 #include "engine/tokenizer/utf8.hpp"
 #include "server/sse.hpp"
 #include "server_test_support.hpp"
+#include "skip_without_tokenizer.hpp"
 
 namespace inferlab::server {
 namespace {
@@ -21,11 +22,6 @@ using testing::post;
 using testing::post_stream;
 using testing::Streamed;
 using testing::TestServer;
-
-#define SKIP_WITHOUT_TOKENIZER()                                                  \
-  if (!inferlab::testing::have_llama3_tokenizer()) {                              \
-    GTEST_SKIP() << "Llama 3 tokenizer not fetched (scripts/fetch-tokenizer.sh)"; \
-  }
 
 // What generate() gives for `prompt` alone on the same weights: the reference.
 std::string reference_text(const TestServer& server, const std::string& prompt, int64_t tokens) {
