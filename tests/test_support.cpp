@@ -51,6 +51,11 @@ std::string cmake_command() {
   return INFERLAB_CMAKE_COMMAND;
 }
 std::string inferlab_binary() {
+  // The GPU machine runs a copy of the test binary away from its build folder
+  // (validation/make_gpu_bundle.sh): there the inferlab beside it is named by the environment.
+  if (const char* copied = std::getenv("INFERLAB_TEST_BINARY"); copied != nullptr && *copied) {
+    return copied;
+  }
   return INFERLAB_BINARY;
 }
 

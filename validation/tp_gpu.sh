@@ -11,7 +11,8 @@
 # over every GPU, engine and PyTorch), oneshot (8B TP 2 with NCCL only), profile (bench --profile
 # at TP 2 with NCCL's log; PROFILE_TPS="2 4" for more degrees), server (70B over every GPU, 128
 # streaming clients for about 2 minutes), steps (PyTorch TP steps over batch x length for the
-# predictor: 8B at TP 2 is the fit split, 70B over every GPU held out).
+# predictor: 8B at TP 2 is the fit split, 70B over every GPU held out), processes (8B over 2
+# GPUs with a process per rank beside the threaded group: logits and batch-1 speed).
 set -u
 bin=$(cd "$1" && pwd)
 stages=${2:-tests,logits8b,speed8b}
@@ -33,7 +34,7 @@ bench() {  # NAME MODEL TP BATCH CONTEXT [ENV...]
   shift 5
   env "$@" timeout 300 "$bin/inferlab" bench --model "$model" --device cuda --tp "$tp" \
     --batch "$batch" --input "$context" --output 9 --repeats 1 --cuda-graphs on --format json \
-    >"$out/bench_$name.json" 2>"$out/bench_$name.err"
+    ${BENCH_FLAGS:-} >"$out/bench_$name.json" 2>"$out/bench_$name.err"
   log "bench $name exit $?: $(python3 -c "import json;d=json.load(open('$out/bench_$name.json'));print('tpot_ms',d.get('tpot_ms'))" 2>&1 | tail -1)"
 }
 torch_tp() {  # NAME MODEL TP CASES [ARGS...]
@@ -46,8 +47,8 @@ torch_tp() {  # NAME MODEL TP CASES [ARGS...]
 }
 
 if has tests; then
-  timeout 400 "$bin/inferlab_tests" \
-    --gtest_filter='TensorParallel*:CudaBackend.*:GemvPlan*:ServingExecutor*' \
+  INFERLAB_TEST_BINARY=$bin/inferlab timeout 400 "$bin/inferlab_tests" \
+    --gtest_filter="${TEST_FILTER:-TensorParallel*:TpProcessCuda*:CudaBackend.*:GemvPlan*:ServingExecutor*}" \
     >"$out/tests.txt" 2>&1
   log "tests exit $?: $(grep -E '^\[  (PASSED|FAILED)' "$out/tests.txt" | tr '\n' ' ')"
   grep -E "TP 2 vs|FAILED|Failure" "$out/tests.txt" | head -20 | tee -a "$out/progress.txt"
@@ -129,6 +130,76 @@ print("prompts", len(one), len(two), "equal first 16:", [a[:16] == b[:16] for a,
       "tokens equal before the first difference:", [same_prefix(a, b) for a, b in zip(one, two)])
 PY
   log "generate: $(cat "$out/generate_compare.txt")"
+  # Where the greedy tokens part: the same sequences teacher-forced (prompt as one prefill, then
+  # a decode step per token, as generate runs them) at TP 1 and TP 2, and at each generated
+  # position TP 1's top-1 margin beside how far TP 2's logits move from TP 1's.
+  i=0
+  for p in "The capital of France is" "def fibonacci(n):" "Three rivers of Europe are"; do
+    i=$((i + 1))
+    "$bin/inferlab" tokenize --model llama-3-8b --text "$p" --add-bos --format json \
+      >"$work/prompt$i.json"
+    python3 - "$work/prompt$i.json" "$out/generate_tp1.jsonl" $i "$work/greedy$i.json" <<'PY'
+import json, sys
+ids = json.load(open(sys.argv[1]))["tokens"][0]
+text, at, docs, dec = open(sys.argv[2]).read(), 0, [], json.JSONDecoder()
+while text[at:].strip():
+    at += len(text[at:]) - len(text[at:].lstrip())
+    doc, at = dec.raw_decode(text, at)
+    docs.append(doc["tokens"])
+json.dump(ids + docs[int(sys.argv[3]) - 1][:16], open(sys.argv[4], "w"))
+print(len(ids))
+PY
+    plen=$(python3 -c "import json;print(len(json.load(open('$work/prompt$i.json'))['tokens'][0]))")
+    for tp in 1 2; do
+      timeout 200 "$bin/inferlab" logits --model llama-3-8b --tokens "$work/greedy$i.json" \
+        --prefill "$plen" --device cuda --tp $tp --out "$work/greedy${i}_tp$tp.npy" \
+        >>"$out/greedy_logits.txt" 2>&1
+    done
+    python3 - "$work/greedy${i}_tp1.npy" "$work/greedy${i}_tp2.npy" "$work/greedy$i.json" "$plen" \
+      >>"$out/greedy_margins.jsonl" <<'PY'
+import json, sys
+import numpy as np
+a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
+tokens, plen = json.load(open(sys.argv[3])), int(sys.argv[4])
+rows = []
+for i in range(plen - 1, len(tokens) - 1):
+    one, two = a[i].astype(np.float64), b[i].astype(np.float64)
+    top = np.argsort(-one)[:2]
+    rows.append({"generated": i - plen + 1, "tp1_argmax": int(top[0]), "tp2_argmax": int(two.argmax()),
+                 "greedy_token": tokens[i + 1], "tp1_margin": float(one[top[0]] - one[top[1]]),
+                 "tp1_vs_tp2_max_abs": float(np.abs(one - two).max()),
+                 "tp1_vs_tp2_p99_abs": float(np.quantile(np.abs(one - two), 0.99))})
+first = next((r for r in rows if r["tp1_argmax"] != r["tp2_argmax"]), None)
+print(json.dumps({"prompt_tokens": plen, "first_split": first,
+                  "min_margin": min(r["tp1_margin"] for r in rows),
+                  "median_margin": float(np.median([r["tp1_margin"] for r in rows])),
+                  "median_max_abs": float(np.median([r["tp1_vs_tp2_max_abs"] for r in rows])),
+                  "rows": rows}))
+PY
+  done
+  log "greedy margins: $(python3 -c "
+import json
+for l in open('$out/greedy_margins.jsonl'):
+    d = json.loads(l); f = d['first_split']
+    print('split', None if f is None else (f['generated'], round(f['tp1_margin'], 4)), 'median margin', round(d['median_margin'], 3), 'median max|dlogit|', round(d['median_max_abs'], 4))
+" 2>&1 | tr '\n' ';')"
+fi
+
+if has processes; then
+  # A process per GPU (NCCL for every collective) beside the threaded group, 8B over 2 GPUs:
+  # teacher-forced logits, and decode speed at batch 1.
+  [ -f "$work/tokens.json" ] ||
+    python3 -c "import random,json;random.seed(36);json.dump([random.randrange(128000) for _ in range(256)],open('$work/tokens.json','w'))"
+  for launch in threads processes; do
+    timeout 300 "$bin/inferlab" logits --model llama-3-8b --tokens "$work/tokens.json" \
+      --prefill 200 --device cuda --tp 2 --tp-launch $launch --out "$work/logits_$launch.npy" \
+      >"$out/logits_$launch.txt" 2>&1
+    log "logits tp 2 $launch exit $?"
+  done
+  compare_logits "$work/logits_threads.npy" "$work/logits_processes.npy" 200 \
+    >"$out/logits_processes_vs_threads.json"
+  log "processes vs threads: $(cat "$out/logits_processes_vs_threads.json")"
+  BENCH_FLAGS="--tp-launch processes" bench 8b_tp2_b1_processes llama-3-8b 2 1 1024
 fi
 
 if has speed8b; then

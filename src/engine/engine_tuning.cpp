@@ -58,6 +58,7 @@ EngineTuning engine_tuning_from_environment() {
 
   t.host_sampling = equals("INFERLAB_ENGINE_HOST_SAMPLING", "1");
   t.one_shot_max_bytes = count("INFERLAB_ENGINE_ONE_SHOT_MAX_BYTES", t.one_shot_max_bytes);
+  t.two_shot_max_bytes = count("INFERLAB_ENGINE_TWO_SHOT_MAX_BYTES", t.two_shot_max_bytes);
   return t;
 }
 

@@ -42,6 +42,9 @@ struct EngineTuning {
   // Tensor parallelism: all-reduces of at most this many bytes take the one-shot kernel over
   // NVLink, larger ones NCCL (INFERLAB_ENGINE_ONE_SHOT_MAX_BYTES=N; 0: NCCL always).
   int64_t one_shot_max_bytes = kEngineOneShotMaxBytes;
+  // Past that, up to this many bytes the two-shot kernel (INFERLAB_ENGINE_TWO_SHOT_MAX_BYTES=N;
+  // 0: off).
+  int64_t two_shot_max_bytes = kEngineTwoShotMaxBytes;
   bool host_sampling = false;  // INFERLAB_ENGINE_HOST_SAMPLING=1: logits to the host, picked there
 };
 

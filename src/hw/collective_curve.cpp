@@ -116,8 +116,9 @@ InStreamCollectives parse_in_stream_collectives(const nlohmann::json& collective
     return curves_of(rows, context, [&](const nlohmann::json& row, const std::string& row_ctx) {
       const std::string lib = require_string(row, "library", row_ctx);
       const std::string how = require_string(row, "mode", row_ctx);
-      if (lib != "nccl" && lib != "one_shot") {
-        throw InputError(row_ctx + ": unknown library '" + lib + "'; known: nccl, one_shot");
+      if (lib != "nccl" && lib != "one_shot" && lib != "two_shot") {
+        throw InputError(row_ctx + ": unknown library '" + lib +
+                         "'; known: nccl, one_shot, two_shot");
       }
       if (how != "eager" && how != "graph") {
         throw InputError(row_ctx + ": unknown mode '" + how + "'; known: eager, graph");
@@ -125,8 +126,8 @@ InStreamCollectives parse_in_stream_collectives(const nlohmann::json& collective
       return lib == library && how == mode;
     });
   };
-  return {select("nccl", "graph"), select("nccl", "eager"), select("one_shot", "graph"),
-          select("one_shot", "eager")};
+  return {select("nccl", "graph"),     select("nccl", "eager"),     select("one_shot", "graph"),
+          select("one_shot", "eager"), select("two_shot", "graph"), select("two_shot", "eager")};
 }
 
 }  // namespace inferlab

@@ -47,6 +47,7 @@ struct CollectiveCurves {
 // The in-stream curves of a profile's "collectives" section, one set per (library, launch).
 struct InStreamCollectives {
   CollectiveCurves nccl_graph, nccl_eager, one_shot_graph, one_shot_eager;
+  CollectiveCurves two_shot_graph, two_shot_eager;  // measured, not yet priced (off by default)
   bool empty() const { return nccl_graph.empty() && nccl_eager.empty(); }
 };
 
@@ -57,7 +58,7 @@ struct InStreamCollectives {
 CollectiveCurves parse_collective_curves(const nlohmann::json& interconnect,
                                          const std::string& context);
 
-// The profile's "collectives" section (rows as above plus "library": nccl or one_shot and
+// The profile's "collectives" section (rows as above plus "library": nccl, one_shot or two_shot and
 // "mode": eager or graph), split by library and mode; the same checks.
 InStreamCollectives parse_in_stream_collectives(const nlohmann::json& collectives,
                                                 const std::string& context);

@@ -18,5 +18,8 @@ inline constexpr int64_t kEngineGemvRowsQuantized = 32;
 // EngineTuning::one_shot_max_bytes). On two H200s the one-shot kernel saved about 1 us per
 // 16 KB all-reduce against NCCL (MEASUREMENTS §32).
 inline constexpr int64_t kEngineOneShotMaxBytes = 512 * 1024;
+// Past it, all-reduces up to this many bytes may take the two-shot kernel (reduce-scatter and
+// all-gather over NVLink in one kernel); 0: off until its curve against NCCL is measured.
+inline constexpr int64_t kEngineTwoShotMaxBytes = 0;
 
 }  // namespace inferlab

@@ -27,7 +27,7 @@ constexpr int64_t kOneShotMaxBytes = int64_t{8} << 20;
 
 struct Series {
   const char* collective;  // all_reduce or all_gather
-  const char* library;     // nccl or one_shot
+  const char* library;     // nccl, one_shot or two_shot
   int64_t max_bytes;
 };
 
@@ -125,16 +125,23 @@ nlohmann::json measure_engine_collectives(bool quick) {
   const int64_t nccl_max = quick ? (int64_t{16} << 20) : (int64_t{256} << 20);
   for (const int ranks : groups) {
     cuda::RankThreads threads(ranks);
-    // Two groups over the same GPUs: one that never takes the one-shot kernel, one that takes it
-    // up to kOneShotMaxBytes (where every pair of GPUs has peer access).
+    // Three groups over the same GPUs: one that never takes the peer kernels, one that takes the
+    // one-shot kernel and one the two-shot kernel up to kOneShotMaxBytes (where every pair of GPUs
+    // has peer access).
     const auto nccl = cuda::make_rank_collectives(ranks, 0);
     const auto one_shot = cuda::make_rank_collectives(ranks, kOneShotMaxBytes);
+    const auto two_shot = cuda::make_rank_collectives(ranks, 0, kOneShotMaxBytes);
     std::vector<Series> series = {{"all_reduce", "nccl", nccl_max},
                                   {"all_gather", "nccl", std::min(nccl_max, int64_t{64} << 20)}};
-    if (one_shot[0]->one_shot_for(256))
+    if (one_shot[0]->one_shot_for(256)) {
       series.push_back({"all_reduce", "one_shot", kOneShotMaxBytes});
+      series.push_back({"all_reduce", "two_shot", kOneShotMaxBytes});
+    }
     for (const Series& s : series) {
-      const auto& group = std::string(s.library) == "one_shot" ? one_shot : nccl;
+      const std::string library = s.library;
+      const auto& group = library == "one_shot"   ? one_shot
+                          : library == "two_shot" ? two_shot
+                                                  : nccl;
       for (const bool graph : {false, true}) {
         for (auto& row : time_series(ranks, s, graph, quick, threads, group)) {
           rows.push_back(std::move(row));

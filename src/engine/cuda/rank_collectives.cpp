@@ -30,12 +30,12 @@ void check_nccl(ncclResult_t status, const char* what) {
 
 struct GroupState {
   int ranks = 0;
-  int64_t one_shot_max_bytes = 0;
+  int64_t one_shot_max_bytes = 0, two_shot_max_bytes = 0;
   std::vector<ncclComm_t> comms;
-  // The one-shot kernel's memory, per rank (on its GPU): two staging buffers, flags, counters.
+  // The peer kernels' memory, per rank (on its GPU): two staging buffers, flags, counters.
   bool peer_access = false;
   std::vector<DeviceBuffer<__nv_bfloat16>> staging;  // [rank]: 2 × capacity
-  std::vector<DeviceBuffer<uint32_t>> flags;         // [rank]: blocks × kMaxPeerRanks, + 2
+  std::vector<DeviceBuffer<uint32_t>> flags;         // [rank]: kAllReduceFlagWords
   std::vector<PeerAllReduceView> views;
   ~GroupState() {
     for (ncclComm_t comm : comms) {
@@ -56,9 +56,18 @@ bool RankCollectives::one_shot_for(int64_t bytes) const {
          bytes / 2 <= group_->views[static_cast<size_t>(rank_)].capacity;
 }
 
+bool RankCollectives::two_shot_for(int64_t bytes) const {
+  return group_->peer_access && !one_shot_for(bytes) && bytes <= group_->two_shot_max_bytes &&
+         bytes % 16 == 0 && bytes / 2 <= group_->views[static_cast<size_t>(rank_)].capacity;
+}
+
 void RankCollectives::all_reduce_sum(__nv_bfloat16* data, int64_t count, cudaStream_t stream) {
   if (one_shot_for(2 * count)) {
     one_shot_all_reduce(group_->views[static_cast<size_t>(rank_)], data, count, stream);
+    return;
+  }
+  if (two_shot_for(2 * count)) {
+    two_shot_all_reduce(group_->views[static_cast<size_t>(rank_)], data, count, stream);
     return;
   }
   check_nccl(ncclAllReduce(data, data, static_cast<size_t>(count), ncclBfloat16, ncclSum,
@@ -74,17 +83,19 @@ void RankCollectives::all_gather(const float* local, float* gathered, int64_t co
 }
 
 std::vector<std::shared_ptr<RankCollectives>> make_rank_collectives(int ranks,
-                                                                    int64_t one_shot_max_bytes) {
+                                                                    int64_t one_shot_max_bytes,
+                                                                    int64_t two_shot_max_bytes) {
   int devices = 0;
   INFERLAB_CUDA_CHECK(cudaGetDeviceCount(&devices));
   if (ranks < 1 || ranks > devices) {
     throw InputError(
         fmt::format("--tp {}: this machine has {} GPU{}", ranks, devices, devices == 1 ? "" : "s"));
   }
-  if (ranks > kMaxPeerRanks) one_shot_max_bytes = 0;
+  if (ranks > kMaxPeerRanks) one_shot_max_bytes = two_shot_max_bytes = 0;
   auto group = std::make_shared<GroupState>();
   group->ranks = ranks;
   group->one_shot_max_bytes = one_shot_max_bytes;
+  group->two_shot_max_bytes = two_shot_max_bytes;
   group->comms.assign(static_cast<size_t>(ranks), nullptr);
   std::vector<int> ids(static_cast<size_t>(ranks));
   for (int r = 0; r < ranks; ++r) ids[static_cast<size_t>(r)] = r;
@@ -95,7 +106,7 @@ std::vector<std::shared_ptr<RankCollectives>> make_rank_collectives(int ranks,
   setenv("NCCL_RUNTIME_CONNECT", "0", /*overwrite=*/0);
   check_nccl(ncclCommInitAll(group->comms.data(), ranks, ids.data()), "ncclCommInitAll");
 
-  group->peer_access = one_shot_max_bytes > 0;
+  group->peer_access = one_shot_max_bytes > 0 || two_shot_max_bytes > 0;
   for (int a = 0; a < ranks && group->peer_access; ++a) {
     for (int b = 0; b < ranks; ++b) {
       int can = 0;
@@ -104,7 +115,8 @@ std::vector<std::shared_ptr<RankCollectives>> make_rank_collectives(int ranks,
     }
   }
   if (group->peer_access) {
-    const int64_t capacity = std::max<int64_t>(one_shot_max_bytes / 2, 8);
+    const int64_t capacity =
+        std::max<int64_t>(std::max(one_shot_max_bytes, two_shot_max_bytes) / 2, 8);
     for (int r = 0; r < ranks; ++r) {
       INFERLAB_CUDA_CHECK(cudaSetDevice(r));
       for (int peer = 0; peer < ranks; ++peer) {
@@ -117,7 +129,7 @@ std::vector<std::shared_ptr<RankCollectives>> make_rank_collectives(int ranks,
         }
       }
       group->staging.emplace_back(static_cast<size_t>(2 * capacity));
-      group->flags.emplace_back(static_cast<size_t>(kMaxAllReduceBlocks * kMaxPeerRanks + 2));
+      group->flags.emplace_back(static_cast<size_t>(kAllReduceFlagWords));
       INFERLAB_CUDA_CHECK(cudaMemset(group->flags.back().data(), 0, group->flags.back().bytes()));
     }
     for (int r = 0; r < ranks; ++r) {
@@ -131,8 +143,7 @@ std::vector<std::shared_ptr<RankCollectives>> make_rank_collectives(int ranks,
         view.staging[1][peer] = base + capacity;
         view.flags[peer] = group->flags[static_cast<size_t>(peer)].data();
       }
-      view.counters =
-          group->flags[static_cast<size_t>(r)].data() + kMaxAllReduceBlocks * kMaxPeerRanks;
+      view.counters = group->flags[static_cast<size_t>(r)].data() + kAllReduceFlagWords - 2;
       group->views.push_back(view);
     }
     // The flags' zeros (cudaMemset runs on the legacy stream) land before any rank's stream
@@ -197,9 +208,12 @@ int RankCollectives::ranks() const {
 bool RankCollectives::one_shot_for(int64_t) const {
   return false;
 }
+bool RankCollectives::two_shot_for(int64_t) const {
+  return false;
+}
 void RankCollectives::all_reduce_sum(__nv_bfloat16*, int64_t, cudaStream_t) {}
 void RankCollectives::all_gather(const float*, float*, int64_t, cudaStream_t) {}
-std::vector<std::shared_ptr<RankCollectives>> make_rank_collectives(int ranks, int64_t) {
+std::vector<std::shared_ptr<RankCollectives>> make_rank_collectives(int ranks, int64_t, int64_t) {
   throw InputError(fmt::format(
       "--tp {} --device cuda: this build has no NCCL (it was not found beside the CUDA toolkit)",
       ranks));

@@ -159,8 +159,8 @@ std::unique_ptr<Backend> make_tp_cuda_backend(const LlamaConfig& config, const T
   cuda::check_tensor_parallel_cuda(config, requested, ranks);
   const LlamaConfig local = rank_config(config, ranks);
   const int n = static_cast<int>(ranks);
-  std::vector<std::shared_ptr<cuda::RankCollectives>> collectives =
-      cuda::make_rank_collectives(n, requested.tuning.one_shot_max_bytes);
+  std::vector<std::shared_ptr<cuda::RankCollectives>> collectives = cuda::make_rank_collectives(
+      n, requested.tuning.one_shot_max_bytes, requested.tuning.two_shot_max_bytes);
   auto threads = std::make_unique<cuda::RankThreads>(n);
   std::vector<CudaBackendOptions> options(static_cast<size_t>(n));
   std::vector<int64_t> blocks(static_cast<size_t>(n));

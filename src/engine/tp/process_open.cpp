@@ -84,6 +84,7 @@ nlohmann::json open_request(const std::string& model, const EngineOptions& o,
         {"decode_kernel", static_cast<int>(t.attention.decode_kernel)},
         {"decode_splits", t.attention.decode_splits},
         {"one_shot_max_bytes", t.one_shot_max_bytes},
+        {"two_shot_max_bytes", t.two_shot_max_bytes},
         {"host_sampling", t.host_sampling}}},
   };
 }
@@ -139,6 +140,7 @@ void read_open_request(const nlohmann::json& j, EngineOptions& o, QuantConfig& q
   t.attention.decode_kernel = static_cast<DecodeKernelChoice>(jt.at("decode_kernel").get<int>());
   t.attention.decode_splits = jt.at("decode_splits").get<int64_t>();
   t.one_shot_max_bytes = jt.at("one_shot_max_bytes").get<int64_t>();
+  t.two_shot_max_bytes = jt.at("two_shot_max_bytes").get<int64_t>();
   t.host_sampling = jt.at("host_sampling").get<bool>();
 }
 

@@ -37,11 +37,14 @@ float value_of(int64_t i, int rank) {
   return static_cast<float>((i * 7 + rank * 3) % 11 - 5);
 }
 
-void check_all_reduce(int ranks) {
-  auto collectives = cuda::make_rank_collectives(ranks, 512 * 1024);
+// One-shot sizes (16 B to the 512 KB limit) and two-shot ones (past it to 4 MB, some not a
+// multiple of 8 per rank) in turn, sharing the call counter; NCCL's (an odd count).
+void check_all_reduce(int ranks, int64_t one_shot_max_bytes = 512 * 1024,
+                      int64_t two_shot_max_bytes = 4 << 20) {
+  auto collectives = cuda::make_rank_collectives(ranks, one_shot_max_bytes, two_shot_max_bytes);
   cuda::RankThreads threads(ranks);
-  // One-shot sizes (16 B to the 512 KB limit), then NCCL's (past it, and an odd count).
-  const std::vector<int64_t> counts = {8, 4096, 8192 * 4, 256 * 1024, 256 * 1024 + 8, 1000001};
+  const std::vector<int64_t> counts = {
+      8, 4096, 8 * 37, 8192 * 4, 256 * 1024, 256 * 1024 + 8, 2 * (1 << 20), 1000001, 8 * 1001};
   for (const bool graph : {false, true}) {
     for (const int64_t count : counts) {
       std::vector<int> wrong(static_cast<size_t>(ranks), 0);
@@ -87,7 +90,8 @@ void check_all_reduce(int ranks) {
       for (int r = 0; r < ranks; ++r) {
         EXPECT_EQ(wrong[static_cast<size_t>(r)], 0)
             << ranks << " ranks, rank " << r << ", " << count << " elements, one-shot "
-            << collectives[0]->one_shot_for(2 * count) << (graph ? ", graph" : ", eager");
+            << collectives[0]->one_shot_for(2 * count) << ", two-shot "
+            << collectives[0]->two_shot_for(2 * count) << (graph ? ", graph" : ", eager");
       }
     }
   }
@@ -101,6 +105,12 @@ TEST(TensorParallelCuda, AllReducesSumExactlyOnTwoGpus) {
 TEST(TensorParallelCuda, AllReducesSumExactlyOnFourGpus) {
   REQUIRE_GPUS(4);
   check_all_reduce(4);
+}
+
+// The two-shot kernel alone, from the smallest message up (its parts empty on some ranks).
+TEST(TensorParallelCuda, TwoShotAllReducesSumExactly) {
+  REQUIRE_GPUS(2);
+  for (int ranks = 2; ranks <= std::min(gpus(), 4); ranks *= 2) check_all_reduce(ranks, 0, 4 << 20);
 }
 
 // A group's first collectives of each kind inside a graph capture (a decode step before any
