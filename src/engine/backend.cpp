@@ -43,6 +43,32 @@ void validate_batch(const ForwardBatch& batch, const LlamaConfig& config,
   }
 }
 
+namespace {
+// The token `spec` picks from one row of logits on the host (the GPU sampler's reference).
+int32_t pick_from_row(std::span<const float> logits, const SampleSpec& spec) {
+  return sampling_draws(spec.params)
+             ? pick_token(sampling_distribution(logits, spec.params), spec.uniform)
+             : argmax(logits);
+}
+}  // namespace
+
+int64_t logit_rows(const ForwardBatch& batch) {
+  int64_t rows = 0;
+  for (const SequenceChunk& chunk : batch.sequences) {
+    rows += chunk.all_logits ? static_cast<int64_t>(chunk.tokens.size()) : 1;
+  }
+  return rows;
+}
+
+void check_row_specs(const ForwardBatch& batch, std::span<const SampleSpec> row_specs) {
+  const int64_t rows = logit_rows(batch);
+  if (static_cast<int64_t>(row_specs.size()) != rows) {
+    throw std::invalid_argument("forward_sample_rows: one SampleSpec per logit row is needed (" +
+                                std::to_string(rows) + " rows, " +
+                                std::to_string(row_specs.size()) + " specs)");
+  }
+}
+
 std::vector<int32_t> Backend::forward_sample(const ForwardBatch& batch,
                                              std::span<const SampleSpec> specs) {
   if (specs.size() != batch.sequences.size()) {
@@ -50,13 +76,24 @@ std::vector<int32_t> Backend::forward_sample(const ForwardBatch& batch,
   }
   const ForwardResult result = forward(batch);
   std::vector<int32_t> ids;
-  for (size_t i = 0; i < specs.size(); ++i) {
-    const auto logits = result.last(i);
-    ids.push_back(sampling_draws(specs[i].params)
-                      ? pick_token(sampling_distribution(logits, specs[i].params), specs[i].uniform)
-                      : argmax(logits));
+  for (size_t i = 0; i < specs.size(); ++i) ids.push_back(pick_from_row(result.last(i), specs[i]));
+  return ids;
+}
+
+std::vector<int32_t> Backend::forward_sample_rows(const ForwardBatch& batch,
+                                                  std::span<const SampleSpec> row_specs) {
+  check_row_specs(batch, row_specs);
+  const ForwardResult result = forward(batch);
+  std::vector<int32_t> ids;
+  for (size_t r = 0; r < row_specs.size(); ++r) {
+    ids.push_back(pick_from_row(result.row(static_cast<int64_t>(r)), row_specs[r]));
   }
   return ids;
+}
+
+std::vector<int32_t> Backend::forward_argmax_rows(const ForwardBatch& batch) {
+  const std::vector<SampleSpec> greedy(static_cast<size_t>(logit_rows(batch)));
+  return forward_sample_rows(batch, greedy);
 }
 
 void check_swap_blocks(std::span<const int32_t> blocks, const KvCacheLayout& layout,

@@ -95,6 +95,16 @@ class Backend {
   // only the ids.
   virtual std::vector<int32_t> forward_sample(const ForwardBatch& batch,
                                               std::span<const SampleSpec> specs);
+  // forward() and one token per logit row, the rows forward() returns in its order
+  // (logit_rows(batch) of them), row r picked as `row_specs[r]` says; std::invalid_argument
+  // unless there is one spec per row. Speculative verification takes the argmax of its k + 1
+  // rows this way: the CPU picks from forward()'s logits, the CUDA backend on the GPU, copying
+  // back 4 bytes a row instead of the row's vocab_size floats.
+  virtual std::vector<int32_t> forward_sample_rows(const ForwardBatch& batch,
+                                                   std::span<const SampleSpec> row_specs);
+  // forward_sample_rows with every row greedy: each row's argmax (the lowest id among ties; NaN
+  // never wins).
+  std::vector<int32_t> forward_argmax_rows(const ForwardBatch& batch);
   // Device time of the last forward pass in seconds (CUDA events around its work); negative
   // where the backend does not measure it (the CPU).
   virtual double last_forward_device_s() const { return -1; }
@@ -126,6 +136,12 @@ void check_swap_blocks(std::span<const int32_t> blocks, const KvCacheLayout& lay
 // one per rank, from each rank's bytes per block.
 std::vector<std::span<const std::byte>> rank_parts_of_host_copy(
     std::span<const std::byte> host, const std::vector<int64_t>& rank_block_bytes);
+
+// The logit rows forward() returns for `batch`: every new token's of a chunk with all_logits,
+// the last token's of the others.
+int64_t logit_rows(const ForwardBatch& batch);
+// std::invalid_argument unless `row_specs` has one entry per logit row of `batch`.
+void check_row_specs(const ForwardBatch& batch, std::span<const SampleSpec> row_specs);
 
 // Checks a batch against a model and cache layout (the checks forward() promises).
 void validate_batch(const ForwardBatch& batch, const LlamaConfig& config,

@@ -209,28 +209,50 @@ ServingExecutor::PlannedPass ServingExecutor::plan_pass(const ScheduledIteration
     pass.batch.sequences.push_back(std::move(chunk));
     pass.samples.push_back(w.decode || w.seq->computed + w.new_tokens >= w.seq->target);
     pass.scores_prompt.push_back(scores_prompt);
-    pass.host_logits =
-        pass.host_logits || scores_prompt || (pass.samples.back() && record.logprobs.sampled);
+    // Sampled drafts need the target's rows for their verdict (rejection sampling); greedy
+    // ones only each row's argmax, which the backend takes where the logits are.
+    const bool sampled_drafts = !pass.drafts[i].empty() && sampling_draws(record.sampling);
+    pass.host_logits = pass.host_logits || scores_prompt || sampled_drafts ||
+                       (pass.samples.back() && record.logprobs.sampled);
   }
-  pass.host_logits = pass.host_logits || pass.speculating;
   return pass;
 }
 
 ServingExecutor::Emitted ServingExecutor::run_sampled(const ScheduledIteration& iteration,
                                                       const PlannedPass& pass) {
-  std::vector<SampleSpec> specs(pass.batch.sequences.size());
-  for (size_t i = 0; i < specs.size(); ++i) {
+  // One spec per item; with drafts (greedy: plan_pass sends sampled ones to the host), one per
+  // logit row, a drafting item's 1 + k rows greedy.
+  std::vector<SampleSpec> specs;
+  for (size_t i = 0; i < pass.batch.sequences.size(); ++i) {
     const auto request = static_cast<size_t>(iteration.work[i].seq->id);
-    specs[i].params = at(request).sampling;
+    SampleSpec spec{at(request).sampling, 0.0};
+    if (!pass.drafts[i].empty()) {
+      specs.insert(specs.end(), pass.drafts[i].size() + 1, spec);  // no draw: greedy
+      continue;
+    }
     // A draw only where a token is kept, so a request's draws do not depend on its chunking.
-    if (pass.samples[i] && sampling_draws(specs[i].params))
-      specs[i].uniform = at(request).rng.uniform();
+    if (pass.samples[i] && sampling_draws(spec.params)) spec.uniform = at(request).rng.uniform();
+    specs.push_back(spec);
   }
-  const std::vector<int32_t> ids = backend_.forward_sample(pass.batch, specs);
+  // Without drafts, forward_sample (a decode-only batch replays its CUDA graph); with them, the
+  // argmax of every row, so that only ids come back.
+  const std::vector<int32_t> ids = pass.speculating
+                                       ? backend_.forward_sample_rows(pass.batch, specs)
+                                       : backend_.forward_sample(pass.batch, specs);
   Emitted out;
-  out.tokens.resize(ids.size());
-  out.logprobs.resize(ids.size());
-  for (size_t i = 0; i < ids.size(); ++i) out.tokens[i] = {ids[i]};
+  out.tokens.resize(pass.batch.sequences.size());
+  out.logprobs.resize(pass.batch.sequences.size());
+  const std::span<const int32_t> all(ids);
+  size_t row = 0;
+  for (size_t i = 0; i < out.tokens.size(); ++i) {
+    if (pass.drafts[i].empty()) {
+      out.tokens[i] = {all[row++]};
+      continue;
+    }
+    const size_t rows = pass.drafts[i].size() + 1;
+    out.tokens[i] = greedy_verdict(all.subspan(row, rows), pass.drafts[i]).tokens;
+    row += rows;
+  }
   out.device_s = backend_.last_forward_device_s();
   return out;
 }

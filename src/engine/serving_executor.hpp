@@ -42,10 +42,12 @@ namespace inferlab::engine {
 //
 // Logprobs (engine/logprobs.hpp): a request may ask for its generated tokens' logprobs and for
 // its prompt's (echo). An iteration with such a request runs on the host's logits, as one with
-// drafts does: forward() brings the rows to the host (every row of a prompt chunk whose tokens
-// are scored, the last row otherwise), the tokens are picked there with the same draws, and the
-// logprobs are worked out from the rows before they are dropped. An iteration without one keeps
-// the fast path (forward_sample, only ids come back). A pass asks for at most max_logit_rows
+// sampled drafts does: forward() brings the rows to the host (every row of a prompt chunk whose
+// tokens are scored, the last row otherwise), the tokens are picked there with the same draws,
+// and the logprobs are worked out from the rows before they are dropped. An iteration without
+// one keeps the fast path, where only ids come back: forward_sample, or with greedy drafts
+// forward_sample_rows (the argmax of each of a drafting item's 1 + k rows, on the backend's
+// device, gives its verdict). A pass asks for at most max_logit_rows
 // rows (their host copy is rows x vocab x 4 bytes); a longer scored prompt chunk runs as several
 // consecutive passes of the same sequence. A prompt is scored only when its chunks start at
 // position 0: the caller keeps such a request out of the prefix cache.
@@ -114,7 +116,7 @@ class ServingExecutor : public Executor {
     std::vector<std::vector<int32_t>> drafts;
     BatchDrafter::Proposals proposals;  // the draft model's (empty without one)
     bool speculating = false;           // some item carries drafts
-    bool host_logits = false;           // speculating, or some item wants logprobs
+    bool host_logits = false;           // sampled drafts, or some item wants logprobs
   };
   PlannedPass plan_pass(const ScheduledIteration& iteration);
   // What each item emits (its tokens and, where asked, their logprobs) and the device time.
@@ -123,8 +125,8 @@ class ServingExecutor : public Executor {
     std::vector<std::vector<PositionLogprobs>> logprobs;
     double device_s = -1;  // negative: not measured (the CPU)
   };
-  // Sampled on the backend (the fast path: no drafts, no logprobs), or from logits brought to
-  // the host (drafts' verdicts, logprobs), in one or more passes.
+  // Sampled on the backend (the fast path: no logprobs, no sampled drafts), or from logits
+  // brought to the host (sampled drafts' verdicts, logprobs), in one or more passes.
   Emitted run_sampled(const ScheduledIteration& iteration, const PlannedPass& pass);
   Emitted run_on_host(const ScheduledIteration& iteration, const PlannedPass& pass);
   // The prompt logprobs a piece's rows give (rows: one per token of a scored prompt chunk).

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <memory>
 #include <sstream>
+#include <stdexcept>
 #include <unordered_map>
 
 #include "util/error.hpp"
@@ -105,16 +106,13 @@ Verdict verify_draft(std::span<const std::span<const float>> target_rows,
   if (target_rows.size() != draft.size() + 1) {
     throw std::invalid_argument("verify_draft: needs one more target row than draft tokens");
   }
+  if (!sampling_draws(params)) {
+    std::vector<int32_t> ids;
+    for (const auto& row : target_rows) ids.push_back(argmax(row));
+    return greedy_verdict(ids, draft);
+  }
   Verdict verdict;
-  const bool greedy = !sampling_draws(params);
   for (size_t i = 0; i < draft.size(); ++i) {
-    if (greedy) {
-      const int32_t best = argmax(target_rows[i]);
-      verdict.tokens.push_back(best);
-      if (best != draft[i]) return verdict;
-      ++verdict.accepted;
-      continue;
-    }
     const Distribution p = sampling_distribution(target_rows[i], params);
     const bool point_mass = i >= draft_distributions.size() || draft_distributions[i].empty();
     const Distribution empty;
@@ -130,6 +128,20 @@ Verdict verify_draft(std::span<const std::span<const float>> target_rows,
     return verdict;
   }
   verdict.tokens.push_back(sample_token(target_rows.back(), params, rng));
+  return verdict;
+}
+
+Verdict greedy_verdict(std::span<const int32_t> target_ids, std::span<const int32_t> draft) {
+  if (target_ids.size() != draft.size() + 1) {
+    throw std::invalid_argument("greedy_verdict: needs one more target id than draft tokens");
+  }
+  Verdict verdict;
+  for (size_t i = 0; i < draft.size(); ++i) {
+    verdict.tokens.push_back(target_ids[i]);
+    if (target_ids[i] != draft[i]) return verdict;
+    ++verdict.accepted;
+  }
+  verdict.tokens.push_back(target_ids.back());
   return verdict;
 }
 
@@ -276,11 +288,16 @@ GenerateResult generate_speculative(Backend& target, Backend* draft,
                    target.kv_layout().block_size);
     chunk.block_table = table;
     const auto verify_start = Clock::now();
-    const ForwardResult scored = target.forward(batch);
-    std::vector<std::span<const float>> rows;
-    for (int64_t r = 0; r < scored.rows(0); ++r)
-      rows.push_back(scored.row(scored.first_row[0] + r));
-    const Verdict verdict = verify_draft(rows, proposal, qs, options.sampling, rng);
+    Verdict verdict;
+    if (sampling_draws(options.sampling)) {  // rejection sampling needs the target's rows
+      const ForwardResult scored = target.forward(batch);
+      std::vector<std::span<const float>> rows;
+      for (int64_t r = 0; r < scored.rows(0); ++r)
+        rows.push_back(scored.row(scored.first_row[0] + r));
+      verdict = verify_draft(rows, proposal, qs, options.sampling, rng);
+    } else {  // greedy: each row's argmax, taken where the logits are (a GPU copies back ids)
+      verdict = greedy_verdict(target.forward_argmax_rows(batch), proposal);
+    }
     stats.verify_s += seconds_since(verify_start);
     ++stats.rounds;
     stats.proposed += static_cast<int64_t>(proposal.size());

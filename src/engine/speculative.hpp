@@ -62,6 +62,11 @@ Verdict verify_draft(std::span<const std::span<const float>> target_rows,
                      std::span<const std::vector<std::pair<int32_t, double>>> draft_distributions,
                      const SamplingParams& params, Xoshiro256& rng);
 
+// The greedy verdict from the target's argmax of each row (target_ids: draft.size() + 1 ids, as
+// Backend::forward_argmax_rows gives them): draft[i] is kept while it equals target_ids[i], then
+// the target's id follows. verify_draft's greedy case, without the rows themselves.
+Verdict greedy_verdict(std::span<const int32_t> target_ids, std::span<const int32_t> draft);
+
 // InputError unless the draft model shares the target's vocabulary (its token ids are the
 // target's: the same tokenizer).
 void check_draft_vocabulary(const LlamaConfig& target, const LlamaConfig& draft);

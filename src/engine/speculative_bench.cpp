@@ -36,8 +36,9 @@ struct Primed {
 
 // Times forward passes of `tokens` new tokens after the primed context (the same positions
 // each time: their keys and values are rewritten, the work is the same).
-// A plain decode step (`tokens` 1, not all_logits) samples on the device as generate does;
-// otherwise every row's logits come to the host.
+// A plain decode step (`tokens` 1, not all_logits) samples on the device as generate does; a
+// verification pass (all_logits) takes every row's argmax there, as generate_speculative's
+// greedy verdict does (sampling verdicts bring the rows to the host instead).
 TimingStats time_passes(Backend& backend, Primed& primed, int64_t tokens, bool all_logits,
                         int64_t repeats, bool& device_timed) {
   ForwardBatch batch{{primed.chunk}};
@@ -46,7 +47,7 @@ TimingStats time_passes(Backend& backend, Primed& primed, int64_t tokens, bool a
   const SampleSpec greedy;
   auto pass = [&] {
     if (all_logits) {
-      backend.forward(batch);
+      backend.forward_argmax_rows(batch);
     } else {
       backend.forward_sample(batch, std::span<const SampleSpec>(&greedy, 1));
     }
@@ -75,7 +76,7 @@ SpeculativeCosts measure_speculative_costs(Backend& target, Backend* draft,
   costs.k = speculative.k;
   costs.context_tokens = context_tokens;
   Primed target_primed(target, context_tokens, speculative.k + 1, seed);
-  // Plain decoding samples from the last row only; verification needs every row on the host.
+  // Plain decoding samples from the last row only; greedy verification takes every row's argmax.
   costs.decode_step = time_passes(target, target_primed, 1, false, repeats, costs.device_timed);
   costs.verify =
       time_passes(target, target_primed, speculative.k + 1, true, repeats, costs.device_timed);

@@ -8,8 +8,8 @@
 namespace inferlab::engine {
 
 // What speculation costs on this device, where acceptance means nothing (random weights): the
-// target's plain decode step, its verification of k + 1 tokens in one pass (logits of all of
-// them to the host, as generate_speculative takes them), and one drafting step (a draft model's
+// target's plain decode step, its verification of k + 1 tokens in one pass (the argmax of every
+// row, as generate_speculative's greedy verdict takes them), and one drafting step (a draft model's
 // decode step, or the n-gram lookup on the host), all at the same context length.
 struct SpeculativeCosts {
   int64_t k = 0, context_tokens = 0;

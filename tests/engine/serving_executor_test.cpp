@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "counting_backend.hpp"
 #include "engine/cpu/cpu_backend.hpp"
 #include "engine/init_weights.hpp"
 #include "serve/serving_loop.hpp"
@@ -110,6 +111,45 @@ TEST(ServingExecutor, SpeculationByNgramKeepsEveryRequestsGreedyTokens) {
     EXPECT_GT(run.result.draft_tokens_proposed, 0) << "k = " << k;
     EXPECT_LE(run.result.draft_tokens_accepted, run.result.draft_tokens_proposed);
   }
+}
+
+// Greedy drafts are verified from the target's argmax ids alone (forward_sample_rows: on a GPU
+// no row of logits leaves the device); a request that samples brings its drafts' rows to the
+// host for the verdict, and the greedy request beside it keeps its tokens.
+TEST(ServingExecutor, SpeculationWithGreedyDraftsTakesOnlyIdsFromTheTarget) {
+  const LlamaConfig model = tiny();
+  const int64_t blocks = 64;
+  SchedulerConfig config;
+  config.policy = SchedulePolicy::chunked;
+  config.block_size = 8;
+  config.max_num_batched_tokens = 32;
+  config.kv_blocks = blocks;
+  config.speculative = {3, 0.0};
+  struct Served {
+    std::vector<int32_t> first_tokens;
+    int64_t all_logits_passes, id_passes;
+  };
+  const auto serve = [&](const SamplingParams& second) {
+    CpuBackend backend(model, random_llama_weights(model, 3), 8, blocks);
+    CountingBackend counting(backend);
+    ServingExecutor executor(counting);
+    std::vector<ServeRequest> requests;
+    for (int64_t i = 0; i < 2; ++i) {
+      std::vector<int32_t> prompt;
+      for (int64_t p = 0; p < 20 + 5 * i; ++p) prompt.push_back(static_cast<int32_t>(p % 6 + i));
+      requests.push_back({0.0, static_cast<int64_t>(prompt.size()), 12, -1, 0});
+      executor.add_request(i, prompt, i == 0 ? SamplingParams{} : second, 7 + i);
+    }
+    const ServeResult result = run_serving(requests, config, executor);
+    EXPECT_GT(result.draft_tokens_proposed, 0);
+    return Served{executor.generated(0), counting.all_logits_passes, counting.id_passes};
+  };
+  const Served greedy = serve(SamplingParams{});
+  EXPECT_EQ(greedy.all_logits_passes, 0);
+  EXPECT_GT(greedy.id_passes, 0);
+  const Served mixed = serve(SamplingParams{0.8, 0, 1.0});
+  EXPECT_GT(mixed.all_logits_passes, 0);
+  EXPECT_EQ(mixed.first_tokens, greedy.first_tokens);
 }
 
 TEST(ServingExecutor, PreemptionBySwapKeepsEveryRequestsTokens) {

@@ -29,6 +29,11 @@ class LimitedBackend final : public Backend {
     check(batch);
     return inner_->forward_sample(batch, specs);
   }
+  std::vector<int32_t> forward_sample_rows(const ForwardBatch& batch,
+                                           std::span<const SampleSpec> row_specs) override {
+    check(batch);
+    return inner_->forward_sample_rows(batch, row_specs);
+  }
   void fill_kv_cache_random(uint64_t seed) override { inner_->fill_kv_cache_random(seed); }
   int64_t kv_block_host_bytes() const override { return inner_->kv_block_host_bytes(); }
   std::unique_ptr<KvHostCopy> copy_kv_blocks_to_host(std::span<const int32_t> blocks) override {

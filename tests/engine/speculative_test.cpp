@@ -1,7 +1,7 @@
 // Speculative decoding: n-gram proposals and the verdict worked by hand, rejection sampling
 // keeps the target's distribution (counted over many draws), greedy speculation gives plain
 // greedy decoding's tokens on the CPU reference, a draft identical to the target is always
-// accepted, and the speed-up formula.
+// accepted, greedy verification takes only the target's ids, and the speed-up formula.
 #include "engine/speculative.hpp"
 
 #include <gtest/gtest.h>
@@ -9,6 +9,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "counting_backend.hpp"
 #include "engine/cpu/cpu_backend.hpp"
 #include "engine/generate.hpp"
 #include "engine/init_weights.hpp"
@@ -50,6 +51,23 @@ TEST(Speculative, GreedyVerdictKeepsDraftTokensWhileTheyAreTheArgmax) {
   EXPECT_EQ(none.accepted, 0);
   EXPECT_EQ(none.tokens, (std::vector<int32_t>{2}));
   EXPECT_THROW(verify_draft(rows, std::vector<int32_t>{2}, {}, greedy, rng), std::invalid_argument);
+}
+
+TEST(Speculative, GreedyVerdictFromIdsIsTheVerdictFromTheirRows) {
+  // The argmaxes of the rows above: 2, 3, 1.
+  const std::vector<int32_t> ids{2, 3, 1};
+  Verdict all = greedy_verdict(ids, std::vector<int32_t>{2, 3});
+  EXPECT_EQ(all.accepted, 2);
+  EXPECT_EQ(all.tokens, (std::vector<int32_t>{2, 3, 1}));
+  Verdict one = greedy_verdict(ids, std::vector<int32_t>{2, 0});
+  EXPECT_EQ(one.accepted, 1);
+  EXPECT_EQ(one.tokens, (std::vector<int32_t>{2, 3}));
+  Verdict none = greedy_verdict(ids, std::vector<int32_t>{1, 3});
+  EXPECT_EQ(none.accepted, 0);
+  EXPECT_EQ(none.tokens, (std::vector<int32_t>{2}));
+  Verdict no_draft = greedy_verdict(std::vector<int32_t>{7}, std::vector<int32_t>{});
+  EXPECT_EQ(no_draft.tokens, (std::vector<int32_t>{7}));
+  EXPECT_THROW(greedy_verdict(ids, std::vector<int32_t>{2}), std::invalid_argument);
 }
 
 // The first token out of a round is distributed as the target's p, whatever q drafted it.
@@ -112,6 +130,27 @@ TEST(Speculative, GreedyNgramSpeculationGivesPlainGreedyTokens) {
   EXPECT_EQ(spec.finish_reason, "length");
   EXPECT_GT(stats.proposed, 0);
   EXPECT_EQ(stats.rounds + 1 + stats.accepted, 60);  // prefill token, one per round, accepted
+}
+
+TEST(Speculative, GreedyVerificationTakesOnlyIdsAndSamplingTakesTheRows) {
+  Models m;
+  const std::vector<int32_t> prompt{5, 9, 13, 5, 9, 13, 5, 9, 13, 5, 9};
+  SpeculativeOptions ngram;
+  ngram.k = 3;
+  CountingBackend greedy_target(m.target);
+  SpeculativeStats stats;
+  const auto greedy =
+      generate_speculative(greedy_target, nullptr, prompt, greedy_options(30), ngram, {}, &stats);
+  EXPECT_EQ(greedy.tokens, generate(m.target, prompt, greedy_options(30)).tokens);
+  EXPECT_EQ(greedy_target.all_logits_passes, 0);
+  EXPECT_EQ(greedy_target.id_passes, stats.rounds);
+
+  CountingBackend sampling_target(m.target);
+  GenerateOptions sampling = greedy_options(30);
+  sampling.sampling.temperature = 0.7;
+  generate_speculative(sampling_target, nullptr, prompt, sampling, ngram, {}, &stats);
+  EXPECT_EQ(sampling_target.all_logits_passes, stats.rounds);
+  EXPECT_EQ(sampling_target.id_passes, 0);
 }
 
 TEST(Speculative, GreedyDraftModelSpeculationGivesPlainGreedyTokens) {

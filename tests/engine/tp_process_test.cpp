@@ -216,7 +216,8 @@ TEST(TcpCollectives, GiveTheInProcessCommunicatorsBits) {
 }
 
 // Rank 0's backend over a group whose other ranks are threads running the workers' loop: the
-// threaded group's logits bit for bit, and its KV swaps and random fill.
+// threaded group's logits bit for bit (and their argmax, from forward_sample_rows), and its KV
+// swaps and random fill.
 TEST(MultiProcessTpBackend, GivesTheThreadedGroupsLogitsAndSwaps) {
   constexpr int kRanks = 2;
   auto model = engine::testing::tiny_model(engine::testing::tiny_llama_config_json(), 21);
@@ -256,6 +257,13 @@ TEST(MultiProcessTpBackend, GivesTheThreadedGroupsLogitsAndSwaps) {
         << "chunk at " << done;
     done += length;
   }
+  // Every row's argmax over the group (the workers run the same pass): the argmax of the
+  // threaded group's rows, whose logits are the group's bit for bit.
+  const SequenceChunk verify{{tokens[done], tokens[done + 1]}, done, table, true};
+  const auto rows = threaded->forward({{verify}});
+  const std::vector<int32_t> ids = group.forward_argmax_rows({{verify}});
+  ASSERT_EQ(ids.size(), 2u);
+  for (int64_t r = 0; r < 2; ++r) EXPECT_EQ(ids[static_cast<size_t>(r)], argmax(rows.row(r)));
   // A swap out and back into other blocks, then a decode over them: the same bytes and logits.
   const std::vector<int32_t> out{3, 0}, back{9, 11};
   const auto want_copy = threaded->copy_kv_blocks_to_host(out);

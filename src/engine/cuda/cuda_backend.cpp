@@ -1,7 +1,7 @@
 // The CUDA backend's passes: a forward pass (logits to the host), a forward pass with sampling
-// on the GPU, decode steps replayed from CUDA graphs, and the buffers they use. The layers'
-// launches are in cuda_forward.cpp, construction and the memory budget in
-// cuda_backend_factory.cpp.
+// on the GPU (one token per sequence, or per logit row), decode steps replayed from CUDA graphs,
+// and the buffers they use. The layers' launches are in cuda_forward.cpp, construction and the
+// memory budget in cuda_backend_factory.cpp.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -41,7 +41,8 @@ int64_t BackendBuffers::activation_elements() const {
 int64_t BackendBuffers::bytes() const {
   return 2 * activation_elements() + 4 * (logits_elements + tp_logits_elements) +
          static_cast<int64_t>(attention_workspace + sampling_workspace + projection_workspace) +
-         4 * metadata_elements;
+         4 * metadata_elements +
+         sampled_rows * static_cast<int64_t>(sizeof(int32_t) + sizeof(RowSampling));
 }
 
 BackendBuffers buffers_for(const LlamaConfig& config, const CudaBackendOptions& o) {
@@ -62,8 +63,11 @@ BackendBuffers buffers_for(const LlamaConfig& config, const CudaBackendOptions& 
       static_cast<int>(std::min(o.max_sequences, o.max_batch_tokens)),
       static_cast<int>(m.num_heads), static_cast<int>(m.head_dim), static_cast<int>(context),
       o.naive_attention);
+  // One id per sequence (forward_sample) or per logit row of a pass (forward_sample_rows: at
+  // most one per token); a sampling launch takes a sequence per row, or an LM-head chunk.
+  b.sampled_rows = std::max({rows, o.max_sequences, t});
   b.sampling_workspace =
-      sampling_workspace_bytes(static_cast<int>(o.max_sequences), static_cast<int>(m.vocab_size));
+      sampling_workspace_bytes(static_cast<int>(rows), static_cast<int>(m.vocab_size));
   b.projector_rows = std::max(t, rows);
   b.projector_in = std::max({m.hidden_size, m.intermediate_size, m.q_dim()});
   b.projector_out = std::max({m.q_dim() + 2 * m.kv_dim(), 2 * m.intermediate_size, m.vocab_size});
@@ -110,8 +114,8 @@ CudaBackend::CudaBackend(const LlamaConfig& config, const WeightLoader& loader,
   attention_workspace_ = DeviceBuffer<unsigned char>(b.attention_workspace);
   sampling_workspace_ = DeviceBuffer<unsigned char>(b.sampling_workspace);
   metadata_ = DeviceBuffer<int32_t>(static_cast<size_t>(b.metadata_elements));
-  sampled_ids_ = DeviceBuffer<int32_t>(static_cast<size_t>(options.max_sequences));
-  row_sampling_ = DeviceBuffer<RowSampling>(static_cast<size_t>(options.max_sequences));
+  sampled_ids_ = DeviceBuffer<int32_t>(static_cast<size_t>(b.sampled_rows));
+  row_sampling_ = DeviceBuffer<RowSampling>(static_cast<size_t>(b.sampled_rows));
 }
 
 CudaBackend::~CudaBackend() {
@@ -284,6 +288,11 @@ ForwardResult CudaBackend::forward(const ForwardBatch& batch) {
 }
 
 void CudaBackend::upload_sampling(std::span<const SampleSpec> specs, size_t rows) {
+  if (rows > row_sampling_.size()) {
+    throw std::invalid_argument(
+        fmt::format("CudaBackend: {} rows to sample are over the backend's limit of {}", rows,
+                    row_sampling_.size()));
+  }
   std::vector<RowSampling> params(rows);  // padding rows: greedy
   for (size_t i = 0; i < specs.size(); ++i) {
     const SampleSpec& spec = specs[i];
@@ -315,6 +324,38 @@ std::vector<int32_t> CudaBackend::forward_sample(const ForwardBatch& batch,
               row_sampling_.data(), sampled_ids_.data(), sampling_workspace_.data(),
               sampling_workspace_.bytes(), stream_);
   timer_.mark("sampling", 4.0 * rows * config_.model.vocab_size);
+  std::vector<int32_t> ids(static_cast<size_t>(rows));
+  INFERLAB_CUDA_CHECK(cudaMemcpyAsync(ids.data(), sampled_ids_.data(), ids.size() * 4,
+                                      cudaMemcpyDeviceToHost, stream_));
+  finish_timing();
+  return ids;
+}
+
+std::vector<int32_t> CudaBackend::forward_sample_rows(const ForwardBatch& batch,
+                                                      std::span<const SampleSpec> row_specs) {
+  if (!options_.sample_on_device) return Backend::forward_sample_rows(batch, row_specs);
+  validate_batch(batch, config_, layout_);
+  check_row_specs(batch, row_specs);
+  const ForwardMetadata meta = build_forward_metadata(batch, layout_, /*last_only=*/false);
+  const auto rows = static_cast<int64_t>(meta.logit_rows.size());
+  const auto vocab = static_cast<int>(config_.model.vocab_size);
+  // Eager, as forward() runs: a pass of several tokens per sequence has no decode graph. The
+  // metadata goes first (it refuses a batch over the backend's limits, before the specs could
+  // overrun their buffer); the specs before any launch, so that their host copy does not wait
+  // for the layers. Under tensor parallelism every rank samples the same gathered rows with the
+  // same specs, and so picks the same ids.
+  upload_metadata(meta);
+  upload_sampling(row_specs, static_cast<size_t>(rows));
+  timer_.begin(stream_);
+  launch_model(meta);
+  for (int64_t first = 0; first < rows; first += kLogitRowsPerChunk) {
+    const int64_t count = std::min(kLogitRowsPerChunk, rows - first);
+    lm_head(first, count);
+    sample_rows(logits_.data(), static_cast<int>(count), vocab, row_sampling_.data() + first,
+                sampled_ids_.data() + first, sampling_workspace_.data(),
+                sampling_workspace_.bytes(), stream_);
+    timer_.mark("sampling", 4.0 * static_cast<double>(count) * vocab);
+  }
   std::vector<int32_t> ids(static_cast<size_t>(rows));
   INFERLAB_CUDA_CHECK(cudaMemcpyAsync(ids.data(), sampled_ids_.data(), ids.size() * 4,
                                       cudaMemcpyDeviceToHost, stream_));

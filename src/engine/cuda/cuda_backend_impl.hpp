@@ -49,6 +49,7 @@ struct BackendBuffers {
   size_t sampling_workspace = 0;
   size_t projection_workspace = 0;
   int64_t metadata_elements = 0;  // int32
+  int64_t sampled_rows = 0;       // rows sampled on the device per pass: an id and a RowSampling
   // Tensor parallelism: this rank's logits of its vocab shard, then every rank's gathered (fp32).
   int64_t tp_logits_elements = 0;
   int64_t activation_elements() const;
@@ -82,6 +83,8 @@ class CudaBackend final : public Backend {
   ForwardResult forward(const ForwardBatch& batch) override;
   std::vector<int32_t> forward_sample(const ForwardBatch& batch,
                                       std::span<const SampleSpec> specs) override;
+  std::vector<int32_t> forward_sample_rows(const ForwardBatch& batch,
+                                           std::span<const SampleSpec> row_specs) override;
   double last_forward_device_s() const override { return last_device_s_; }
   void set_profiling(bool on) override { timer_.set_enabled(on); }
   std::vector<KernelClassTime> last_forward_profile() const override { return profile_; }

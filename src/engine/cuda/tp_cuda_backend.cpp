@@ -72,6 +72,20 @@ std::vector<int32_t> TensorParallelCudaBackend::forward_sample(const ForwardBatc
   return ids;
 }
 
+std::vector<int32_t> TensorParallelCudaBackend::forward_sample_rows(
+    const ForwardBatch& batch, std::span<const SampleSpec> row_specs) {
+  validate_batch(batch, config_, layout_);
+  check_row_specs(batch, row_specs);
+  std::vector<int32_t> ids;
+  // As forward_sample: every rank picks the same ids from the same gathered rows.
+  on_every_rank([&](int r) {
+    std::vector<int32_t> mine =
+        ranks_[static_cast<size_t>(r)]->forward_sample_rows(batch, row_specs);
+    if (r == 0) ids = std::move(mine);
+  });
+  return ids;
+}
+
 double TensorParallelCudaBackend::last_forward_device_s() const {
   return ranks_.front()->last_forward_device_s();
 }

@@ -29,6 +29,8 @@ class TensorParallelCudaBackend final : public Backend {
   ForwardResult forward(const ForwardBatch& batch) override;
   std::vector<int32_t> forward_sample(const ForwardBatch& batch,
                                       std::span<const SampleSpec> specs) override;
+  std::vector<int32_t> forward_sample_rows(const ForwardBatch& batch,
+                                           std::span<const SampleSpec> row_specs) override;
   // Rank 0's device time and profile (every rank runs the same kernels in step).
   double last_forward_device_s() const override;
   void set_profiling(bool on) override;

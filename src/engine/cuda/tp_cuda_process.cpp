@@ -69,6 +69,11 @@ class ProcessRankBackend final : public Backend {
     current();
     return rank_->forward_sample(batch, specs);
   }
+  std::vector<int32_t> forward_sample_rows(const ForwardBatch& batch,
+                                           std::span<const SampleSpec> row_specs) override {
+    current();
+    return rank_->forward_sample_rows(batch, row_specs);
+  }
   double last_forward_device_s() const override { return rank_->last_forward_device_s(); }
   void set_profiling(bool on) override {
     current();

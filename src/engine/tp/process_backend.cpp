@@ -91,6 +91,17 @@ std::vector<int32_t> MultiProcessTpBackend::forward_sample(const ForwardBatch& b
   });
 }
 
+std::vector<int32_t> MultiProcessTpBackend::forward_sample_rows(
+    const ForwardBatch& batch, std::span<const SampleSpec> row_specs) {
+  validate_batch(batch, config_, layout_);
+  check_row_specs(batch, row_specs);
+  // As forward_sample: the workers run the same pass (its collectives) and keep nothing.
+  return on_group([&] {
+    send_to_workers(kCmdForwardSampleRows, encode_batch(batch, row_specs));
+    return local_.backend->forward_sample_rows(batch, row_specs);
+  });
+}
+
 void MultiProcessTpBackend::set_profiling(bool on) {
   on_group([&] {
     send_to_workers(kCmdProfiling, WireWriter().u8(on ? 1 : 0).take());
@@ -155,13 +166,16 @@ void serve_rank_commands(ProcessGroup& group, Backend& local) {
       case kTagGoodbye:
         return;
       case kCmdForward:
-      case kCmdForwardSample: {
+      case kCmdForwardSample:
+      case kCmdForwardSampleRows: {
         const ForwardBatch batch = decode_batch(in, specs);
         in.finish();
         if (m.tag == kCmdForward) {
           local.forward(batch);
-        } else {
+        } else if (m.tag == kCmdForwardSample) {
           local.forward_sample(batch, specs);
+        } else {
+          local.forward_sample_rows(batch, specs);
         }
         break;
       }

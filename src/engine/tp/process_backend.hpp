@@ -26,8 +26,9 @@ enum : uint32_t {
   kCmdFillKvRandom,          // a seed (each rank adds its rank, as the threaded group does)
   kCmdKvToHost,              // blocks; the rank replies kCmdKvBytes
   kCmdKvBytes,
-  kCmdKvFromHost,  // blocks and the rank's part of the host copy
-  kCmdProfiling,   // on or off
+  kCmdKvFromHost,         // blocks and the rank's part of the host copy
+  kCmdProfiling,          // on or off
+  kCmdForwardSampleRows,  // a batch and a SampleSpec per logit row
 };
 
 // This process's rank: its shard's backend and, on the CPU, the collectives it calls (declared
@@ -54,6 +55,8 @@ class MultiProcessTpBackend final : public Backend {
   ForwardResult forward(const ForwardBatch& batch) override;
   std::vector<int32_t> forward_sample(const ForwardBatch& batch,
                                       std::span<const SampleSpec> specs) override;
+  std::vector<int32_t> forward_sample_rows(const ForwardBatch& batch,
+                                           std::span<const SampleSpec> row_specs) override;
   double last_forward_device_s() const override { return local_.backend->last_forward_device_s(); }
   void set_profiling(bool on) override;
   std::vector<KernelClassTime> last_forward_profile() const override {

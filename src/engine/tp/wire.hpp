@@ -64,7 +64,8 @@ class WireReader {
   std::string what_;
 };
 
-// A forward pass's batch, and forward_sample's specs, as rank 0 sends them to the other ranks.
+// A forward pass's batch, and forward_sample's (or forward_sample_rows') specs, as rank 0 sends
+// them to the other ranks.
 std::vector<std::byte> encode_batch(const ForwardBatch& batch, std::span<const SampleSpec> specs);
 ForwardBatch decode_batch(WireReader& in, std::vector<SampleSpec>& specs);
 

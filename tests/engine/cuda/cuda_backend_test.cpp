@@ -1,6 +1,7 @@
 // The CUDA backend against the fp32 CPU reference on small Llama- and Qwen-shaped models with
 // the same random weights: prefill, chunked prefill over a cached prefix, decode and mixed
-// batches through the paged cache, and sampling on the GPU. Without a GPU the tests skip.
+// batches through the paged cache, and sampling on the GPU (one token per sequence, or per logit
+// row). Without a GPU the tests skip.
 #include "engine/cuda_backend.hpp"
 
 #include <gtest/gtest.h>
@@ -201,6 +202,56 @@ TEST(CudaBackend, GraphReplayedDecodeMatchesEagerLaunches) {
       decode.sequences[s].tokens.assign(1, ids_eager[s]);
     }
   }
+}
+
+// The pick of every logit row on the GPU (forward_sample_rows: speculative verification's
+// argmax of k + 1 rows) is the host's pick from forward()'s own logits: 306 rows, more than one
+// LM-head chunk of 256, greedy and sampled rows mixed; then a verify-shaped pass of 5 tokens
+// after the cached prompt, greedy, with decode graphs on (it runs eagerly beside them).
+TEST(CudaBackend, PicksOfEveryRowOnTheGpuAreTheHostsFromTheSameLogits) {
+  REQUIRE_GPU();
+  const LlamaConfig config = small_config(false);
+  CudaBackendOptions options;
+  options.max_kv_tokens = 64 * 16;
+  options.max_sequences = 8;
+  options.max_batch_tokens = 512;
+  options.cuda_graphs = true;
+  auto gpu = make_cuda_backend(config, random_tensor_source(config, 4), options);
+  BlockTable long_table;
+  for (int32_t b = 0; b < 20; ++b) long_table.push_back(b);
+  ForwardBatch batch;
+  batch.sequences.push_back({tokens(300, 1), 0, long_table, true});
+  batch.sequences.push_back({tokens(33, 2), 0, {30, 31, 32}, false});
+  batch.sequences.push_back({tokens(5, 3), 0, {40}, true});
+  ASSERT_EQ(logit_rows(batch), 306);
+  std::vector<SampleSpec> specs(306);
+  specs[1] = {{0.8, 0, 0.9}, 0.37};
+  specs[257] = {{1.0, 0, 1.0}, 0.5};  // in the second LM-head chunk
+  specs[300] = {{1.0, 5, 1.0}, 0.9};  // sequence 1's one row
+  specs[305] = {{0.7, 1, 1.0}, 0.2};  // top_k 1: the argmax
+  const ForwardResult logits = gpu->forward(batch);
+  const auto ids = gpu->forward_sample_rows(batch, specs);  // the same slots, the same values
+  ASSERT_EQ(ids.size(), 306u);
+  for (int64_t r = 0; r < 306; ++r) {
+    const SampleSpec& spec = specs[static_cast<size_t>(r)];
+    const auto want =
+        sampling_draws(spec.params)
+            ? pick_token(sampling_distribution(logits.row(r), spec.params), spec.uniform)
+            : argmax(logits.row(r));
+    EXPECT_EQ(ids[static_cast<size_t>(r)], want) << "row " << r;
+  }
+  EXPECT_GT(gpu->last_forward_device_s(), 0);
+
+  ForwardBatch verify;
+  verify.sequences.push_back({{ids[299], 11, 12, 13, 14}, 300, long_table, true});
+  const ForwardResult rows = gpu->forward(verify);
+  const auto argmaxes = gpu->forward_argmax_rows(verify);
+  ASSERT_EQ(argmaxes.size(), 5u);
+  for (int64_t r = 0; r < 5; ++r) {
+    EXPECT_EQ(argmaxes[static_cast<size_t>(r)], argmax(rows.row(r))) << "verify row " << r;
+  }
+  const std::vector<SampleSpec> one_short(4);
+  EXPECT_THROW(gpu->forward_sample_rows(verify, one_short), std::invalid_argument);
 }
 
 TEST(CudaBackend, ProfilingChargesEveryKernelClass) {

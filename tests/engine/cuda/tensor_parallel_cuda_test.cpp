@@ -229,6 +229,14 @@ void compare_split(const QuantConfig& quant, int ranks = 2) {
   EXPECT_GE(same, rows * 95 / 100);
   EXPECT_EQ(beyond_noise, 0);
 
+  // Every row's argmax taken on the GPUs (each rank from the gathered logits; rank 0's ids come
+  // back) is the argmax of the split model's own rows: 333 rows, two LM-head chunks.
+  const std::vector<int32_t> argmaxes = two->forward_argmax_rows(prefill);  // same slots, values
+  ASSERT_EQ(static_cast<int64_t>(argmaxes.size()), rows);
+  for (int64_t r = 0; r < rows; ++r) {
+    ASSERT_EQ(argmaxes[static_cast<size_t>(r)], argmax(b.row(r))) << "row " << r;
+  }
+
   // Greedy decode from captured graphs (the collectives inside them) picks, step after step,
   // the top token of the split model's own logits of the same step.
   ForwardBatch decode = prefill;
