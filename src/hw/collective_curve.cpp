@@ -32,6 +32,28 @@ double CollectiveCurve::call_s(double bytes) const {
   return lower->second + slope * (bytes - lower->first);
 }
 
+double eager_call_s(const CollectiveCurve& graph, const CollectiveCurve* eager, double bytes) {
+  const double in_graph_s = graph.call_s(bytes);
+  if (eager == nullptr) return in_graph_s;
+  // Eager launch's addition per call where the sample amortised its own launch and
+  // synchronisation over several calls.
+  std::vector<std::pair<double, double>> added;
+  for (size_t i = 0; i < eager->points.size(); ++i) {
+    const int calls = i < eager->calls_per_sample.size() ? eager->calls_per_sample[i] : 0;
+    if (calls == 1) continue;
+    const double b = eager->points[i].first;
+    added.emplace_back(b, std::max(0.0, eager->points[i].second - graph.call_s(b)));
+  }
+  if (added.empty()) return in_graph_s;
+  if (bytes <= added.front().first) return in_graph_s + added.front().second;
+  if (bytes >= added.back().first) return in_graph_s + added.back().second;
+  const auto upper = std::lower_bound(added.begin(), added.end(), bytes,
+                                      [](const auto& point, double b) { return point.first < b; });
+  const auto lower = upper - 1;
+  const double share = (bytes - lower->first) / (upper->first - lower->first);
+  return in_graph_s + lower->second + share * (upper->second - lower->second);
+}
+
 const CollectiveCurve* CollectiveCurves::find(Collective kind, int devices) const {
   for (const auto& curve : curves) {
     if (curve.kind == kind && curve.devices == devices) return &curve;
@@ -67,13 +89,28 @@ CollectiveCurves curves_of(const nlohmann::json& rows, const std::string& contex
     if (!(seconds > 0.0 && seconds < 1e3)) {
       throw InputError(row_ctx + ": median_s must be in (0, 1000) seconds");
     }
+    // Back-to-back calls per sample (the in-stream curves' "calls_per_sample"; 0: not given).
+    const int calls =
+        static_cast<int>(optional_count(row, "calls_per_sample", 0, row_ctx, 1, 1 << 20));
     auto& curve = by_key[{kind, devices}];
     curve.kind = kind;
     curve.devices = devices;
     curve.points.emplace_back(bytes, seconds);
+    curve.calls_per_sample.push_back(calls);
   }
   for (auto& [key, curve] : by_key) {
-    std::sort(curve.points.begin(), curve.points.end());
+    std::vector<size_t> order(curve.points.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(),
+              [&](size_t a, size_t b) { return curve.points[a] < curve.points[b]; });
+    std::vector<std::pair<double, double>> points;
+    std::vector<int> calls;
+    for (size_t i : order) {
+      points.push_back(curve.points[i]);
+      calls.push_back(curve.calls_per_sample[i]);
+    }
+    curve.points = std::move(points);
+    curve.calls_per_sample = std::move(calls);
     for (size_t i = 1; i < curve.points.size(); ++i) {
       if (curve.points[i].first == curve.points[i - 1].first) {
         throw InputError(fmt::format("{}: {} bytes measured twice for one collective", context,

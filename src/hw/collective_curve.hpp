@@ -21,6 +21,9 @@ struct CollectiveCurve {
   Collective kind = Collective::all_reduce;
   int devices = 0;
   std::vector<std::pair<double, double>> points;  // (bytes per device, median seconds)
+  // Back-to-back calls each point's samples held (the in-stream curves' "calls_per_sample"),
+  // by point; 0 where the profile does not say.
+  std::vector<int> calls_per_sample;
 
   // Piecewise linear in bytes between measured sizes, minus the smallest size's time; 0 below
   // the smallest size, the last segment's slope past the largest.
@@ -43,6 +46,14 @@ struct CollectiveCurves {
   const CollectiveCurve* find(Collective kind, int devices) const;
   bool empty() const { return curves.empty(); }
 };
+
+// One call launched eagerly into a stream the host keeps ahead of (a prefill, which the GPU
+// bounds): the in-graph call plus what eager launch adds to each call, the eager curve less the
+// graph curve at the sizes whose samples held several back-to-back calls, interpolated between
+// them and held past the first and last. A sample of a single call (the large sizes) also holds
+// that sample's own launch latency and synchronisation, which a queued stream hides, so those
+// sizes add nothing of their own. The graph curve alone where `eager` is null.
+double eager_call_s(const CollectiveCurve& graph, const CollectiveCurve* eager, double bytes);
 
 // The in-stream curves of a profile's "collectives" section, one set per (library, launch).
 struct InStreamCollectives {

@@ -99,6 +99,10 @@ struct Op {
   int64_t grid_ctas = 0;
   double bytes_per_cta = 0.0;
   KernelTag tag{};
+  // Launched by the host one kernel at a time rather than replayed from a CUDA graph: set by
+  // the step predictor from the step's launch mode. The engine's collectives, measured both
+  // ways, are priced by it.
+  bool eager_launch = false;
 
   double bytes() const { return weight_bytes + activation_bytes + kv_bytes; }
 };

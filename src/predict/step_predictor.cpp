@@ -88,7 +88,8 @@ StepPrediction predict_step(const StepContext& c, const StepShape& shape) {
   build_step_graph(*c.model, shape, c.precision, c.plan, c.shard, ops);
   StepPrediction step;
   step.ops.reserve(ops.size());
-  for (const Op& op : ops) {
+  for (Op& op : ops) {
+    op.eager_launch = !c.cuda_graphs;
     PricedOp priced{op, c.cost->price(op), std::nullopt};
     if (c.price_isolated) priced.isolated_s = c.cost->isolated_time_s(op);
     step.gpu_s += priced.total_s();

@@ -311,6 +311,48 @@ TEST(EngineCost, CollectivesInTheGraphCostTheMeasuredCurve) {
   EXPECT_GE(model.price(eight).time_s, 30e-6);  // the fitted class's t0
 }
 
+// Launched eagerly (a prefill), the engine's NCCL all-reduce costs the in-graph call plus what
+// eager launch adds to each call (eager - graph: 9 - 7 = 2 us at 1 KB, 24 - 21 = 3 us at 1 MB,
+// 2.5 us halfway); without an eager curve (the one-shot kernel here) the in-graph call.
+TEST(EngineCost, EagerCollectivesAddWhatEagerLaunchAddsPerCall) {
+  EngineCosts costs;
+  costs.ceilings.memory_bandwidth_bps = 4e12;
+  costs.ceilings.fp32_flops_per_s = 6e13;
+  costs.ceilings.matrix_flops_per_s["bf16"] = 8e14;
+  struct Row {
+    const char* library;
+    const char* mode;
+    int64_t bytes;
+    double us;
+  };
+  nlohmann::json rows = nlohmann::json::array();
+  for (const Row& r :
+       {Row{"nccl", "graph", 1024, 7.0}, Row{"nccl", "graph", 1 << 20, 21.0},
+        Row{"nccl", "eager", 1024, 9.0}, Row{"nccl", "eager", 1 << 20, 24.0},
+        Row{"one_shot", "graph", 1024, 5.0}, Row{"one_shot", "graph", 1 << 20, 19.0}}) {
+    rows.push_back({{"collective", "all_reduce"},
+                    {"library", r.library},
+                    {"mode", r.mode},
+                    {"devices", 4},
+                    {"bytes", r.bytes},
+                    {"calls_per_sample", 16},
+                    {"median_s", r.us * 1e-6}});
+  }
+  const EngineCostModel model(costs, load_cost({"h200", "none", CostMethod::roofline}).cost,
+                              parse_in_stream_collectives({{"points", rows}}, "test"));
+  Op nccl = make_all_reduce_op("ar", 1 << 20, 4);
+  nccl.tag = {"all_reduce", "nccl", "bf16"};
+  EXPECT_NEAR(model.price(nccl).time_s, 21e-6, 1e-15);
+  nccl.eager_launch = true;
+  EXPECT_NEAR(model.price(nccl).time_s, 24e-6, 1e-15);
+  nccl.comm_bytes = (1024.0 + (1 << 20)) / 2.0;
+  EXPECT_NEAR(model.price(nccl).time_s, 14e-6 + 2.5e-6, 1e-12);
+  Op one_shot = make_all_reduce_op("ar", 1024, 4);
+  one_shot.tag = {"all_reduce", "one_shot", "bf16"};
+  one_shot.eager_launch = true;
+  EXPECT_NEAR(model.price(one_shot).time_s, 5e-6, 1e-15);
+}
+
 TEST(EngineCost, MatrixClockSpeedsTensorCoreWorkByTheIdleShare) {
   // A compute-bound GEMM of 1 ms beside 3 ms of memory-bound work: duty 0.25, so at gain 0.2
   // the GEMM's compute term is x (1 - 0.2 x 0.75) = 0.85: 0.85 ms, the step 3.85 ms.

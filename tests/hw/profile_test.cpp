@@ -201,5 +201,39 @@ TEST(CollectiveCurves, InStreamSectionSplitsByLibraryAndMode) {
   EXPECT_THROW(parse_in_stream_collectives(unnamed, "test"), InputError);
 }
 
+// An eager call inside a queued stream: the graph curve plus eager launch's addition per call,
+// eager - graph where a sample held several calls. Graph (1000 B, 6 us), (4000 B, 9 us),
+// (16000 B, 30 us); eager (1000 B, 10 us, 50 calls), (4000 B, 11 us, 4 calls), (16000 B, 60 us,
+// 1 call): additions 4 us and 2 us, the single-call sample's 30 us not used. 2500 B: graph 7.5
+// + 3 = 10.5 us; 500 B: 6 + 4; 10000 B: 19.5 + 2 (held past 4000 B); 16000 B: 30 + 2.
+TEST(CollectiveCurves, EagerCallAddsWhatEagerLaunchAddsPerCall) {
+  auto row = [](const char* mode, int64_t bytes, double s, int calls) {
+    nlohmann::json r = in_stream_row("nccl", mode, bytes, s);
+    r["calls_per_sample"] = calls;
+    return r;
+  };
+  nlohmann::json doc = {{"points",
+                         {row("graph", 1000, 6e-6, 50), row("graph", 4000, 9e-6, 4),
+                          row("graph", 16000, 30e-6, 1), row("eager", 4000, 11e-6, 4),
+                          row("eager", 1000, 10e-6, 50), row("eager", 16000, 60e-6, 1)}}};
+  const InStreamCollectives curves = parse_in_stream_collectives(doc, "test");
+  const CollectiveCurve& graph = *curves.nccl_graph.find(Collective::all_reduce, 2);
+  const CollectiveCurve* eager = curves.nccl_eager.find(Collective::all_reduce, 2);
+  ASSERT_NE(eager, nullptr);
+  EXPECT_EQ(eager->calls_per_sample, (std::vector<int>{50, 4, 1}));  // sorted with the sizes
+  EXPECT_NEAR(eager_call_s(graph, eager, 2500), 10.5e-6, 1e-15);
+  EXPECT_NEAR(eager_call_s(graph, eager, 500), 10e-6, 1e-15);
+  EXPECT_NEAR(eager_call_s(graph, eager, 10000), 21.5e-6, 1e-15);
+  EXPECT_NEAR(eager_call_s(graph, eager, 16000), 32e-6, 1e-15);
+  EXPECT_NEAR(eager_call_s(graph, nullptr, 2500), 7.5e-6, 1e-15);
+  // Without calls_per_sample every size counts: 16000 B adds its own 30 us.
+  nlohmann::json bare = {{"points",
+                          {in_stream_row("nccl", "eager", 1000, 10e-6),
+                           in_stream_row("nccl", "eager", 16000, 60e-6)}}};
+  const InStreamCollectives unsaid = parse_in_stream_collectives(bare, "test");
+  EXPECT_NEAR(eager_call_s(graph, unsaid.nccl_eager.find(Collective::all_reduce, 2), 16000), 60e-6,
+              1e-15);
+}
+
 }  // namespace
 }  // namespace inferlab

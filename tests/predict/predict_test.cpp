@@ -80,6 +80,25 @@ TEST(Predict, EagerPathMatchesStepByStepToo) {
   EXPECT_GE(eager.first_decode.time_s, eager.first_decode.kernels * f.host.eager_per_kernel_s);
 }
 
+// The step tells the cost model how its ops are launched: the inferlab engine's prefill (eager)
+// and its graphed decode price their collectives from different curves (EngineCostModel).
+TEST(Predict, OpsCarryTheStepsLaunchMode) {
+  Fixture f("llama-3-8b", "h200");
+  PredictOptions o;
+  o.tp = 2;
+  StepContext c = make_step_context(f.model, f.hw, f.cost, o, f.host);
+  for (const bool graphs : {false, true}) {
+    c.cuda_graphs = graphs;
+    const StepPrediction step = predict_step(c, {Phase::prefill, 1, 256, 256});
+    int collectives = 0;
+    for (const auto& p : step.ops) {
+      EXPECT_EQ(p.op.eager_launch, !graphs) << p.op.name;
+      collectives += p.op.kind == OpKind::all_reduce;
+    }
+    EXPECT_GT(collectives, 0);
+  }
+}
+
 TEST(Predict, Llama70BNeedsFourH100sInBf16) {
   Fixture f("llama-3-70b", "h100-sxm");
   PredictOptions o;

@@ -120,15 +120,25 @@ const EngineKernelParams* EngineCostModel::params_for(const KernelTag& tag,
   return nullptr;
 }
 
+const CollectiveCurve* EngineCostModel::eager_curve(const Op& op) const {
+  const Collective kind =
+      op.kind == OpKind::all_reduce ? Collective::all_reduce : Collective::all_gather;
+  const bool one_shot = std::string_view(op.tag.path) == "one_shot";
+  return (one_shot ? collectives_.one_shot_eager : collectives_.nccl_eager)
+      .find(kind, op.comm_devices);
+}
+
 OpCost EngineCostModel::price(const Op& op) const {
   // A collective inside the decode graph costs what the same call costs there back to back: the
   // measured curve, where the classes fitted on profiled (eager, event-bracketed) passes also
-  // hold each rank's wait for the slowest.
+  // hold each rank's wait for the slowest. Launched eagerly (prefill), it costs what eager
+  // launch adds to each call on top (eager_call_s).
   if (const CollectiveCurve* curve = in_graph_curve(op)) {
     OpCost cost;
     cost.op_class = OpClass::communication;
     cost.bound = Bound::communication;
-    cost.memory_s = curve->call_s(op.comm_bytes);
+    cost.memory_s = op.eager_launch ? eager_call_s(*curve, eager_curve(op), op.comm_bytes)
+                                    : curve->call_s(op.comm_bytes);
     cost.ideal_s = cost.memory_s;
     cost.time_s = cost.memory_s;
     return cost;

@@ -43,6 +43,8 @@ class EngineCostModel : public CostModel {
   // The curve that prices a collective op as the engine runs it inside a decode graph (the one-
   // shot kernel's or NCCL's, by the op's tag), or null.
   const CollectiveCurve* in_graph_curve(const Op& op) const;
+  // The same collective's curve launched eagerly, or null.
+  const CollectiveCurve* eager_curve(const Op& op) const;
 
   EngineCosts costs_;
   std::unique_ptr<CostModel> fallback_;

@@ -47,7 +47,10 @@ nlohmann::json time_series(int ranks, const Series& series, bool graph, bool qui
   const bool gather = std::string(series.collective) == "all_gather";
   const int samples = quick ? 5 : 15;
   std::vector<int64_t> sizes;
-  for (int64_t bytes = 256; bytes <= series.max_bytes; bytes *= 4) sizes.push_back(bytes);
+  // Every power of two: NCCL changes protocol between sizes a step of 4 would straddle (over two
+  // H200s an all-reduce of 1.75-3.5 MB inside the engine's prefill took 33-38 us where the 1 and
+  // 4 MB points, 14.8 and 35.9 us eager, interpolate to 20-32; MEASUREMENTS §34).
+  for (int64_t bytes = 256; bytes <= series.max_bytes; bytes *= 2) sizes.push_back(bytes);
   std::vector<std::vector<double>> seconds(sizes.size());
   std::barrier meet(ranks);
   threads.run([&](int r) {
