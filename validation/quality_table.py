@@ -183,15 +183,21 @@ def main():
     sp = s["speculation"]
     if sp:
         p("| speculation (batch 1, %s prompts, %s new tokens) | ms / decode token | measured "
-          "speed-up | acceptance | alpha | simulator speed-up | formula speed-up | greedy = plain |"
-          % (sp.get("prompts"), sp.get("new_tokens")))
-        p("|---|---|---|---|---|---|---|---|")
+          "speed-up | vs warm plain | acceptance | alpha | simulator speed-up | formula speed-up "
+          "| greedy = plain |" % (sp.get("prompts"), sp.get("new_tokens")))
+        p("|---|---|---|---|---|---|---|---|---|")
         for mode, m in sp.get("modes", {}).items():
-            p("| %s | %s | %s | %s | %s | %s | %s | %s/%s |" % (
+            p("| %s | %s | %s | %s | %s | %s | %s | %s | %s/%s |" % (
                 mode, fmt(m.get("decode_ms_per_token")), fmt(m.get("measured_speedup")),
+                fmt(m.get("measured_speedup_vs_warm_plain")),
                 fmt(m.get("acceptance")), fmt(m.get("alpha")), fmt(m.get("simulator_speedup")),
                 fmt((m.get("formula") or {}).get("speedup")), m.get("tokens_equal_plain"),
                 m.get("compared_prompts")))
+        pair = sp.get("plain_tpot_ms_measured_vs_simulated")
+        if pair:
+            p("\nPlain decoding at batch 1: %.4f ms a token measured (generate, one process a prompt), "
+              "%.4f ms simulated (`serve`, --framework inferlab, %s)." % (pair[0], pair[1],
+                                                                        sp.get("hardware")))
         p("")
     tp = s["tensor_parallel"]
     if tp:
