@@ -34,6 +34,7 @@
 #            tokens: one window; the reference is single-threaded fp32 at ~45 ms a token here)
 #   At EVAL_BUDGET_S (default 500 s) whatever still runs is stopped and the summary is written:
 #   quality_summary.json and quality_table.md (quality_table.py).
+# wait_train and eval also keep the whole invocation within CALL_BUDGET_S (default 570 s).
 #
 # The device calls (each under 10 minutes, the machine held between them):
 #   1. bash validation/quality_gpu.sh build/gpurun train wait_train     (~8 min)
@@ -62,6 +63,9 @@ cpu_tokens=${CPU_TOKENS:-950}
 spec_prompts=${SPEC_PROMPTS:-8}
 spec_new=${SPEC_NEW_TOKENS:-128}
 ctx=1024 stride=512
+# Seconds this invocation may take in all (a device call's limit is 600 s): wait_train and eval
+# fit what they do into what is left of it.
+call_budget=${CALL_BUDGET_S:-570}
 # The engine's device for the GPU lanes: cpu only for a dry run of the whole flow on a machine
 # without a GPU (a tiny checkpoint in $QUALITY_WORK, a stand-in nvidia-smi on PATH).
 dev=${QUALITY_DEVICE:-cuda}
@@ -116,6 +120,8 @@ stage_train() {
 
 stage_wait_train() {
   local deadline=$((SECONDS + ${TRAIN_WAIT_S:-530})) name pending
+  # Within the call's budget, leaving room for the stages after it.
+  [ $deadline -gt $((call_budget - 10)) ] && deadline=$((call_budget - 10))
   while :; do
     pending=0
     for name in target target_rerun draft; do
@@ -375,6 +381,11 @@ lane_tp() {  # GPUs 2 and 3: greedy tokens with tensor parallelism 2 against 1 G
 
 stage_eval() {
   local t0=$SECONDS budget=${EVAL_BUDGET_S:-500}
+  # Within the call's budget: what it has left, less ~20 s for the summary.
+  if [ $((call_budget - SECONDS - 20)) -lt "$budget" ]; then
+    budget=$((call_budget - SECONDS - 20))
+    log "eval: budget cut to $budget s by the call's (CALL_BUDGET_S $call_budget)"
+  fi
   for m in "$target" "$draft"; do
     [ -f "$m/config.json" ] || { log "eval: no model at $m (train, wait_train first)"; return 1; }
   done
