@@ -16,7 +16,14 @@ Writes OUT/model (transformers' save_pretrained, sharded safetensors, bf16, with
 files), OUT/heldout.txt (the first --eval-chars characters of the held-out files, joined by two
 newlines), OUT/calibration.txt (as many characters of the training files, GPTQ's calibration), OUT/train.txt's byte count and the run's statistics in OUT/train_stats.json.
 
+The step count comes from the measured rate of 10 warm-up steps and --minutes, written to
+OUT/plan.json before the timed loop starts; a rerun that should repeat a run exactly (same seed,
+same data order, same learning-rate schedule: only the GPU's nondeterminism differs) takes that
+run's count with --steps-from ITS_OUT/plan.json (waiting for the file up to --wait-s seconds), or
+--steps N.
+
 usage: python3 validation/train_small_llama.py --out DIR [--role target|draft] [--minutes M]
+           [--steps N | --steps-from PLAN_JSON]
 """
 import argparse
 import json
@@ -65,6 +72,9 @@ def main():
     ap.add_argument("--context", type=int, default=1024)
     ap.add_argument("--eval-chars", type=int, default=60000)
     ap.add_argument("--max-bytes", type=int, default=60_000_000)
+    ap.add_argument("--steps", type=int, help="steps of the timed loop (default: from --minutes)")
+    ap.add_argument("--steps-from", help="another run's plan.json: its step count")
+    ap.add_argument("--wait-s", type=float, default=600, help="how long to wait for --steps-from")
     args = ap.parse_args()
     torch.manual_seed(args.seed)
     os.makedirs(args.out, exist_ok=True)
@@ -151,6 +161,20 @@ def main():
     torch.cuda.synchronize()
     per_step = (time.time() - t0) / 10
     total = max(warm + 10, int(args.minutes * 60 / per_step))
+    if args.steps:
+        total = args.steps
+    elif args.steps_from:
+        deadline = time.time() + args.wait_s
+        while not os.path.exists(args.steps_from) and time.time() < deadline:
+            time.sleep(2)
+        with open(args.steps_from) as f:  # fails here when the file never came
+            total = json.load(f)["steps"]
+    stats.update(per_step_s_warmup=per_step, steps_source="--steps" if args.steps else
+                 "--steps-from " + args.steps_from if args.steps_from else "--minutes")
+    with open(os.path.join(args.out, "plan.json.tmp"), "w") as f:
+        json.dump({"steps": total, "per_step_s": per_step, "minutes": args.minutes,
+                   "seed": args.seed, "role": args.role}, f)
+    os.replace(os.path.join(args.out, "plan.json.tmp"), os.path.join(args.out, "plan.json"))
     losses = []
     t0 = time.time()
     for i in range(total):
@@ -166,8 +190,11 @@ def main():
                                              max_shard_size="100MB")
     for f in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copy(os.path.join(TOKENIZER_DIR, f), model_dir)
-    with open(os.path.join(args.out, "train_stats.json"), "w") as f:
+    # Written last and whole (a rename): its presence says the model is saved.
+    with open(os.path.join(args.out, "train_stats.json.tmp"), "w") as f:
         json.dump(stats, f, indent=1)
+    os.replace(os.path.join(args.out, "train_stats.json.tmp"),
+               os.path.join(args.out, "train_stats.json"))
     print(json.dumps({k: v for k, v in stats.items() if k != "losses"}))
 
 

@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""Speculation at batch 1 on held-out prompts (issue 37): the measured runs against plain decoding,
+and the predictions made with the measured acceptance.
+
+Reads RUNS/{plain,ngram,draft}_I.json (`inferlab generate --format json`, greedy, one prompt
+each) and, where present, RUNS/costs_{ngram,draft}.json (`inferlab bench --speculative`).
+Per mode: decode time (e2e − TTFT) over decode tokens (tokens − 1) summed over the prompts, the
+measured speed-up against plain (plain's time per decode token over the mode's), the acceptance
+(accepted / proposed, summed), accepted tokens per round, and alpha: the per-token acceptance for
+which a run that proposes k tokens every round and keeps each with probability alpha until the
+first rejection (the simulator's model, serve/simulated_executor.cpp) keeps as many per round:
+alpha (1 − alpha^k) / (1 − alpha) = accepted / rounds. Greedy decoding must give plain's tokens
+(tokens_equal_plain). Each run is one process: plain's runs capture their CUDA graphs (one per
+context bucket of a power of two, from 256) inside the timed decode, and the speculative runs make
+their verify shapes' plans the same way, so beside measured_speedup stands
+measured_speedup_vs_warm_plain: bench's warm median decode step at the prompts' mean context over
+the mode's time per decode token.
+
+Predictions with alpha:
+  simulator: `inferlab serve` (the simulated executor, --framework inferlab) of REQUESTS requests
+    at rate 0, --max-num-seqs 1, the prompts' mean length and NEW tokens, plain and with
+    --speculative MODE,k=K,accept=alpha: speed-up = plain's mean TPOT over the mode's.
+  formula: speculative_speedup (engine/speculative.hpp) with the costs `bench --speculative`
+    measured on the same GPU: tokens per round over (k · draft step + verify) in decode steps.
+
+usage: python3 validation/quality_speculation.py --runs DIR --inferlab BIN --target CKPT
+           --draft CKPT --hardware NAME [--k 4] [--new-tokens 128] [--requests 64] > JSON
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import subprocess
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def alpha_for(accepted_per_round, k):
+    """alpha with alpha (1 − alpha^k) / (1 − alpha) = accepted_per_round, by bisection."""
+    if accepted_per_round <= 0:
+        return 0.0
+    if accepted_per_round >= k:
+        return 1.0
+
+    def kept(a):
+        return sum(a ** i for i in range(1, k + 1))
+
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if kept(mid) < accepted_per_round else (lo, mid)
+    return (lo + hi) / 2
+
+
+def speedup_formula(alpha, k, draft_step, verify):
+    tokens = k + 1 if alpha >= 1 else (1 - alpha ** (k + 1)) / (1 - alpha)
+    return tokens / (k * draft_step + verify)
+
+
+def simulate(args, speculative, prompt_tokens):
+    command = [args.inferlab, "serve", "--model", os.path.join(args.target, "config.json"),
+               "--hardware", args.hardware, "--framework", "inferlab", "--rate", "0",
+               "--requests", str(args.requests), "--max-num-seqs", "1",
+               "--input-dist", "fixed:%d" % prompt_tokens,
+               "--output-dist", "fixed:%d" % args.new_tokens, "--seed", "37", "--format", "json"]
+    if speculative:
+        command += ["--speculative", speculative]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    if result.returncode != 0:
+        return {"command": " ".join(command), "error": result.stderr.strip()[-500:]}
+    d = json.loads(result.stdout)
+    return {"command": " ".join(command), "tpot_ms": d["tpot_ms"]["mean"],
+            "draft_acceptance": d.get("draft_acceptance"), "cost_model": d.get("cost_model")}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", required=True)
+    ap.add_argument("--inferlab", required=True)
+    ap.add_argument("--target", required=True)
+    ap.add_argument("--draft", required=True)
+    ap.add_argument("--hardware", required=True)
+    ap.add_argument("--k", type=int, default=4)
+    ap.add_argument("--new-tokens", type=int, default=128)
+    ap.add_argument("--requests", type=int, default=64)
+    args = ap.parse_args()
+
+    runs = {}
+    for path in glob.glob(os.path.join(args.runs, "*_*.json")):
+        m = re.fullmatch(r"(plain|ngram|draft)_(\d+)\.json", os.path.basename(path))
+        doc = load(path) if m else None
+        if doc and doc.get("tokens"):
+            runs.setdefault(m.group(1), {})[int(m.group(2))] = doc
+    plain = runs.get("plain", {})
+    out = {"k": args.k, "new_tokens": args.new_tokens, "hardware": args.hardware, "modes": {}}
+    prompt_tokens = [r["prompt_tokens"] for r in plain.values()]
+    out["prompts"] = len(plain)
+    out["prompt_tokens_mean"] = sum(prompt_tokens) / len(prompt_tokens) if prompt_tokens else None
+
+    def decode_rate(docs):  # seconds per decode token, summed over the runs
+        time_s = sum((d["e2e_ms"] - d["ttft_ms"]) / 1e3 for d in docs)
+        tokens = sum(len(d["tokens"]) - 1 for d in docs)
+        return time_s / tokens if tokens else None
+
+    plain_per_token = decode_rate(list(plain.values()))
+    for mode in ("plain", "ngram", "draft"):
+        docs = runs.get(mode, {})
+        if not docs:
+            continue
+        # Only prompts every mode ran, so that each speed-up compares the same prompts.
+        common = sorted(i for i in docs if i in plain)
+        per_token = decode_rate([docs[i] for i in common])
+        base = decode_rate([plain[i] for i in common])
+        row = {
+            "runs": len(docs),
+            "decode_ms_per_token": per_token * 1e3 if per_token else None,
+            "tpot_ms_mean": sum(d["tpot_ms"] for d in docs.values()) / len(docs),
+            "ttft_ms_mean": sum(d["ttft_ms"] for d in docs.values()) / len(docs),
+            "decode_tokens_per_s_mean": sum(d["decode_tokens_per_s"] for d in docs.values())
+            / len(docs),
+            "tokens_equal_plain": sum(docs[i]["tokens"] == plain[i]["tokens"] for i in common),
+            "compared_prompts": len(common),
+        }
+        if mode != "plain":
+            row["measured_speedup"] = base / per_token if per_token and base else None
+            spec = [docs[i]["speculative"] for i in common if "speculative" in docs[i]]
+            rounds = sum(s["rounds"] for s in spec)
+            proposed = sum(s["proposed"] for s in spec)
+            accepted = sum(s["accepted"] for s in spec)
+            row.update(rounds=rounds, proposed=proposed, accepted=accepted,
+                       acceptance=accepted / proposed if proposed else 0.0,
+                       proposed_per_round=proposed / rounds if rounds else 0.0,
+                       accepted_per_round=accepted / rounds if rounds else 0.0,
+                       verify_ms=sum(s["verify_ms"] for s in spec),
+                       draft_ms=sum(s["draft_ms"] for s in spec))
+            alpha = alpha_for(row["accepted_per_round"], args.k)
+            row["alpha"] = alpha
+            costs = load(os.path.join(args.runs, "costs_%s.json" % mode))
+            if costs:
+                step = costs["decode_step"]["median_ms"]
+                # Plain decoding warm (bench: graphs captured, plans made, the median step) against
+                # this mode's runs, which pay their own first uses as plain's runs do theirs.
+                row["plain_warm_decode_ms"] = step
+                row["measured_speedup_vs_warm_plain"] = step / (per_token * 1e3) if per_token else None
+                draft = costs["draft_step"]["median_ms"] / step
+                if mode == "ngram":  # one lookup a round, as bench spreads it (speculative_bench)
+                    draft /= args.k
+                verify = costs["verify"]["median_ms"] / step
+                row["formula"] = {"decode_step_ms": step, "verify_over_decode": verify,
+                                  "draft_over_decode_per_token": draft,
+                                  "speedup": speedup_formula(alpha, args.k, draft, verify)}
+        out["modes"][mode] = row
+
+    if out["prompt_tokens_mean"] is not None:
+        p = round(out["prompt_tokens_mean"])
+        sim = {"plain": simulate(args, "", p)}
+        for mode in ("ngram", "draft"):
+            row = out["modes"].get(mode)
+            if not row:
+                continue
+            who = "ngram" if mode == "ngram" else "draft=" + args.draft
+            sim[mode] = simulate(args, "%s,k=%d,accept=%.6f" % (who, args.k, row["alpha"]), p)
+            if "tpot_ms" in sim[mode] and "tpot_ms" in sim["plain"]:
+                predicted = sim["plain"]["tpot_ms"] / sim[mode]["tpot_ms"]
+                row["simulator_speedup"] = predicted
+                if row.get("measured_speedup"):
+                    row["simulator_over_measured"] = predicted / row["measured_speedup"]
+        out["simulator"] = sim
+        if plain_per_token and "tpot_ms" in sim["plain"]:
+            out["plain_tpot_ms_measured_vs_simulated"] = [plain_per_token * 1e3,
+                                                          sim["plain"]["tpot_ms"]]
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
