@@ -112,10 +112,13 @@ stage_train() {
     echo $! >"$work/train_$name.pid"
     log "train $name on GPU $gpu, $minutes min: pid $!"
   }
-  launch target "$(gpu_of 0)" "$target_minutes" --role target
-  launch target_rerun "$(gpu_of 1)" "$target_minutes" --role target \
+  # TRAIN_GPUS="T R D": the GPUs of the target, the rerun and the draft (default 0 1 2), so that
+  # other work can have the rest of the machine meanwhile.
+  local -a on=(${TRAIN_GPUS:-0 1 2})
+  launch target "$(gpu_of "${on[0]}")" "$target_minutes" --role target
+  launch target_rerun "$(gpu_of "${on[1]}")" "$target_minutes" --role target \
     --steps-from "$work/target/plan.json"
-  launch draft "$(gpu_of 2)" "$draft_minutes" --role draft
+  launch draft "$(gpu_of "${on[2]}")" "$draft_minutes" --role draft
 }
 
 stage_wait_train() {
