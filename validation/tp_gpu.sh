@@ -13,7 +13,7 @@
 # streaming clients for about 2 minutes), steps (PyTorch TP steps over batch x length for the
 # predictor: 8B at TP 2 is the fit split, 70B over every GPU held out), processes (8B over 2
 # GPUs with a process per rank beside the threaded group: logits and batch-1 speed), twoshot
-# (8B at batch 16 and 64 with NCCL or the two-shot kernel past 64 KB).
+# (8B at batch 64 with NCCL or the two-shot kernel past 64 KB).
 set -u
 bin=$(cd "$1" && pwd)
 stages=${2:-tests,logits8b,speed8b}
@@ -204,15 +204,12 @@ if has processes; then
 fi
 
 if has twoshot; then
-  # 8B at batch 64 (512 KB all-reduces) over every GPU, TWOSHOT_TPS ranks ("2" or "4"): the
+  # 8B at batch 64 (512 KB all-reduces), TWOSHOT_TPS ranks ("2" or "2 4"): the
   # shipped thresholds, NCCL past 64 KB, and the two-shot kernel past 64 KB.
   for tp in ${TWOSHOT_TPS:-2}; do
     bench 8b_tp${tp}_b64_default llama-3-8b $tp 64 1024
     bench 8b_tp${tp}_b64_nccl llama-3-8b $tp 64 1024 INFERLAB_ENGINE_ONE_SHOT_MAX_BYTES=65536
     bench 8b_tp${tp}_b64_twoshot llama-3-8b $tp 64 1024 INFERLAB_ENGINE_ONE_SHOT_MAX_BYTES=65536 \
-      INFERLAB_ENGINE_TWO_SHOT_MAX_BYTES=8388608
-    bench 8b_tp${tp}_b16_nccl llama-3-8b $tp 16 1024 INFERLAB_ENGINE_ONE_SHOT_MAX_BYTES=65536
-    bench 8b_tp${tp}_b16_twoshot llama-3-8b $tp 16 1024 INFERLAB_ENGINE_ONE_SHOT_MAX_BYTES=65536 \
       INFERLAB_ENGINE_TWO_SHOT_MAX_BYTES=8388608
   done
 fi
