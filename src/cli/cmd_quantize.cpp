@@ -104,7 +104,8 @@ void run_quantize(const QuantizeArgs& a) {
   options.damp = a.damp;
   engine::QuantizeCheckpointResult result;
   if (is_checkpoint_folder(a.model)) {
-    if (std::filesystem::equivalent(a.model, a.out)) {
+    // equivalent() throws for a path that does not exist: a fresh --out is never the checkpoint.
+    if (std::filesystem::exists(a.out) && std::filesystem::equivalent(a.model, a.out)) {
       throw InputError("--out must not be the checkpoint's own folder");
     }
     const auto checkpoint = engine::Checkpoint::open(a.model);

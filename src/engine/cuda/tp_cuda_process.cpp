@@ -7,11 +7,13 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <chrono>
 #include <cstdlib>
 #include <string>
 
 #include "engine/cuda/cuda_backend_impl.hpp"
 #include "engine/cuda/tp_cuda_backend.hpp"
+#include "engine/tp/exit_watchdog.hpp"
 #include "engine/tp/rendezvous.hpp"
 #include "engine/tp/shard.hpp"
 #include "engine/tp/wire.hpp"
@@ -120,10 +122,19 @@ std::unique_ptr<Backend> make_tp_cuda_process_rank(const LlamaConfig& config,
   options.collectives = cuda::make_process_rank_collectives(rank, ranks);
   cuda::check_backend_options(local, options);
   // A rank lost while NCCL waits for it: abort the communicator so that this rank's collective
-  // returns (with an error the group turns into the lost rank's) instead of waiting forever.
+  // returns (with an error the group turns into the lost rank's) instead of waiting forever. On
+  // 4 H200s a server whose worker was killed mid-stream was still blocked 30 s later (the decode
+  // graph holds more collectives of the aborted communicator): if the engine has not ended the
+  // process within 5 s, the watchdog does, naming the lost rank. It is armed first, since the
+  // abort itself may block.
   group.on_peer_end(
-      [collectives = options.collectives](const tp::PeerInfo&, const std::string&, bool clean) {
-        if (!clean) collectives->abort_group();
+      [collectives = options.collectives](const tp::PeerInfo&, const std::string& why, bool clean) {
+        if (clean) return;
+        tp::exit_unless_ended_within(
+            std::chrono::seconds(5),
+            "run failed: " + why +
+                "; the GPUs' collectives did not return within 5 s of aborting them");
+        collectives->abort_group();
       });
 
   // Every rank's KV blocks that fit to rank 0, which sends back the smallest (the scheduler's
