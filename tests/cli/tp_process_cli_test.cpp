@@ -5,7 +5,6 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <httplib.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
@@ -16,7 +15,6 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <future>
 #include <thread>
 
 #include "server/sse.hpp"
@@ -186,30 +184,12 @@ TEST(TpProcessCli, AKilledRankStopsTheServerWithAnErrorNamingIt) {
   const std::vector<pid_t> workers = children_of(server.pid());
   ASSERT_EQ(workers.size(), 1u) << server.log_text();
   // A long stream; the worker is killed once its first chunk is here.
-  std::promise<void> first_chunk;
-  auto streamed = std::async(std::launch::async, [&] {
-    httplib::Client client("127.0.0.1", port);
-    client.set_read_timeout(60, 0);
-    bool signalled = false;
-    httplib::Request req;
-    req.method = "POST";
-    req.path = "/v1/completions";
-    req.body = R"({"model": "ckpt", "prompt": "Hello", "max_tokens": 400, "ignore_eos": true,
-                   "temperature": 0, "stream": true})";
-    req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) {
-      if (!signalled) {
-        signalled = true;
-        first_chunk.set_value();
-      }
-      return true;
-    };
-    client.send(req);
-  });
-  ASSERT_EQ(first_chunk.get_future().wait_for(std::chrono::seconds(60)), std::future_status::ready);
+  testing::LongStream streamed(port, 400);
+  ASSERT_TRUE(streamed.started(std::chrono::seconds(60)));
   kill(workers[0], SIGKILL);
   // Exits rather than hangs: the engine failure path (exit 1, a supervisor restarts it).
   ASSERT_TRUE(server.wait_exit(std::chrono::seconds(30))) << server.log_text();
-  streamed.get();
+  streamed.finish();
   EXPECT_TRUE(server.exited_with(1)) << server.how_it_ended() << "\n" << server.log_text();
   const std::string log = server.log_text();
   const std::string named = "tensor-parallel rank 1 (pid " + std::to_string(workers[0]);

@@ -7,14 +7,12 @@
 // paths on the CPU reference are tp_process_cli_test.cpp's.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
-#include <httplib.h>
 #include <signal.h>
 
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <future>
 #include <string>
 #include <vector>
 
@@ -145,33 +143,15 @@ TEST(TpProcessCuda, AKilledRankStopsTheServerWithAnErrorNamingIt) {
   ASSERT_GT(port, 0) << server.log_text();
   const std::vector<pid_t> workers = children_of(server.pid());
   ASSERT_EQ(workers.size(), 1u) << server.log_text();
-  std::promise<void> first_chunk;
-  auto streamed = std::async(std::launch::async, [&] {
-    httplib::Client client("127.0.0.1", port);
-    client.set_read_timeout(60, 0);
-    bool signalled = false;
-    httplib::Request req;
-    req.method = "POST";
-    req.path = "/v1/completions";
-    req.body = R"({"model": "ckpt", "prompt": "Hello", "max_tokens": 3000, "ignore_eos": true,
-                   "temperature": 0, "stream": true})";
-    req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) {
-      if (!signalled) {
-        signalled = true;
-        first_chunk.set_value();
-      }
-      return true;
-    };
-    client.send(req);
-  });
-  ASSERT_EQ(first_chunk.get_future().wait_for(std::chrono::seconds(60)), std::future_status::ready);
+  testing::LongStream streamed(port, 3000);
+  ASSERT_TRUE(streamed.started(std::chrono::seconds(60)));
   const auto killed_at = std::chrono::steady_clock::now();
   kill(workers[0], SIGKILL);
   ASSERT_TRUE(server.wait_exit(std::chrono::seconds(30))) << server.log_text();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
   std::printf("rank 0 exited %.2f s after rank 1 was killed\n", seconds);
-  streamed.get();
+  streamed.finish();
   EXPECT_TRUE(server.exited_with(1)) << server.how_it_ended() << "\n" << server.log_text();
   const std::string log = server.log_text();
   EXPECT_NE(log.find("tensor-parallel rank 1 (pid " + std::to_string(workers[0])),

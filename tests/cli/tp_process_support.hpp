@@ -1,14 +1,18 @@
 #pragma once
 // What the tensor-parallel process tests share (tp_process_cli_test.cpp on the CPU,
-// tp_process_cuda_test.cpp on GPUs): scratch folders, free ports, a rank 0's launched ranks.
+// tp_process_cuda_test.cpp on GPUs): scratch folders, free ports, a rank 0's launched ranks, a
+// long stream to kill a rank under.
 #include <arpa/inet.h>
+#include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <string>
 #include <vector>
 
@@ -58,5 +62,42 @@ inline std::vector<pid_t> children_of(pid_t parent) {
   }
   return children;
 }
+
+// A streamed greedy completion of `max_tokens` from the server at `port`, read on a thread of its
+// own: a rank can be killed once the first chunk is here, mid-stream.
+class LongStream {
+ public:
+  LongStream(int port, int max_tokens) {
+    done_ = std::async(std::launch::async, [this, port, max_tokens] {
+      httplib::Client client("127.0.0.1", port);
+      client.set_read_timeout(60, 0);
+      bool signalled = false;
+      httplib::Request req;
+      req.method = "POST";
+      req.path = "/v1/completions";
+      req.body = R"({"model": "ckpt", "prompt": "Hello", "max_tokens": )" +
+                 std::to_string(max_tokens) +
+                 R"(, "ignore_eos": true, "temperature": 0, "stream": true})";
+      req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) {
+        if (!signalled) {
+          signalled = true;
+          first_chunk_.set_value();
+        }
+        return true;
+      };
+      client.send(req);
+    });
+  }
+  // Whether the first chunk came within `limit`.
+  bool started(std::chrono::seconds limit) {
+    return first_chunk_.get_future().wait_for(limit) == std::future_status::ready;
+  }
+  // Waits for the stream's end (the server gone or the completion done).
+  void finish() { done_.get(); }
+
+ private:
+  std::promise<void> first_chunk_;
+  std::future<void> done_;
+};
 
 }  // namespace inferlab::testing
