@@ -24,9 +24,12 @@ constexpr double kSfuTransistors = 2.0 * kFp32FmaTransistors;
 // The on-chip network port and crossbar share of one core (LLMCompass's A100 figure, 55 M).
 constexpr double kNetworkTransistorsPerCore = 55e6;
 
-// Laid-out logic reaches a fraction of the node's peak (6-track, fully packed) density: fast
-// GPU logic uses 7.5-track cells (6/7.5 = 0.8) placed at about 85% utilisation (estimate).
-constexpr double kAchievedLogicDensityFraction = 0.68;
+// Laid-out logic reaches a fraction of the node's peak density: fast GPU logic uses 7.5-track
+// cells placed at about 85% utilisation (estimate). Where the node's peak figure is for 6-track
+// cells (N7 and after) that is 6/7.5 x 0.85 = 0.68 of it; at 16FF+, whose figure is already for
+// 7.5-track cells (process_node.cpp), 0.85 of it (issue 39: 0.68 there too before).
+constexpr double kGpuLibraryTracks = 7.5;
+constexpr double kPlacementUtilisation = 0.85;
 
 // SRAM arrays: bit cells over array efficiency. AMD's 3D V-Cache die puts 64 MB in 41 mm^2 at
 // N7 (ISSCC 2022), 0.354 of the area its 537 Mbit of 0.027 um^2 cells would take: tags,
@@ -39,7 +42,8 @@ struct Builder {
   const ProcessNode& node;
   AreaEstimate& out;
   double logic_mtr_per_mm2() const {
-    return node.peak_logic_mtr_per_mm2 * kAchievedLogicDensityFraction;
+    return node.peak_logic_mtr_per_mm2 * node.peak_library_tracks / kGpuLibraryTracks *
+           kPlacementUtilisation;
   }
   void logic(std::string name, double transistors, std::string basis) {
     out.components.push_back(

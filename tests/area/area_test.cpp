@@ -95,6 +95,25 @@ TEST(DeviceCost, MemoryAndPackageByType) {
   EXPECT_LT(redundant_yield(144, 144, core_yield), 0.7);
 }
 
+// Issue 39: laid-out logic density is the node's peak x (its library's tracks / 7.5) x 0.85.
+// By hand: N7 91.2 x 6/7.5 x 0.85 = 62.016 MTr/mm^2 (0.68 of peak, as before); N16, whose peak
+// is already for 7.5-track cells, 28.9 x 0.85 = 24.565. So 1e9 transistors of on-chip network
+// (55 M per core) take 1000 / 62.016 = 16.125 mm^2 at N7 and 1000 / 24.565 = 40.709 at N16.
+TEST(AreaModel, LogicDensityFollowsTheLibraryTrackHeight) {
+  EXPECT_DOUBLE_EQ(process_node("N7").peak_library_tracks, 6.0);
+  EXPECT_DOUBLE_EQ(process_node("N16").peak_library_tracks, 7.5);
+  HardwareTemplate hw = load_hardware_template("a100-80g");
+  auto network_mm2 = [](const AreaEstimate& a) {
+    for (const auto& p : a.components)
+      if (p.name == "on_chip_network") return p.area_mm2;
+    return 0.0;
+  };
+  const double per_gtr = 1e9 / (hw.physical_core_count * 55e6);
+  EXPECT_NEAR(network_mm2(estimate_area(hw)) * per_gtr, 16.125, 0.001);
+  hw.process_node = "N16";
+  EXPECT_NEAR(network_mm2(estimate_area(hw)) * per_gtr, 40.709, 0.001);
+}
+
 TEST(AreaModel, UnknownNodeOrLinkIsAnInputError) {
   EXPECT_THROW(process_node("N3"), InputError);
   HardwareTemplate hw = load_hardware_template("h100-sxm");
