@@ -98,11 +98,15 @@ CollectiveCurves curves_of(const nlohmann::json& rows, const std::string& contex
     curve.points.emplace_back(bytes, seconds);
     curve.calls_per_sample.push_back(calls);
   }
-  for (auto& [key, curve] : by_key) {
+  for (auto& entry : by_key) {
+    // A named reference, not a structured binding: clang 14 (CI's sanitizer build) cannot capture
+    // a binding in the lambda below.
+    auto& curve = entry.second;
     std::vector<size_t> order(curve.points.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    const auto& sorted_points = curve.points;
     std::sort(order.begin(), order.end(),
-              [&](size_t a, size_t b) { return curve.points[a] < curve.points[b]; });
+              [&sorted_points](size_t a, size_t b) { return sorted_points[a] < sorted_points[b]; });
     std::vector<std::pair<double, double>> points;
     std::vector<int> calls;
     for (size_t i : order) {
