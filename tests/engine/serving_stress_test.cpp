@@ -20,6 +20,7 @@
 #include "engine/init_weights.hpp"
 #include "engine/serving_stress_cpu.hpp"
 #include "engine/serving_stress_support.hpp"
+#include "forwarding_backend.hpp"
 #include "serve/iteration_cost.hpp"
 #include "test_support.hpp"
 
@@ -210,12 +211,10 @@ TEST(ServingStress, TheFixedSeedsDrawEveryFeature) {
 // unaffected): `perturb` rewrites each sequence's last row.
 using Perturbation = std::function<void(std::span<float> row)>;
 
-class BatchDependentBackend final : public Backend {
+class BatchDependentBackend final : public ForwardingBackend {
  public:
   BatchDependentBackend(Backend& inner, Perturbation perturb)
-      : inner_(inner), perturb_(std::move(perturb)) {}
-  const LlamaConfig& config() const override { return inner_.config(); }
-  const KvCacheLayout& kv_layout() const override { return inner_.kv_layout(); }
+      : ForwardingBackend(inner), perturb_(std::move(perturb)) {}
   ForwardResult forward(const ForwardBatch& batch) override {
     ForwardResult result = inner_.forward(batch);
     if (batch.sequences.size() > 1) {
@@ -226,18 +225,8 @@ class BatchDependentBackend final : public Backend {
     }
     return result;
   }
-  void fill_kv_cache_random(uint64_t seed) override { inner_.fill_kv_cache_random(seed); }
-  int64_t kv_block_host_bytes() const override { return inner_.kv_block_host_bytes(); }
-  std::unique_ptr<KvHostCopy> copy_kv_blocks_to_host(std::span<const int32_t> blocks) override {
-    return inner_.copy_kv_blocks_to_host(blocks);
-  }
-  void copy_kv_blocks_from_host(std::span<const int32_t> blocks,
-                                std::span<const std::byte> host) override {
-    inner_.copy_kv_blocks_from_host(blocks, host);
-  }
 
  private:
-  Backend& inner_;
   Perturbation perturb_;
 };
 

@@ -148,14 +148,19 @@ __global__ void unshard_vocab_logits_kernel(const float* gathered, int rows, int
   }
 }
 
+// Blocks of an all-reduce of `vectors` 16-byte vectors: one per `per_block`, 1 to `most`.
+int all_reduce_blocks(int64_t vectors, int64_t per_block, int most) {
+  return static_cast<int>(
+      std::min<int64_t>(most, std::max<int64_t>(1, (vectors + per_block - 1) / per_block)));
+}
+
 }  // namespace
 
 void one_shot_all_reduce(const PeerAllReduceView& view, __nv_bfloat16* data, int64_t count,
                          cudaStream_t stream) {
   const int64_t vectors = count / 8;
-  // A block per 512 vectors (8 KB), at most kMaxAllReduceBlocks: a decode step's 16 KB takes 2.
-  const int blocks = static_cast<int>(
-      std::min<int64_t>(kOneShotMaxBlocks, std::max<int64_t>(1, (vectors + 511) / 512)));
+  // A block per 512 vectors (8 KB): a decode step's 16 KB takes 2.
+  const int blocks = all_reduce_blocks(vectors, 512, kOneShotMaxBlocks);
   one_shot_all_reduce_kernel<<<blocks, 512, 0, stream>>>(view, data, vectors);
   INFERLAB_CUDA_CHECK_LAUNCH();
 }
@@ -163,10 +168,9 @@ void one_shot_all_reduce(const PeerAllReduceView& view, __nv_bfloat16* data, int
 void two_shot_all_reduce(const PeerAllReduceView& view, __nv_bfloat16* data, int64_t count,
                          cudaStream_t stream) {
   const int64_t vectors = count / 8;
-  // A block per 1024 vectors (16 KB), at most kMaxAllReduceBlocks: each rank's part of a block's
-  // range is then at least 2 vectors per thread at 4 ranks for the larger messages.
-  const int blocks = static_cast<int>(
-      std::min<int64_t>(kMaxAllReduceBlocks, std::max<int64_t>(1, (vectors + 1023) / 1024)));
+  // A block per 1024 vectors (16 KB): each rank's part of a block's range is then at least 2
+  // vectors per thread at 4 ranks for the larger messages.
+  const int blocks = all_reduce_blocks(vectors, 1024, kMaxAllReduceBlocks);
   two_shot_all_reduce_kernel<<<blocks, 512, 0, stream>>>(view, data, vectors);
   INFERLAB_CUDA_CHECK_LAUNCH();
 }
