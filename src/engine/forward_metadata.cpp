@@ -68,31 +68,45 @@ std::vector<int32_t> ForwardMetadata::packed() const {
   return all;
 }
 
-ForwardMetadata pad_decode_metadata(const ForwardMetadata& meta, int32_t padded, int32_t stride,
-                                    int32_t context_bound, int32_t scratch_block,
-                                    int64_t block_size) {
-  const int32_t real = meta.sequences();
-  if (meta.max_query_len != 1 || meta.tokens() != real ||
-      static_cast<int32_t>(meta.logit_rows.size()) != real) {
-    throw std::invalid_argument("pad_decode_metadata: not a decode-only batch");
+int32_t uniform_query_len(const ForwardMetadata& meta) {
+  if (meta.sequences() == 0) return 0;
+  const int32_t first = meta.query_start[1] - meta.query_start[0];
+  for (int32_t s = 1; s < meta.sequences(); ++s) {
+    if (meta.query_start[s + 1] - meta.query_start[s] != first) return 0;
   }
-  if (real > padded || meta.block_table_stride > stride || meta.max_context_len > context_bound) {
-    throw std::invalid_argument("pad_decode_metadata: the batch is larger than the shape");
+  return first;
+}
+
+ForwardMetadata pad_to_graph_shape(const ForwardMetadata& meta, const GraphShape& shape,
+                                   int32_t scratch_block, int64_t block_size) {
+  const int32_t real = meta.sequences();
+  const int32_t q = shape.query_len;
+  const int32_t rows_per_sequence = shape.all_rows ? q : 1;
+  if (q < 1 || q > block_size || uniform_query_len(meta) != q ||
+      static_cast<int32_t>(meta.logit_rows.size()) != real * rows_per_sequence) {
+    throw std::invalid_argument("pad_to_graph_shape: the batch is not of the shape's kind");
+  }
+  if (real > shape.padded || meta.block_table_stride > shape.stride ||
+      meta.max_context_len > shape.context_bound) {
+    throw std::invalid_argument("pad_to_graph_shape: the batch is larger than the shape");
   }
   ForwardMetadata out = meta;
-  const int32_t scratch_slot = static_cast<int32_t>(scratch_block * block_size);
-  for (int32_t s = real; s < padded; ++s) {
-    out.token_ids.push_back(0);
-    out.positions.push_back(0);
-    out.slots.push_back(scratch_slot);
-    out.query_start.push_back(s + 1);
-    out.context_lens.push_back(1);
-    out.logit_rows.push_back(s);
-    out.first_row.push_back(s + 1);
+  const auto scratch_slot = static_cast<int32_t>(scratch_block * block_size);
+  for (int32_t s = real; s < shape.padded; ++s) {
+    const int32_t first_token = s * q;
+    for (int32_t j = 0; j < q; ++j) {
+      out.token_ids.push_back(0);
+      out.positions.push_back(j);
+      out.slots.push_back(scratch_slot + j);
+    }
+    for (int32_t j = q - rows_per_sequence; j < q; ++j) out.logit_rows.push_back(first_token + j);
+    out.query_start.push_back(first_token + q);
+    out.context_lens.push_back(q);
+    out.first_row.push_back(static_cast<int64_t>(out.logit_rows.size()));
   }
-  out.block_tables.assign(static_cast<size_t>(padded) * static_cast<size_t>(stride), 0);
-  for (int32_t s = 0; s < padded; ++s) {
-    auto row = out.block_tables.begin() + static_cast<ptrdiff_t>(s) * stride;
+  out.block_tables.assign(static_cast<size_t>(shape.padded) * static_cast<size_t>(shape.stride), 0);
+  for (int32_t s = 0; s < shape.padded; ++s) {
+    auto row = out.block_tables.begin() + static_cast<ptrdiff_t>(s) * shape.stride;
     if (s < real) {
       const auto from =
           meta.block_tables.begin() + static_cast<ptrdiff_t>(s) * meta.block_table_stride;
@@ -101,8 +115,10 @@ ForwardMetadata pad_decode_metadata(const ForwardMetadata& meta, int32_t padded,
       *row = scratch_block;
     }
   }
-  out.block_table_stride = stride;
-  out.max_context_len = context_bound;
+  out.block_table_stride = shape.stride;
+  out.max_query_len = q;
+  out.max_context_len = shape.context_bound;
+  out.single_query_seqs = q == 1 ? shape.padded : 0;
   return out;
 }
 

@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <tuple>
 #include <vector>
 
 #include "engine/backend.hpp"
@@ -38,14 +39,31 @@ struct ForwardMetadata {
 ForwardMetadata build_forward_metadata(const ForwardBatch& batch, const KvCacheLayout& layout,
                                        bool last_only);
 
-// A decode-only batch (one new token per sequence, last-token logits) reshaped for a captured
-// CUDA graph: `padded` sequences (the real ones first, then padding that decodes token 0 at
-// position 0 into slot 0 of `scratch_block`), block tables `stride` wide and max_context_len
-// `context_bound`, so that every array sits at the same offset and every launch has the same
-// shape for all batches of this (padded, context_bound). Throws std::invalid_argument when the
-// batch does not fit that shape.
-ForwardMetadata pad_decode_metadata(const ForwardMetadata& meta, int32_t padded, int32_t stride,
-                                    int32_t context_bound, int32_t scratch_block,
-                                    int64_t block_size);
+// The shape a captured CUDA graph replays: `padded` sequences of `query_len` new tokens each,
+// every token's logits (`all_rows`: speculative verification) or each sequence's last, block
+// tables `stride` wide and max_context_len `context_bound`. Every batch of one shape puts each
+// metadata array at the same offset and gives every launch the same grid.
+struct GraphShape {
+  int32_t padded = 1;
+  int32_t query_len = 1;
+  bool all_rows = false;
+  int32_t stride = 1;
+  int32_t context_bound = 1;
+  auto key() const { return std::tuple(padded, query_len, all_rows, context_bound); }
+  int32_t tokens() const { return padded * query_len; }
+  int32_t rows() const { return all_rows ? tokens() : padded; }
+};
+
+// The new tokens per sequence when every sequence of the batch has the same number (0 when
+// they differ or the batch is empty).
+int32_t uniform_query_len(const ForwardMetadata& meta);
+
+// A batch whose sequences all have shape.query_len new tokens, with logit rows as
+// shape.all_rows says (build_forward_metadata's last_only = !all_rows), reshaped to `shape`: the
+// real sequences first, then padding sequences that run tokens 0 at positions 0.. into slots 0..
+// of `scratch_block` (a block past the pool, never read by a real sequence). Throws
+// std::invalid_argument when the batch does not fit the shape.
+ForwardMetadata pad_to_graph_shape(const ForwardMetadata& meta, const GraphShape& shape,
+                                   int32_t scratch_block, int64_t block_size);
 
 }  // namespace inferlab::engine

@@ -21,6 +21,11 @@ inline int64_t graph_context_bucket(int64_t max_context_len) {
   return bucket;
 }
 
+// The most new tokens per sequence a graphed engine pass takes (engine/cuda: decode steps,
+// a draft model's catch-up and speculative verification of up to 15 proposals), all sequences
+// of the pass having the same count.
+constexpr int64_t kGraphMaxQueryTokens = 16;
+
 // Query heads a decode CTA takes of one KV head's group (1, 2, 4 or 8).
 inline int64_t decode_head_tile(int64_t num_heads, int64_t num_kv_heads) {
   const int64_t group = num_heads / num_kv_heads;

@@ -142,14 +142,20 @@ double PredictedIterationCost::time_s(const IterationBatch& batch) const {
   // Decoding sequences are one attention call per distinct token count, at their mean context.
   std::unordered_map<int64_t, std::pair<int64_t, int64_t>> decode_groups;  // tokens -> seqs, sum
   int64_t one_token_decodes_count = 0, longest_decode = 0;
-  bool one_token_decodes = true;
-  for (const auto& s : batch.seqs)
-    one_token_decodes = one_token_decodes && s.decode && s.new_tokens == 1;
-  const bool padded_graph = graphs_decode_only_ && one_token_decodes;
-  const int64_t rows = padded_graph ? graph_rows(batch.total_tokens()) : batch.total_tokens();
-  double t = flat_s(rows, !graphs_decode_only_ || one_token_decodes);
+  // The engine replays a graph for a pass whose sequences all decode the same number of tokens
+  // (one, or a speculative verification's k + 1), its sequences padded to a power of two.
+  const int64_t query = batch.seqs.front().new_tokens;
+  bool uniform_decodes = query <= kGraphMaxQueryTokens;
   for (const auto& s : batch.seqs) {
-    if (s.samples) ++samples;
+    uniform_decodes = uniform_decodes && s.decode && s.new_tokens == query;
+  }
+  const bool padded_graph = graphs_decode_only_ && uniform_decodes;
+  const auto seqs = static_cast<int64_t>(batch.seqs.size());
+  const int64_t rows = padded_graph ? graph_rows(seqs) * query : batch.total_tokens();
+  double t = flat_s(rows, !graphs_decode_only_ || uniform_decodes);
+  for (const auto& s : batch.seqs) {
+    // A verification samples every one of its rows; otherwise a sequence samples its last.
+    if (s.samples) samples += s.decode ? s.new_tokens : 1;
     if (s.decode) {
       auto& g = decode_groups[s.new_tokens];
       ++g.first;

@@ -87,9 +87,11 @@ class PredictedIterationCost : public IterationCost {
   std::unique_ptr<ModelConfig> draft_model_;
   StepContext context_, draft_context_;
   StepContext eager_context_, draft_eager_context_;  // the two without CUDA graphs
-  bool graphs_decode_only_ = false;  // the engine: graphs for one-token decode iterations only
-  bool inferlab_engine_ = false;     // --framework inferlab: the engine's decode kernel
-  int64_t graph_batch_limit_ = 0;    // 0: none
+  // The engine: graphs for decode iterations whose sequences all decode the same number of
+  // tokens (kGraphMaxQueryTokens at most), eager otherwise.
+  bool graphs_decode_only_ = false;
+  bool inferlab_engine_ = false;   // --framework inferlab: the engine's decode kernel
+  int64_t graph_batch_limit_ = 0;  // 0: none
   double host_link_bps_;
   mutable std::unordered_map<int64_t, double> flat_cache_, sampled_cache_, draft_cache_,
       draft_prefill_cache_;

@@ -42,7 +42,7 @@ std::vector<ServeRequest> workload(double rate, int64_t requests, const std::str
   return generate_workload(w);
 }
 
-TEST(ServeCost, TheEngineReplaysGraphsOnlyForOneTokenDecodesPaddedToAPowerOfTwo) {
+TEST(ServeCost, TheEngineReplaysGraphsForDecodesOfEqualLengthPaddedToAPowerOfTwo) {
   const ModelConfig model = load_model("llama-3-8b");
   const LoadedCost hw = load_cost({"h200"});
   PredictOptions options;
@@ -66,6 +66,19 @@ TEST(ServeCost, TheEngineReplaysGraphsOnlyForOneTokenDecodesPaddedToAPowerOfTwo)
                   cost.attention_s(5, 1, 1024) + cost.sampled_s(5),
               1e-12);
   EXPECT_GT(cost.flat_s(105, false), cost.flat_s(105, true));  // the host's launches show
+
+  // Three speculative verifications of 4 drafts each run as the graph of 4 sequences x 5
+  // tokens, every row sampled; with one of them proposing fewer, eagerly, every row as it is.
+  IterationBatch verify;
+  for (int i = 0; i < 3; ++i) verify.seqs.push_back({5, 1024, true, true});
+  EXPECT_NEAR(cost.time_s(verify),
+              cost.flat_s(20, true) + cost.attention_s(3, 5, 1024) + cost.sampled_s(20), 1e-12);
+  IterationBatch ragged = verify;
+  ragged.seqs.back().new_tokens = 3;
+  EXPECT_NEAR(cost.time_s(ragged),
+              cost.flat_s(13, false) + cost.attention_s(2, 5, 1024) + cost.attention_s(1, 3, 1024) +
+                  cost.sampled_s(13),
+              1e-12);
 
   // With a draft model every prefill chunk also runs through it.
   const ModelConfig draft = load_model("llama-3.2-1b");

@@ -1,5 +1,6 @@
 // The CUDA backend's passes: a forward pass (logits to the host), a forward pass with sampling
-// on the GPU (one token per sequence, or per logit row), decode steps replayed from CUDA graphs,
+// on the GPU (one token per sequence, or per logit row), decode and speculative-verification
+// steps replayed from CUDA graphs,
 // and the buffers they use. The layers' launches are in cuda_forward.cpp, construction and the
 // memory budget in cuda_backend_factory.cpp.
 #include <fmt/format.h>
@@ -312,9 +313,8 @@ std::vector<int32_t> CudaBackend::forward_sample(const ForwardBatch& batch,
   if (!options_.sample_on_device) return Backend::forward_sample(batch, specs);
   validate_batch(batch, config_, layout_);
   const ForwardMetadata meta = build_forward_metadata(batch, layout_, /*last_only=*/true);
-  // A profiled pass runs eagerly: per-kernel events cannot sit inside a graph.
-  if (options_.cuda_graphs && meta.max_query_len == 1 && !timer_.enabled()) {
-    return decode_with_graph(meta, specs);
+  if (const auto shape = graph_shape_for(meta, /*all_rows=*/false)) {
+    return run_graphed(meta, specs, *shape);
   }
   upload_sampling(specs, specs.size());
   run_model(meta);
@@ -338,12 +338,17 @@ std::vector<int32_t> CudaBackend::forward_sample_rows(const ForwardBatch& batch,
   check_row_specs(batch, row_specs);
   const ForwardMetadata meta = build_forward_metadata(batch, layout_, /*last_only=*/false);
   const auto rows = static_cast<int64_t>(meta.logit_rows.size());
+  // Speculative verification (every row of a few tokens per sequence) replays a graph.
+  if (rows == meta.tokens()) {
+    if (const auto shape = graph_shape_for(meta, /*all_rows=*/true)) {
+      return run_graphed(meta, row_specs, *shape);
+    }
+  }
   const auto vocab = static_cast<int>(config_.model.vocab_size);
-  // Eager, as forward() runs: a pass of several tokens per sequence has no decode graph. The
-  // metadata goes first (it refuses a batch over the backend's limits, before the specs could
-  // overrun their buffer); the specs before any launch, so that their host copy does not wait
-  // for the layers. Under tensor parallelism every rank samples the same gathered rows with the
-  // same specs, and so picks the same ids.
+  // Eager otherwise, as forward() runs. The metadata goes first (it refuses a batch over the
+  // backend's limits, before the specs could overrun their buffer); the specs before any launch, so
+  // that their host copy does not wait for the layers. Under tensor parallelism every rank samples
+  // the same gathered rows with the same specs, and so picks the same ids.
   upload_metadata(meta);
   upload_sampling(row_specs, static_cast<size_t>(rows));
   timer_.begin(stream_);
@@ -363,40 +368,61 @@ std::vector<int32_t> CudaBackend::forward_sample_rows(const ForwardBatch& batch,
   return ids;
 }
 
-std::vector<int32_t> CudaBackend::decode_with_graph(const ForwardMetadata& meta,
-                                                    std::span<const SampleSpec> specs) {
-  // The shape: sequences padded to a power of two (at most max_sequences), contexts bounded by
-  // a power of two of at least 256 (at most the model's context).
+std::optional<GraphShape> CudaBackend::graph_shape_for(const ForwardMetadata& meta,
+                                                       bool all_rows) const {
+  // A profiled pass runs eagerly: per-kernel events cannot sit inside a graph.
+  if (!options_.cuda_graphs || timer_.enabled()) return std::nullopt;
+  const int32_t query_len = uniform_query_len(meta);
+  if (query_len < 1 || query_len > kMaxGraphQueryTokens || query_len > layout_.block_size) {
+    return std::nullopt;
+  }
   auto next_pow2 = [](int64_t n) {
     int64_t p = 1;
     while (p < n) p *= 2;
     return p;
   };
-  const auto padded =
+  GraphShape shape;
+  // Sequences padded to a power of two (at most max_sequences), contexts bounded by a power of
+  // two of at least 256 (at most the model's context): the bound the decode kernel plans its
+  // splits at (model/engine_decode_plan.hpp); positions past it never reach a backend
+  // (validate_batch).
+  shape.padded =
       static_cast<int32_t>(std::min<int64_t>(next_pow2(meta.sequences()), options_.max_sequences));
-  // The bound the decode kernel plans its splits at (model/engine_decode_plan.hpp), capped at
-  // the context: positions past it never reach a backend (validate_batch).
-  const auto bound = static_cast<int32_t>(
+  shape.query_len = query_len;
+  shape.all_rows = all_rows && query_len > 1;  // one token a sequence: its row is its last
+  shape.context_bound = static_cast<int32_t>(
       std::min<int64_t>(graph_context_bucket(meta.max_context_len), max_context(config_)));
-  const auto stride = static_cast<int32_t>(layout_.blocks_for(bound));
-  const ForwardMetadata shaped = pad_decode_metadata(
-      meta, padded, stride, bound, static_cast<int32_t>(layout_.num_blocks), layout_.block_size);
-  upload_sampling(specs, static_cast<size_t>(padded));
+  shape.stride = static_cast<int32_t>(layout_.blocks_for(shape.context_bound));
+  // The padded pass must fit the buffers, its LM head one chunk.
+  if (shape.tokens() > options_.max_batch_tokens ||
+      shape.rows() > std::min(logit_rows_capacity(options_), kLogitRowsPerChunk) ||
+      shape.rows() > static_cast<int32_t>(row_sampling_.size())) {
+    return std::nullopt;
+  }
+  return shape;
+}
+
+std::vector<int32_t> CudaBackend::run_graphed(const ForwardMetadata& meta,
+                                              std::span<const SampleSpec> specs,
+                                              const GraphShape& shape) {
+  const ForwardMetadata shaped =
+      pad_to_graph_shape(meta, shape, static_cast<int32_t>(layout_.num_blocks), layout_.block_size);
+  upload_sampling(specs, static_cast<size_t>(shape.rows()));
   upload_metadata(shaped);
-  cudaGraphExec_t& graph = graphs_[{padded, bound}];
+  cudaGraphExec_t& graph = graphs_[shape.key()];
   if (graph == nullptr) {
     cudaGraph_t captured = nullptr;
     INFERLAB_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
     try {
       launch_model(shaped);
-      lm_head(0, padded);
-      sample_rows(logits_.data(), padded, static_cast<int>(config_.model.vocab_size),
+      lm_head(0, shape.rows());
+      sample_rows(logits_.data(), shape.rows(), static_cast<int>(config_.model.vocab_size),
                   row_sampling_.data(), sampled_ids_.data(), sampling_workspace_.data(),
                   sampling_workspace_.bytes(), stream_);
     } catch (...) {
       cudaStreamEndCapture(stream_, &captured);  // leaves the stream usable
       if (captured != nullptr) cudaGraphDestroy(captured);
-      graphs_.erase({padded, bound});
+      graphs_.erase(shape.key());
       throw;
     }
     INFERLAB_CUDA_CHECK(cudaStreamEndCapture(stream_, &captured));
@@ -405,7 +431,7 @@ std::vector<int32_t> CudaBackend::decode_with_graph(const ForwardMetadata& meta,
   }
   timer_.begin(stream_);
   INFERLAB_CUDA_CHECK(cudaGraphLaunch(graph, stream_));
-  std::vector<int32_t> ids(static_cast<size_t>(meta.sequences()));
+  std::vector<int32_t> ids(meta.logit_rows.size());
   INFERLAB_CUDA_CHECK(cudaMemcpyAsync(ids.data(), sampled_ids_.data(), ids.size() * 4,
                                       cudaMemcpyDeviceToHost, stream_));
   finish_timing();

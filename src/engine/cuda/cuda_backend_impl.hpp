@@ -7,6 +7,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -30,6 +31,9 @@ namespace inferlab::engine::cuda {
 // Rows of logits computed per LM-head GEMM (teacher forcing asks for many; they go to the host
 // in chunks of this size).
 constexpr int64_t kLogitRowsPerChunk = 256;
+// The most new tokens per sequence a graphed pass takes: decode steps (1), a draft model's
+// catch-up (2) and speculative verification (k + 1).
+constexpr int32_t kMaxGraphQueryTokens = 16;
 
 int64_t logit_rows_capacity(const CudaBackendOptions& options);
 int64_t max_context(const LlamaConfig& config);
@@ -130,10 +134,14 @@ class CudaBackend final : public Backend {
   GemvFused row_parallel_epilogue(const __nv_bfloat16* input);
   // Whether this many tokens take the fused GEMV forms.
   bool fused_for(int tokens) const;
-  // forward_sample of a decode-only batch by replaying (capturing first if new) the graph of
-  // its padded shape.
-  std::vector<int32_t> decode_with_graph(const ForwardMetadata& meta,
-                                         std::span<const SampleSpec> specs);
+  // The graph shape a pass of `meta` replays (sampling one row per sequence, or every row when
+  // all_rows), or none: graphs off, a profiled pass, sequences of different lengths or of more
+  // than kMaxGraphQueryTokens tokens, or a padded pass past the buffers.
+  std::optional<GraphShape> graph_shape_for(const ForwardMetadata& meta, bool all_rows) const;
+  // The pass replayed (captured first if new) from the graph of `shape`; the sampled ids of
+  // meta's logit rows.
+  std::vector<int32_t> run_graphed(const ForwardMetadata& meta, std::span<const SampleSpec> specs,
+                                   const GraphShape& shape);
   void upload_sampling(std::span<const SampleSpec> specs, size_t rows);
   // Logits of the wanted rows [first, first + count) into logits_ (fp32); count at most the
   // capacity of lm_rows_ and logits_.
@@ -165,7 +173,7 @@ class CudaBackend final : public Backend {
   DeviceBuffer<float> stats_;  // SmoothQuant: [layer][qkv input, gate/up input][hidden]
   KernelTimer timer_;
   const int32_t* logit_rows_ = nullptr;
-  std::map<std::pair<int32_t, int32_t>, cudaGraphExec_t> graphs_;  // (padded, bound) → graph
+  std::map<decltype(GraphShape{}.key()), cudaGraphExec_t> graphs_;  // GraphShape::key() → graph
   double last_device_s_ = -1;
   std::vector<KernelClassTime> profile_;
 };

@@ -207,7 +207,8 @@ TEST(CudaBackend, GraphReplayedDecodeMatchesEagerLaunches) {
 // The pick of every logit row on the GPU (forward_sample_rows: speculative verification's
 // argmax of k + 1 rows) is the host's pick from forward()'s own logits: 306 rows, more than one
 // LM-head chunk of 256, greedy and sampled rows mixed; then a verify-shaped pass of 5 tokens
-// after the cached prompt, greedy, with decode graphs on (it runs eagerly beside them).
+// after the cached prompt, greedy, with graphs on (it replays a graph of one sequence of 5
+// tokens, whose launches are forward()'s).
 TEST(CudaBackend, PicksOfEveryRowOnTheGpuAreTheHostsFromTheSameLogits) {
   REQUIRE_GPU();
   const LlamaConfig config = small_config(false);
@@ -252,6 +253,87 @@ TEST(CudaBackend, PicksOfEveryRowOnTheGpuAreTheHostsFromTheSameLogits) {
   }
   const std::vector<SampleSpec> one_short(4);
   EXPECT_THROW(gpu->forward_sample_rows(verify, one_short), std::invalid_argument);
+}
+
+// Speculative passes replayed from graphs pick what eager launches pick: verifications (every
+// row of k + 1 tokens) of 1, 2 and 3 sequences (padded to 1, 2 and 4) and of 1 to 6 tokens, and
+// a draft model's catch-up (2 tokens, the last row), over contexts crossing the 256-token bound.
+// Where the padding changes the launches' shapes (3 sequences as 4), the graph's pick is within
+// bf16 noise of the eager logits' top.
+TEST(CudaBackend, GraphReplayedVerificationMatchesEagerLaunches) {
+  REQUIRE_GPU();
+  const LlamaConfig config = small_config(false);
+  CudaBackendOptions options;
+  options.max_kv_tokens = 96 * 16;
+  options.max_sequences = 8;
+  options.max_batch_tokens = 2048;
+  auto eager = make_cuda_backend(config, random_tensor_source(config, 3), options);
+  options.cuda_graphs = true;
+  auto graphed = make_cuda_backend(config, random_tensor_source(config, 3), options);
+  std::vector<SequenceChunk> prompts;
+  for (int s = 0; s < 3; ++s) {
+    BlockTable table;
+    for (int b = 0; b < 24; ++b) table.push_back(s * 24 + b);  // 384 tokens each
+    prompts.push_back({tokens(248 + 3 * s, s + 1), 0, table, false});
+  }
+  ForwardBatch prefill;
+  prefill.sequences = prompts;
+  std::vector<SampleSpec> greedy(3);
+  ASSERT_EQ(eager->forward_sample(prefill, greedy), graphed->forward_sample(prefill, greedy));
+  for (auto& p : prompts) p.cached_tokens = static_cast<int64_t>(p.tokens.size());
+
+  int checked = 0;
+  for (int round = 0; round < 12; ++round) {
+    const size_t count = 1 + static_cast<size_t>(round % 3);
+    const int query = 1 + round % 6;
+    ForwardBatch verify;
+    for (size_t s = 0; s < count; ++s) {
+      SequenceChunk c = prompts[s];
+      c.tokens = tokens(query, 40 + round * 3 + static_cast<int>(s));
+      c.all_logits = true;
+      verify.sequences.push_back(c);
+    }
+    const std::vector<SampleSpec> specs(count * static_cast<size_t>(query));
+    const ForwardResult rows = eager->forward(verify);
+    const auto ids_eager = eager->forward_sample_rows(verify, specs);
+    const auto ids_graph = graphed->forward_sample_rows(verify, specs);
+    ASSERT_EQ(ids_graph.size(), specs.size());
+    EXPECT_GT(graphed->last_forward_device_s(), 0);
+    for (size_t r = 0; r < specs.size(); ++r) {
+      if (count != 3) {
+        EXPECT_EQ(ids_graph[r], ids_eager[r]) << "round " << round << " row " << r;
+        continue;
+      }
+      const auto row = rows.row(static_cast<int64_t>(r));
+      const float top = row[static_cast<size_t>(argmax(row))];
+      EXPECT_LE(top - row[static_cast<size_t>(ids_graph[r])], 0.03f * std::abs(top))
+          << "round " << round << " row " << r;
+    }
+    ++checked;
+    // The draft's catch-up: the last two of those tokens again, the last row's pick.
+    if (query >= 2) {
+      ForwardBatch catch_up;
+      for (size_t s = 0; s < count; ++s) {
+        SequenceChunk c = verify.sequences[s];
+        c.cached_tokens += query - 2;
+        c.tokens.erase(c.tokens.begin(), c.tokens.end() - 2);
+        c.all_logits = false;
+        catch_up.sequences.push_back(c);
+      }
+      const std::vector<SampleSpec> last(count);
+      const auto a = eager->forward_sample(catch_up, last);
+      const auto b = graphed->forward_sample(catch_up, last);
+      if (count != 3) {
+        EXPECT_EQ(a, b) << "round " << round;
+      }
+    }
+    // The round accepted one token: the contexts grow by one.
+    for (size_t s = 0; s < count; ++s) {
+      prompts[s].tokens.push_back(verify.sequences[s].tokens.front());
+      prompts[s].cached_tokens += 1;
+    }
+  }
+  EXPECT_EQ(checked, 12);
 }
 
 TEST(CudaBackend, ProfilingChargesEveryKernelClass) {
