@@ -32,6 +32,8 @@
 #            CALIB_TOKENS, default 2048: the Hessians come from one single-threaded fp32 pass),
 #            then `perplexity --device cpu` per format on the held-out slice (CPU_TOKENS, ~950
 #            tokens: one window; the reference is single-threaded fp32 at ~45 ms a token here)
+#   EVAL_LANES picks lanes (speculation quantize cpu_ppl gpu_ppl transformers logprobs tp),
+#   TRAIN_ROLES the trainings (target target_rerun draft); all by default.
 #   At EVAL_BUDGET_S (default 500 s) whatever still runs is stopped and the summary is written:
 #   quality_summary.json and quality_table.md (quality_table.py).
 # wait_train and eval also keep the whole invocation within CALL_BUDGET_S (default 570 s).
@@ -63,6 +65,12 @@ cpu_tokens=${CPU_TOKENS:-950}
 spec_prompts=${SPEC_PROMPTS:-8}
 spec_new=${SPEC_NEW_TOKENS:-128}
 ctx=1024 stride=512
+# Which models `train` trains and `wait_train` waits for, and which lanes `eval` runs (all by
+# default): e.g. TRAIN_ROLES="target draft" EVAL_LANES="speculation tp" for speculation alone.
+train_roles=${TRAIN_ROLES:-target target_rerun draft}
+eval_lanes=${EVAL_LANES:-speculation quantize cpu_ppl gpu_ppl transformers logprobs tp}
+trains() { [[ " $train_roles " == *" $1 "* ]]; }
+evaluates() { [[ " $eval_lanes " == *" $1 "* ]]; }
 # Seconds this invocation may take in all (a device call's limit is 600 s): wait_train and eval
 # fit what they do into what is left of it.
 call_budget=${CALL_BUDGET_S:-570}
@@ -115,10 +123,10 @@ stage_train() {
   # TRAIN_GPUS="T R D": the GPUs of the target, the rerun and the draft (default 0 1 2), so that
   # other work can have the rest of the machine meanwhile.
   local -a on=(${TRAIN_GPUS:-0 1 2})
-  launch target "$(gpu_of "${on[0]}")" "$target_minutes" --role target
-  launch target_rerun "$(gpu_of "${on[1]}")" "$target_minutes" --role target \
-    --steps-from "$work/target/plan.json"
-  launch draft "$(gpu_of "${on[2]}")" "$draft_minutes" --role draft
+  trains target && launch target "$(gpu_of "${on[0]}")" "$target_minutes" --role target
+  trains target_rerun && launch target_rerun "$(gpu_of "${on[1]}")" "$target_minutes" \
+    --role target --steps-from "$work/target/plan.json"
+  trains draft && launch draft "$(gpu_of "${on[2]}")" "$draft_minutes" --role draft
 }
 
 stage_wait_train() {
@@ -127,7 +135,7 @@ stage_wait_train() {
   [ $deadline -gt $((call_budget - 10)) ] && deadline=$((call_budget - 10))
   while :; do
     pending=0
-    for name in target target_rerun draft; do
+    for name in $train_roles; do
       [ -f "$work/$name/train_stats.json" ] && continue
       if [ -f "$work/train_$name.pid" ] && kill -0 "$(cat "$work/train_$name.pid")" 2>/dev/null; then
         pending=1
@@ -407,26 +415,21 @@ stage_eval() {
     taskset -pc "2-$((ncpu - 1))" $$ >/dev/null
   fi
   set -m  # each lane in its own process group, so that one past the budget can be stopped
-  local lanes=() spec_pid logprobs_pid
-  lane_speculation &
-  spec_pid=$!
-  lanes+=($!)
-  lane_quantize &
-  lanes+=($!)
-  lane_cpu_ppl &
-  lanes+=($!)
-  lane_gpu_ppl &
-  lanes+=($!)
-  lane_transformers &
-  lanes+=($!)
-  lane_logprobs &
-  logprobs_pid=$!
-  lanes+=($!)
-  (
-    while kill -0 "$spec_pid" 2>/dev/null || kill -0 "$logprobs_pid" 2>/dev/null; do sleep 2; done
-    lane_tp
-  ) &
-  lanes+=($!)
+  local lanes=() spec_pid=0 logprobs_pid=0 lane
+  for lane in speculation quantize cpu_ppl gpu_ppl transformers logprobs; do
+    evaluates $lane || continue
+    lane_$lane &
+    lanes+=($!)
+    [ $lane = speculation ] && spec_pid=$!
+    [ $lane = logprobs ] && logprobs_pid=$!
+  done
+  if evaluates tp; then
+    (
+      while kill -0 "$spec_pid" 2>/dev/null || kill -0 "$logprobs_pid" 2>/dev/null; do sleep 2; done
+      lane_tp
+    ) &
+    lanes+=($!)
+  fi
   local running
   while :; do
     running=0
