@@ -25,7 +25,7 @@
 #            logprobs 3 against transformers' log-softmax (logprobs_reference.py)
 #     GPU 3  speculation, alone on its GPU and on CPU cores 0-1: greedy generate of 8 held-out
 #            prompts (~200 tokens, 128 new) plain, --speculative ngram,k=4 and draft=DRAFT,k=4,
-#            CUDA graphs on; `bench --speculative` costs; then the simulator with the measured
+#            CUDA graphs on, each cold and warm (--warmup-runs 1); `bench --speculative` costs; then the simulator with the measured
 #            acceptance (quality_speculation.py)
 #     GPUs 2+3 after both: greedy tokens of `generate --tp 2` against --tp 1 on 3 prompts
 #     CPU    (cores 2..) `quantize` int4 RTN and int4 GPTQ (--calibration on training text,
@@ -335,6 +335,8 @@ lane_speculation() {  # GPU 3, alone: plain, n-gram and draft speculation, greed
       [ $mode = ngram ] && args=(--speculative "ngram,k=4")
       [ $mode = draft ] && args=(--speculative "draft=$draft,k=4")
       gen "${mode}_$i" "$texts/prompt_$i.txt" "${args[@]}"
+      # The steady state: the same request once untimed first (graphs and plans made).
+      gen "warm_${mode}_$i" "$texts/prompt_$i.txt" --warmup-runs 1 "${args[@]}"
     done
   done
   log "speculation runs done; load average $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -425,7 +427,9 @@ stage_eval() {
   done
   if evaluates tp; then
     (
-      while kill -0 "$spec_pid" 2>/dev/null || kill -0 "$logprobs_pid" 2>/dev/null; do sleep 2; done
+      # (A lane not run has pid 0, which kill -0 would take for this process group.)
+      while { [ "$spec_pid" != 0 ] && kill -0 "$spec_pid" 2>/dev/null; } ||
+        { [ "$logprobs_pid" != 0 ] && kill -0 "$logprobs_pid" 2>/dev/null; }; do sleep 2; done
       lane_tp
     ) &
     lanes+=($!)

@@ -3,7 +3,10 @@
 and the predictions made with the measured acceptance.
 
 Reads RUNS/{plain,ngram,draft}_I.json (`inferlab generate --format json`, greedy, one prompt
-each) and, where present, RUNS/costs_{ngram,draft}.json (`inferlab bench --speculative`).
+each), RUNS/warm_{plain,ngram,draft}_I.json (the same with --warmup-runs 1: the timed run finds
+its CUDA graphs and GEMM plans made, as a long-running engine does; the steady state the
+simulator models) and, where present, RUNS/costs_{ngram,draft}.json (`inferlab bench
+--speculative`). "modes" summarizes the cold runs, "warm_modes" the warm ones.
 Per mode: decode time (e2e − TTFT) over decode tokens (tokens − 1) summed over the prompts, the
 measured speed-up against plain (plain's time per decode token over the mode's), the acceptance
 (accepted / proposed, summed), accepted tokens per round, and alpha: the per-token acceptance for
@@ -64,6 +67,55 @@ def speedup_formula(alpha, k, draft_step, verify):
     return tokens / (k * draft_step + verify)
 
 
+def summarize_mode(args, mode, docs, base_runs, plain, decode_rate):
+    """One mode's runs against plain decoding's runs of the same set (cold or warm)."""
+    # Only prompts both ran, so that each speed-up compares the same prompts.
+    common = sorted(i for i in docs if i in base_runs)
+    per_token = decode_rate([docs[i] for i in common])
+    base = decode_rate([base_runs[i] for i in common])
+    row = {
+        "runs": len(docs),
+        "decode_ms_per_token": per_token * 1e3 if per_token else None,
+        "tpot_ms_mean": sum(d["tpot_ms"] for d in docs.values()) / len(docs),
+        "ttft_ms_mean": sum(d["ttft_ms"] for d in docs.values()) / len(docs),
+        "decode_tokens_per_s_mean": sum(d["decode_tokens_per_s"] for d in docs.values())
+        / len(docs),
+        "tokens_equal_plain": sum(docs[i]["tokens"] == plain[i]["tokens"] for i in common
+                                  if i in plain),
+        "compared_prompts": len(common),
+    }
+    if mode == "plain":
+        return row
+    row["measured_speedup"] = base / per_token if per_token and base else None
+    spec = [docs[i]["speculative"] for i in common if "speculative" in docs[i]]
+    rounds = sum(s["rounds"] for s in spec)
+    proposed = sum(s["proposed"] for s in spec)
+    accepted = sum(s["accepted"] for s in spec)
+    row.update(rounds=rounds, proposed=proposed, accepted=accepted,
+               acceptance=accepted / proposed if proposed else 0.0,
+               proposed_per_round=proposed / rounds if rounds else 0.0,
+               accepted_per_round=accepted / rounds if rounds else 0.0,
+               verify_ms=sum(s["verify_ms"] for s in spec),
+               draft_ms=sum(s["draft_ms"] for s in spec))
+    alpha = alpha_for(row["accepted_per_round"], args.k)
+    row["alpha"] = alpha
+    costs = load(os.path.join(args.runs, "costs_%s.json" % mode))
+    if costs:
+        step = costs["decode_step"]["median_ms"]
+        # Plain decoding warm (bench: graphs captured, plans made, the median step) against
+        # this mode's runs.
+        row["plain_warm_decode_ms"] = step
+        row["measured_speedup_vs_warm_plain"] = step / (per_token * 1e3) if per_token else None
+        draft = costs["draft_step"]["median_ms"] / step
+        if mode == "ngram":  # one lookup a round, as bench spreads it (speculative_bench)
+            draft /= args.k
+        verify = costs["verify"]["median_ms"] / step
+        row["formula"] = {"decode_step_ms": step, "verify_over_decode": verify,
+                          "draft_over_decode_per_token": draft,
+                          "speedup": speedup_formula(alpha, args.k, draft, verify)}
+    return row
+
+
 def simulate(args, speculative, prompt_tokens):
     command = [args.inferlab, "serve", "--model", os.path.join(args.target, "config.json"),
                "--hardware", args.hardware, "--framework", "inferlab", "--rate", "0",
@@ -92,14 +144,15 @@ def main():
     ap.add_argument("--requests", type=int, default=64)
     args = ap.parse_args()
 
-    runs = {}
+    runs = {}  # (warm, mode) -> {prompt: doc}
     for path in glob.glob(os.path.join(args.runs, "*_*.json")):
-        m = re.fullmatch(r"(plain|ngram|draft)_(\d+)\.json", os.path.basename(path))
+        m = re.fullmatch(r"(warm_)?(plain|ngram|draft)_(\d+)\.json", os.path.basename(path))
         doc = load(path) if m else None
         if doc and doc.get("tokens"):
-            runs.setdefault(m.group(1), {})[int(m.group(2))] = doc
-    plain = runs.get("plain", {})
-    out = {"k": args.k, "new_tokens": args.new_tokens, "hardware": args.hardware, "modes": {}}
+            runs.setdefault((bool(m.group(1)), m.group(2)), {})[int(m.group(3))] = doc
+    plain = runs.get((False, "plain"), {}) or runs.get((True, "plain"), {})
+    out = {"k": args.k, "new_tokens": args.new_tokens, "hardware": args.hardware, "modes": {},
+           "warm_modes": {}}
     prompt_tokens = [r["prompt_tokens"] for r in plain.values()]
     out["prompts"] = len(plain)
     out["prompt_tokens_mean"] = sum(prompt_tokens) / len(prompt_tokens) if prompt_tokens else None
@@ -109,73 +162,40 @@ def main():
         tokens = sum(len(d["tokens"]) - 1 for d in docs)
         return time_s / tokens if tokens else None
 
+    for warm in (False, True):
+        base_runs = runs.get((warm, "plain"), {})
+        for mode in ("plain", "ngram", "draft"):
+            docs = runs.get((warm, mode), {})
+            if not docs or not base_runs:
+                continue
+            out["warm_modes" if warm else "modes"][mode] = summarize_mode(
+                args, mode, docs, base_runs, plain, decode_rate)
     plain_per_token = decode_rate(list(plain.values()))
-    for mode in ("plain", "ngram", "draft"):
-        docs = runs.get(mode, {})
-        if not docs:
-            continue
-        # Only prompts every mode ran, so that each speed-up compares the same prompts.
-        common = sorted(i for i in docs if i in plain)
-        per_token = decode_rate([docs[i] for i in common])
-        base = decode_rate([plain[i] for i in common])
-        row = {
-            "runs": len(docs),
-            "decode_ms_per_token": per_token * 1e3 if per_token else None,
-            "tpot_ms_mean": sum(d["tpot_ms"] for d in docs.values()) / len(docs),
-            "ttft_ms_mean": sum(d["ttft_ms"] for d in docs.values()) / len(docs),
-            "decode_tokens_per_s_mean": sum(d["decode_tokens_per_s"] for d in docs.values())
-            / len(docs),
-            "tokens_equal_plain": sum(docs[i]["tokens"] == plain[i]["tokens"] for i in common),
-            "compared_prompts": len(common),
-        }
-        if mode != "plain":
-            row["measured_speedup"] = base / per_token if per_token and base else None
-            spec = [docs[i]["speculative"] for i in common if "speculative" in docs[i]]
-            rounds = sum(s["rounds"] for s in spec)
-            proposed = sum(s["proposed"] for s in spec)
-            accepted = sum(s["accepted"] for s in spec)
-            row.update(rounds=rounds, proposed=proposed, accepted=accepted,
-                       acceptance=accepted / proposed if proposed else 0.0,
-                       proposed_per_round=proposed / rounds if rounds else 0.0,
-                       accepted_per_round=accepted / rounds if rounds else 0.0,
-                       verify_ms=sum(s["verify_ms"] for s in spec),
-                       draft_ms=sum(s["draft_ms"] for s in spec))
-            alpha = alpha_for(row["accepted_per_round"], args.k)
-            row["alpha"] = alpha
-            costs = load(os.path.join(args.runs, "costs_%s.json" % mode))
-            if costs:
-                step = costs["decode_step"]["median_ms"]
-                # Plain decoding warm (bench: graphs captured, plans made, the median step) against
-                # this mode's runs, which pay their own first uses as plain's runs do theirs.
-                row["plain_warm_decode_ms"] = step
-                row["measured_speedup_vs_warm_plain"] = step / (per_token * 1e3) if per_token else None
-                draft = costs["draft_step"]["median_ms"] / step
-                if mode == "ngram":  # one lookup a round, as bench spreads it (speculative_bench)
-                    draft /= args.k
-                verify = costs["verify"]["median_ms"] / step
-                row["formula"] = {"decode_step_ms": step, "verify_over_decode": verify,
-                                  "draft_over_decode_per_token": draft,
-                                  "speedup": speedup_formula(alpha, args.k, draft, verify)}
-        out["modes"][mode] = row
 
     if out["prompt_tokens_mean"] is not None:
         p = round(out["prompt_tokens_mean"])
         sim = {"plain": simulate(args, "", p)}
         for mode in ("ngram", "draft"):
-            row = out["modes"].get(mode)
-            if not row:
+            # The acceptance of the warm runs where there are (the same tokens as the cold ones'
+            # under greedy decoding), the simulator's with it, set beside both measurements.
+            rows = [r for r in (out["warm_modes"].get(mode), out["modes"].get(mode)) if r]
+            if not rows:
                 continue
             who = "ngram" if mode == "ngram" else "draft=" + args.draft
-            sim[mode] = simulate(args, "%s,k=%d,accept=%.6f" % (who, args.k, row["alpha"]), p)
+            sim[mode] = simulate(args, "%s,k=%d,accept=%.6f" % (who, args.k, rows[0]["alpha"]), p)
             if "tpot_ms" in sim[mode] and "tpot_ms" in sim["plain"]:
                 predicted = sim["plain"]["tpot_ms"] / sim[mode]["tpot_ms"]
-                row["simulator_speedup"] = predicted
-                if row.get("measured_speedup"):
-                    row["simulator_over_measured"] = predicted / row["measured_speedup"]
+                for row in rows:
+                    row["simulator_speedup"] = predicted
+                    if row.get("measured_speedup"):
+                        row["simulator_over_measured"] = predicted / row["measured_speedup"]
         out["simulator"] = sim
         if plain_per_token and "tpot_ms" in sim["plain"]:
             out["plain_tpot_ms_measured_vs_simulated"] = [plain_per_token * 1e3,
                                                           sim["plain"]["tpot_ms"]]
+        warm_plain = decode_rate(list(runs.get((True, "plain"), {}).values()))
+        if warm_plain and "tpot_ms" in sim["plain"]:
+            out["plain_tpot_ms_warm_vs_simulated"] = [warm_plain * 1e3, sim["plain"]["tpot_ms"]]
     print(json.dumps(out, indent=1))
 
 

@@ -186,7 +186,9 @@ def main():
           "speed-up | vs warm plain | acceptance | alpha | simulator speed-up | formula speed-up "
           "| greedy = plain |" % (sp.get("prompts"), sp.get("new_tokens")))
         p("|---|---|---|---|---|---|---|---|---|")
-        for mode, m in sp.get("modes", {}).items():
+        rows = [(mode, m) for mode, m in sp.get("modes", {}).items()]
+        rows += [("%s, warm" % mode, m) for mode, m in sp.get("warm_modes", {}).items()]
+        for mode, m in rows:
             p("| %s | %s | %s | %s | %s | %s | %s | %s | %s/%s |" % (
                 mode, fmt(m.get("decode_ms_per_token")), fmt(m.get("measured_speedup")),
                 fmt(m.get("measured_speedup_vs_warm_plain")),
@@ -198,6 +200,10 @@ def main():
             p("\nPlain decoding at batch 1: %.4f ms a token measured (generate, one process a prompt), "
               "%.4f ms simulated (`serve`, --framework inferlab, %s)." % (pair[0], pair[1],
                                                                         sp.get("hardware")))
+        pair = sp.get("plain_tpot_ms_warm_vs_simulated")
+        if pair:
+            p("Warm (`generate --warmup-runs 1`: graphs and plans made before the timed run): "
+              "%.4f ms a token measured, %.4f ms simulated." % (pair[0], pair[1]))
         p("")
     tp = s["tensor_parallel"]
     if tp:

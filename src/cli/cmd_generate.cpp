@@ -2,6 +2,7 @@
 // TTFT, TPOT and tokens/s on stderr (--format json: one object instead).
 #include <fmt/format.h>
 
+#include <functional>
 #include <iostream>
 
 #include "cli/commands.hpp"
@@ -32,6 +33,7 @@ struct GenerateArgs {
   double gpu_memory_utilization = 0.90;
   std::string cuda_graphs = "on";
   std::string speculative;  // ngram,k=K[,n=N] or draft=MODEL,k=K
+  int64_t warmup_runs = 0;  // untimed generations of the same request first
   uint64_t seed = 0;
   EngineSwitchArgs switches;
 };
@@ -50,6 +52,9 @@ void check_args(const GenerateArgs& a) {
   }
   if (a.max_num_batched_tokens < 1 || a.max_num_batched_tokens > (int64_t{1} << 20)) {
     throw InputError("--max-num-batched-tokens must be in [1, 2^20]");
+  }
+  if (a.warmup_runs < 0 || a.warmup_runs > 100) {
+    throw InputError("--warmup-runs must be in [0, 100], got " + std::to_string(a.warmup_runs));
   }
   if (a.prompt.empty() == a.prompt_file.empty()) {
     throw InputError("give the prompt as --prompt TEXT or --prompt-file FILE (one of them)");
@@ -122,10 +127,15 @@ void run_generate(const GenerateArgs& a) {
     if (streaming) std::cout << piece << std::flush;
   };
   engine::SpeculativeStats stats;
-  const auto result = a.speculative.empty()
-                          ? engine::generate(*backend, prompt, options, on_token)
-                          : engine::generate_speculative(*backend, draft.get(), prompt, options,
-                                                         speculative, on_token, &stats);
+  auto run = [&](const std::function<void(int32_t)>& sink) {
+    return a.speculative.empty() ? engine::generate(*backend, prompt, options, sink)
+                                 : engine::generate_speculative(*backend, draft.get(), prompt,
+                                                                options, speculative, sink, &stats);
+  };
+  // Warm-up runs make what a long-running engine has made once (CUDA graphs of each shape, GEMM
+  // plans), so that the timed run measures the steady state.
+  for (int64_t i = 0; i < a.warmup_runs; ++i) run({});
+  const auto result = run(on_token);
   std::string tail = stream.finish();
   int64_t prompt_tokens = static_cast<int64_t>(prompt.size());
   if (streaming) {
@@ -170,6 +180,10 @@ void register_generate(CLI::App& app) {
   cmd->add_option("--cuda-graphs", args->cuda_graphs, "on: decode steps replay a CUDA graph")
       ->capture_default_str();
   add_engine_switches(cmd, args->switches);
+  cmd->add_option("--warmup-runs", args->warmup_runs,
+                  "Untimed runs of the same request first (graphs and plans made): the timed run "
+                  "measures the steady state")
+      ->capture_default_str();
   cmd->add_option("--speculative", args->speculative,
                   "Speculative decoding: ngram,k=K[,n=N] (prompt lookup) or draft=MODEL,k=K (a "
                   "draft model sharing the tokenizer); greedy output is unchanged");

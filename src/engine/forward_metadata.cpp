@@ -16,10 +16,14 @@ ForwardMetadata build_forward_metadata(const ForwardBatch& batch, const KvCacheL
     const auto first_token = static_cast<int32_t>(meta.token_ids.size());
     const auto slots =
         slot_mapping(chunk.block_table, layout.block_size, chunk.cached_tokens, count);
+    const auto sequence = static_cast<int32_t>(meta.context_lens.size());
     for (int64_t j = 0; j < count; ++j) {
       meta.token_ids.push_back(chunk.tokens[static_cast<size_t>(j)]);
       meta.positions.push_back(static_cast<int32_t>(chunk.cached_tokens + j));
       meta.slots.push_back(static_cast<int32_t>(slots[static_cast<size_t>(j)]));
+      meta.token_index.push_back(static_cast<int32_t>(meta.token_index.size()));
+      meta.token_context.push_back(static_cast<int32_t>(chunk.cached_tokens + j + 1));
+      meta.token_seq.push_back(sequence);
     }
     const bool all = chunk.all_logits && !last_only;
     for (int64_t j = all ? 0 : count - 1; j < count; ++j) {
@@ -34,6 +38,7 @@ ForwardMetadata build_forward_metadata(const ForwardBatch& batch, const KvCacheL
     meta.block_table_stride =
         std::max(meta.block_table_stride, static_cast<int32_t>(layout.blocks_for(context)));
   }
+  meta.token_index.push_back(static_cast<int32_t>(meta.token_index.size()));
   const size_t stride = static_cast<size_t>(meta.block_table_stride);
   meta.block_tables.assign(batch.sequences.size() * stride, 0);
   for (size_t s = 0; s < batch.sequences.size(); ++s) {
@@ -54,15 +59,18 @@ ForwardMetadata::Offsets ForwardMetadata::offsets() const {
   o.context_lens = o.query_start + query_start.size();
   o.logit_rows = o.context_lens + context_lens.size();
   o.block_tables = o.logit_rows + logit_rows.size();
-  o.end = o.block_tables + block_tables.size();
+  o.token_index = o.block_tables + block_tables.size();
+  o.token_context = o.token_index + token_index.size();
+  o.token_seq = o.token_context + token_context.size();
+  o.end = o.token_seq + token_seq.size();
   return o;
 }
 
 std::vector<int32_t> ForwardMetadata::packed() const {
   std::vector<int32_t> all;
   all.reserve(offsets().end);
-  for (const auto* part :
-       {&token_ids, &positions, &slots, &query_start, &context_lens, &logit_rows, &block_tables}) {
+  for (const auto* part : {&token_ids, &positions, &slots, &query_start, &context_lens, &logit_rows,
+                           &block_tables, &token_index, &token_context, &token_seq}) {
     all.insert(all.end(), part->begin(), part->end());
   }
   return all;
@@ -91,6 +99,7 @@ ForwardMetadata pad_to_graph_shape(const ForwardMetadata& meta, const GraphShape
     throw std::invalid_argument("pad_to_graph_shape: the batch is larger than the shape");
   }
   ForwardMetadata out = meta;
+  out.token_index.pop_back();  // the end, pushed again past the padding
   const auto scratch_slot = static_cast<int32_t>(scratch_block * block_size);
   for (int32_t s = real; s < shape.padded; ++s) {
     const int32_t first_token = s * q;
@@ -98,12 +107,16 @@ ForwardMetadata pad_to_graph_shape(const ForwardMetadata& meta, const GraphShape
       out.token_ids.push_back(0);
       out.positions.push_back(j);
       out.slots.push_back(scratch_slot + j);
+      out.token_index.push_back(first_token + j);
+      out.token_context.push_back(j + 1);
+      out.token_seq.push_back(s);
     }
     for (int32_t j = q - rows_per_sequence; j < q; ++j) out.logit_rows.push_back(first_token + j);
     out.query_start.push_back(first_token + q);
     out.context_lens.push_back(q);
     out.first_row.push_back(static_cast<int64_t>(out.logit_rows.size()));
   }
+  out.token_index.push_back(shape.tokens());
   out.block_tables.assign(static_cast<size_t>(shape.padded) * static_cast<size_t>(shape.stride), 0);
   for (int32_t s = 0; s < shape.padded; ++s) {
     auto row = out.block_tables.begin() + static_cast<ptrdiff_t>(s) * shape.stride;

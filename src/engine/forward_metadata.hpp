@@ -23,13 +23,21 @@ struct ForwardMetadata {
   int32_t max_context_len = 0;
   int32_t single_query_seqs = 0;   // sequences with one new token
   std::vector<int64_t> first_row;  // ForwardResult::first_row for these logit rows
+  // The batch seen token by token, each token a sequence of one query attending its causal
+  // prefix (the decode kernel's view of a pass of few tokens per sequence: speculative
+  // verification): its index as query_start ([tokens + 1]: 0, 1, ..), its context (position + 1)
+  // and the sequence whose block table it reads.
+  std::vector<int32_t> token_index;    // [tokens + 1]
+  std::vector<int32_t> token_context;  // [tokens]
+  std::vector<int32_t> token_seq;      // [tokens]
 
   int32_t tokens() const { return static_cast<int32_t>(token_ids.size()); }
   int32_t sequences() const { return static_cast<int32_t>(context_lens.size()); }
   // Every array above, one after another (the order of offsets()), for one host→device copy.
   std::vector<int32_t> packed() const;
   struct Offsets {
-    size_t token_ids, positions, slots, query_start, context_lens, logit_rows, block_tables, end;
+    size_t token_ids, positions, slots, query_start, context_lens, logit_rows, block_tables,
+        token_index, token_context, token_seq, end;
   };
   Offsets offsets() const;
 };

@@ -25,6 +25,17 @@ inline int64_t graph_context_bucket(int64_t max_context_len) {
 // a draft model's catch-up and speculative verification of up to 15 proposals), all sequences
 // of the pass having the same count.
 constexpr int64_t kGraphMaxQueryTokens = 16;
+// A pass whose sequences have at most kGraphMaxQueryTokens new tokens each and this many in all
+// runs its attention through the decode kernel token by token (each token a sequence of one
+// query over its causal prefix, split-K over the context), not through the tiled kernel, whose
+// 64-128-query tiles such passes leave nearly empty.
+constexpr int64_t kTokenViewMaxTokens = 64;
+
+// Whether a pass of `tokens` new tokens, at most `max_query_len` per sequence, takes that view.
+inline bool attention_by_token(int64_t max_query_len, int64_t tokens) {
+  return max_query_len > 1 && max_query_len <= kGraphMaxQueryTokens &&
+         tokens <= kTokenViewMaxTokens;
+}
 
 // Query heads a decode CTA takes of one KV head's group (1, 2, 4 or 8).
 inline int64_t decode_head_tile(int64_t num_heads, int64_t num_kv_heads) {

@@ -153,9 +153,22 @@ double PredictedIterationCost::time_s(const IterationBatch& batch) const {
   const auto seqs = static_cast<int64_t>(batch.seqs.size());
   const int64_t rows = padded_graph ? graph_rows(seqs) * query : batch.total_tokens();
   double t = flat_s(rows, !graphs_decode_only_ || uniform_decodes);
+  // Few tokens a sequence (speculative verification): the engine's decode kernel over the
+  // tokens, each a sequence of one query at its own context (engine_decode_plan.hpp).
+  int64_t max_query = 0, token_context_sum = 0;
+  for (const auto& s : batch.seqs) {
+    max_query = std::max(max_query, s.new_tokens);
+    token_context_sum += s.new_tokens * s.context - s.new_tokens * (s.new_tokens - 1) / 2;
+  }
+  const bool by_token = inferlab_engine_ && attention_by_token(max_query, rows);
+  if (by_token) {
+    const int64_t tokens = batch.total_tokens();
+    t += attention_s(tokens, 1, grained(std::max<int64_t>(1, token_context_sum / tokens)));
+  }
   for (const auto& s : batch.seqs) {
     // A verification samples every one of its rows; otherwise a sequence samples its last.
     if (s.samples) samples += s.decode ? s.new_tokens : 1;
+    if (by_token) continue;
     if (s.decode) {
       auto& g = decode_groups[s.new_tokens];
       ++g.first;

@@ -79,10 +79,14 @@ TEST(EngineCli, InitWeightsThenGenerateIsDeterministic) {
                     "--top-p 0.9 --seed 7 --format json";
   auto first = run_inferlab(cmd);
   auto second = run_inferlab(cmd);
+  // Warm-up runs of the same request first leave the timed run's tokens as they were.
+  auto warmed = run_inferlab(cmd + " --warmup-runs 2");
   ASSERT_EQ(first.exit_code, 0) << first.err;
+  ASSERT_EQ(warmed.exit_code, 0) << warmed.err;
   auto a = nlohmann::json::parse(first.out), b = nlohmann::json::parse(second.out);
   EXPECT_EQ(a["tokens"], b["tokens"]);
   EXPECT_EQ(a["text"], b["text"]);
+  EXPECT_EQ(nlohmann::json::parse(warmed.out)["tokens"], a["tokens"]);
   EXPECT_EQ(a["prompt_tokens"].get<int>(), 7);  // BOS, What, is, the, tallest, mountain, ?
   EXPECT_LE(a["tokens"].size(), 6u);
   for (const char* field : {"ttft_ms", "tpot_ms", "e2e_ms"}) EXPECT_GE(a[field].get<double>(), 0.0);
@@ -129,6 +133,7 @@ TEST(EngineCli, BadInputIsExitTwoWithNothingOnStdout) {
       "generate --model llama-3.2-1b --prompt hi --max-model-len -1",
       "generate --model llama-3.2-1b --prompt hi --max-model-len 200000",  // context 131072
       "generate --model llama-3.2-1b --prompt hi --max-num-batched-tokens 0",
+      "generate --model llama-3.2-1b --prompt hi --warmup-runs -1",
       "bench --model llama-3-8b --input 8000 --output 500 --device cpu",  // context 8192
       "bench --model llama-3.2-1b --input 64 --output 64 --max-model-len 100 --device cpu",
       "bench --model llama-3.2-1b --max-model-len -3 --device cpu",

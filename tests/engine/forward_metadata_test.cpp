@@ -26,6 +26,10 @@ TEST(ForwardMetadata, PacksTwoSequencesWithTheirSlotsAndTables) {
   EXPECT_EQ(meta.block_tables, (std::vector<int32_t>{7, 2, 4, 0}));
   EXPECT_EQ(meta.max_query_len, 3);
   EXPECT_EQ(meta.max_context_len, 8);
+  // Token by token: contexts 6, 7, 8 of sequence 0, then 1 of sequence 1.
+  EXPECT_EQ(meta.token_index, (std::vector<int32_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(meta.token_context, (std::vector<int32_t>{6, 7, 8, 1}));
+  EXPECT_EQ(meta.token_seq, (std::vector<int32_t>{0, 0, 0, 1}));
 
   const ForwardMetadata last = build_forward_metadata(batch, layout, /*last_only=*/true);
   EXPECT_EQ(last.logit_rows, (std::vector<int32_t>{2, 3}));
@@ -37,6 +41,9 @@ TEST(ForwardMetadata, PacksTwoSequencesWithTheirSlotsAndTables) {
   EXPECT_EQ(packed[o.slots + 3], 16);
   EXPECT_EQ(packed[o.block_tables + 2], 4);
   EXPECT_EQ(packed[o.context_lens], 8);
+  EXPECT_EQ(packed[o.token_context + 2], 8);
+  EXPECT_EQ(packed[o.token_seq + 3], 1);
+  EXPECT_EQ(o.end, o.token_seq + 4);
 }
 
 TEST(ForwardMetadata, PadsADecodeBatchToAGraphShape) {
@@ -93,6 +100,9 @@ TEST(ForwardMetadata, PadsAVerificationBatchToAGraphShape) {
   EXPECT_EQ(padded.max_query_len, 3);
   EXPECT_EQ(padded.max_context_len, 8);
   EXPECT_EQ(padded.single_query_seqs, 0);
+  EXPECT_EQ(padded.token_index, (std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}));
+  EXPECT_EQ(padded.token_context, (std::vector<int32_t>{3, 4, 5, 1, 2, 3, 1, 2, 3, 1, 2, 3}));
+  EXPECT_EQ(padded.token_seq, (std::vector<int32_t>{0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3}));
 
   // The draft model's first pass of a round: 2 new tokens, the last one's logits only.
   ForwardBatch draft;

@@ -68,17 +68,23 @@ TEST(ServeCost, TheEngineReplaysGraphsForDecodesOfEqualLengthPaddedToAPowerOfTwo
   EXPECT_GT(cost.flat_s(105, false), cost.flat_s(105, true));  // the host's launches show
 
   // Three speculative verifications of 4 drafts each run as the graph of 4 sequences x 5
-  // tokens, every row sampled; with one of them proposing fewer, eagerly, every row as it is.
+  // tokens, every row sampled, their attention the decode kernel's over the 15 tokens (contexts
+  // 1020..1024 each: a mean of 1022, 1024 on the 16-token grain); with one of them proposing
+  // fewer, eagerly, every row as it is (contexts 13289 / 13 = 1022 on average).
   IterationBatch verify;
   for (int i = 0; i < 3; ++i) verify.seqs.push_back({5, 1024, true, true});
   EXPECT_NEAR(cost.time_s(verify),
-              cost.flat_s(20, true) + cost.attention_s(3, 5, 1024) + cost.sampled_s(20), 1e-12);
+              cost.flat_s(20, true) + cost.attention_s(15, 1, 1024) + cost.sampled_s(20), 1e-12);
   IterationBatch ragged = verify;
   ragged.seqs.back().new_tokens = 3;
   EXPECT_NEAR(cost.time_s(ragged),
-              cost.flat_s(13, false) + cost.attention_s(2, 5, 1024) + cost.attention_s(1, 3, 1024) +
-                  cost.sampled_s(13),
-              1e-12);
+              cost.flat_s(13, false) + cost.attention_s(13, 1, 1024) + cost.sampled_s(13), 1e-12);
+  // Past 64 tokens (13 sequences of 5: 65, unpadded under the limit of 6 set above), the tiled
+  // kernel per sequence.
+  IterationBatch wide;
+  for (int i = 0; i < 13; ++i) wide.seqs.push_back({5, 1024, true, true});
+  EXPECT_NEAR(cost.time_s(wide),
+              cost.flat_s(65, true) + cost.attention_s(13, 5, 1024) + cost.sampled_s(65), 1e-12);
 
   // With a draft model every prefill chunk also runs through it.
   const ModelConfig draft = load_model("llama-3.2-1b");

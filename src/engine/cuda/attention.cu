@@ -115,6 +115,8 @@ void check(const PagedAttentionParams& p) {
               p.out != nullptr,
           "a null tensor");
   require(p.block_table_stride > 0, "block_table_stride must be positive");
+  require(p.table_rows == nullptr || (p.max_query_len == 1 && !p.naive),
+          "table_rows is for the decode path (max_query_len 1, not naive)");
   // The kernels read queries and cache rows 16 bytes at a time (a row is head_dim elements: 64 or
   // more bytes in every format).
   require(

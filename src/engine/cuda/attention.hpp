@@ -73,6 +73,10 @@ struct PagedAttentionParams {
   KvLayerCache cache;
   const int32_t* block_tables = nullptr;  // device, [num_seqs, block_table_stride]
   int block_table_stride = 0;
+  // Decode path only (max_query_len 1): the block-table row each sequence reads (device,
+  // [num_seqs]), so that the tokens of a few sequences run as sequences of one query each
+  // (ForwardMetadata's token view); nullptr: sequence s reads row s.
+  const int32_t* table_rows = nullptr;
   const int32_t* query_start = nullptr;   // device, [num_seqs + 1], query_start[0] = 0
   const int32_t* context_lens = nullptr;  // device, [num_seqs]
   int num_seqs = 0;

@@ -165,7 +165,8 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeArgs a) {
   const int split_begin = split * a.partition;
 
   // Trip 1: the sequence's metadata and the table entries of the split's first chunk.
-  const int32_t* table = p.block_tables + static_cast<int64_t>(seq) * p.block_table_stride;
+  const int table_row = p.table_rows == nullptr ? seq : p.table_rows[seq];
+  const int32_t* table = p.block_tables + static_cast<int64_t>(table_row) * p.block_table_stride;
   int32_t blocks[T::kCopies];
   load_blocks<T>(blocks, table, p.block_table_stride, p.block_size, split_begin, copy_row);
   const int token = p.query_start[seq];

@@ -86,7 +86,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) stream_kernel(const Deco
   unsigned char* ring = smem + warp * T::kWarpBytes;
   const BlockMath blocks{p.block_size, a.block_shift};
 
-  const int32_t* table = p.block_tables + static_cast<int64_t>(seq) * p.block_table_stride;
+  const int table_row = p.table_rows == nullptr ? seq : p.table_rows[seq];
+  const int32_t* table = p.block_tables + static_cast<int64_t>(table_row) * p.block_table_stride;
   const int token = p.query_start[seq];
   const int token_end = p.query_start[seq + 1];
   const int ctx = p.context_lens[seq];

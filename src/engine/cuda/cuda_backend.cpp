@@ -76,7 +76,9 @@ BackendBuffers buffers_for(const LlamaConfig& config, const CudaBackendOptions& 
       Projector::workspace_bytes(b.projector_rows, b.projector_in, b.projector_out, o.quant.weights,
                                  o.quant.gemm_input_format()));
   const int64_t blocks_per_seq = (context + o.block_size - 1) / o.block_size;
-  b.metadata_elements = 4 * t + 2 * o.max_sequences + 1 + rows + o.max_sequences * blocks_per_seq;
+  // Per token: id, position, slot, logit row, and its token view (index, context, sequence).
+  b.metadata_elements =
+      7 * t + 1 + 2 * o.max_sequences + 1 + rows + o.max_sequences * blocks_per_seq;
   return b;
 }
 

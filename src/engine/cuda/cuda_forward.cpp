@@ -15,6 +15,7 @@
 #include "engine/cuda/calibration_kernels.hpp"
 #include "engine/cuda/cuda_backend_impl.hpp"
 #include "engine/cuda/layer_kernels.hpp"
+#include "model/engine_decode_plan.hpp"
 
 namespace inferlab::engine::cuda {
 
@@ -78,6 +79,18 @@ void CudaBackend::launch_model(const ForwardMetadata& meta) {
   attention.out = attn_.data();
   attention.workspace = attention_workspace_.data();
   attention.workspace_bytes = attention_workspace_.bytes();
+  // A few tokens per sequence (speculative verification, a draft's catch-up): the decode kernel
+  // over the tokens, each a sequence of one query (model/engine_decode_plan.hpp).
+  if (attention_by_token(meta.max_query_len, tokens) && !options_.naive_attention &&
+      paged_attention_workspace_bytes(tokens, attention.num_heads, attention.head_dim,
+                                      meta.max_context_len) <= attention.workspace_bytes) {
+    attention.query_start = dev + o.token_index;
+    attention.context_lens = dev + o.token_context;
+    attention.table_rows = dev + o.token_seq;
+    attention.num_seqs = tokens;
+    attention.max_query_len = 1;
+    attention.single_query_seqs = tokens;
+  }
 
   const bool fused = fused_for(tokens);
   for (int64_t layer = 0; layer < m.num_layers; ++layer) {
