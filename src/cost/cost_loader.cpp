@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+
 #include "cost/calibrated/calibrated_cost.hpp"
 #include "cost/calibrated/calibration_transfer.hpp"
 #include "cost/engine/engine_cost.hpp"
@@ -43,6 +45,12 @@ SustainedClockUse resolve_sustained(const std::string& choice, const HardwareSpe
     path = shipped_sustained_path(spec.name);
     shown = shipped_sustained_label(spec.name);
   } else if (!choice.empty()) {
+    std::error_code ec;
+    if (!std::filesystem::exists(choice, ec) && choice.find('/') == std::string::npos &&
+        !choice.ends_with(".json")) {
+      throw InputError("--sustained takes auto, none or a sustained-clock measurement file; '" +
+                       choice + "' is none of them");
+    }
     path = choice;
   }
   if (!path) {

@@ -233,6 +233,11 @@ TEST_F(SustainedClockCliFiles, MissingOrMalformedFilesAreInputErrors) {
        "predict --hardware h200 --cost roofline --sustained " + shipped("h200"),
        "predict --hardware h200 --framework inferlab --sustained " + shipped("h200"),
        "predict --hardware h100-sxm --cost tilesim --sustained none"});
+  auto word = run_inferlab("predict --hardware h200 --sustained off");
+  EXPECT_EQ(word.exit_code, 2);
+  EXPECT_NE(word.err.find("--sustained takes auto, none or a sustained-clock measurement file"),
+            std::string::npos)
+      << word.err;
 }
 
 }  // namespace
