@@ -41,6 +41,7 @@ void register_predict(CLI::App& app) {
       "breakdown of prefill and decode");
   add_model_options(cmd, args->common);
   add_hardware_options(cmd, args->common);
+  add_sustained_option(cmd, args->common);
   add_format_option(cmd, args->common);
   cmd->add_option("--batch", args->batch, "Sequences per batch")->capture_default_str();
   cmd->add_option("--input", args->input, "Prompt tokens per sequence")->capture_default_str();
@@ -59,7 +60,8 @@ void register_predict(CLI::App& app) {
             : "engine costs " + run.hw.engine_costs_source + "; other ops: " + run.hw.source,
         run.options,
         run.precision,
-        prediction_notes(run)};
+        prediction_notes(run),
+        run.hw.sustained};
     nlohmann::json out = request_setup_json(setup);
     out.update(request_to_json(run.prediction));
     emit(out, request_text(setup, run.prediction), request_csv(run.prediction), format);

@@ -61,8 +61,17 @@ void reject_foreign_options(const CLI::App* cmd, const ReportArgs& a) {
   check(a.validate_options, {"validate"});
 }
 
+// predict and serve apply the GPU's shipped sustained clock unless --sustained says otherwise
+// (as the commands do); validate keeps the calibration's (as `validate` does).
+CommonArgs with_sustained_default(const CommonArgs& common) {
+  CommonArgs c = common;
+  if (c.sustained.empty()) c.sustained = kSustainedAuto;
+  return c;
+}
+
 HtmlPage predict_page(const ReportArgs& a) {
-  const PredictRun run = run_prediction(a.common, a.batch, a.input, a.output);
+  const PredictRun run =
+      run_prediction(with_sustained_default(a.common), a.batch, a.input, a.output);
   const PredictOptions& o = run.options;
   PredictReportInput in;
   in.model = run.model.name;
@@ -77,13 +86,14 @@ HtmlPage predict_page(const ReportArgs& a) {
       dtype_name(run.precision.weights), dtype_name(run.precision.activations),
       dtype_name(run.precision.kv), framework_name(o.framework), o.cuda_graphs ? "on" : "off",
       o.flash_attention ? "on" : "off", o.tp);
+  in.settings += "; sustained clock: " + run.hw.sustained.note;
   in.prediction = &run.prediction;
   return predict_html_page(in);
 }
 
 HtmlPage serve_page(const ReportArgs& a) {
   ModelConfig model = load_model(a.common.model);
-  LoadedHardware hw = load_cost_model(a.common);
+  LoadedHardware hw = load_cost_model(with_sustained_default(a.common));
   PredictOptions o = to_predict_options(a.common);
   SchedulerConfig scheduler = make_scheduler_config(a.serve, model.max_position_embeddings);
   const std::unique_ptr<ModelConfig> draft = load_draft_model(a.serve);
@@ -105,9 +115,10 @@ HtmlPage serve_page(const ReportArgs& a) {
           : fmt::format("{} requests from {}", requests.size(), a.serve.trace);
   std::string subtitle = fmt::format(
       "inferlab serve: {}; policy {}, max {} seqs, {} batched tokens, prefix caching {}; {} "
-      "cost model",
+      "cost model; sustained clock: {}",
       workload, schedule_policy_name(scheduler.policy), scheduler.max_num_seqs,
-      scheduler.max_num_batched_tokens, scheduler.prefix_caching ? "on" : "off", hw.cost->name());
+      scheduler.max_num_batched_tokens, scheduler.prefix_caching ? "on" : "off", hw.cost->name(),
+      hw.sustained.note);
   if (!kv.fits()) {
     return serve_not_fitting_page(title, subtitle, kv.weights_bytes, kv.activations_bytes,
                                   kv.usable_bytes);
@@ -157,6 +168,10 @@ void register_report(CLI::App& app) {
   cmd->add_option("--out", args->out, "HTML file to write")->required();
   add_format_option(cmd, args->common);
   add_hardware_options(cmd, args->common);
+  cmd->add_option("--sustained", args->common.sustained,
+                  "Calibrated model's clock under sustained load, as the commands take it: auto, "
+                  "none or a measurement file (default: auto for predict and serve, the "
+                  "calibration's own for validate)");
   size_t before = cmd->get_options().size();
   add_model_options(cmd, args->common);
   args->model_options = options_since(cmd, before);

@@ -130,6 +130,7 @@ void register_serve(CLI::App& app) {
       "throughput");
   add_model_options(cmd, args->common);
   add_hardware_options(cmd, args->common);
+  add_sustained_option(cmd, args->common);
   add_format_option(cmd, args->common);
   add_serve_options(cmd, args->serve, true);
   cmd->add_option("--slo", args->slo,
@@ -185,7 +186,7 @@ void register_serve(CLI::App& app) {
     if (a.kv_tokens > 0) {  // the simulated run and the engine's get the same pool
       scheduler.kv_blocks = (a.kv_tokens + scheduler.block_size - 1) / scheduler.block_size;
     }
-    const ServeSetupView setup{model, hw.spec, hw.cost->name(), o.tp, scheduler, kv};
+    const ServeSetupView setup{model, hw.spec, hw.cost->name(), o.tp, scheduler, kv, hw.sustained};
     if (!kv.fits()) {  // not fitting is a result: say so with the numbers
       const std::string text = serve_not_fitting_text(setup);
       emit(serve_setup_json(setup), text, text, format);

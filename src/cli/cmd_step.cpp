@@ -23,8 +23,9 @@ void run_step(const StepArgs& a) {
   StepContext context = make_step_context(model, hw.spec, *hw.cost, o, load_host_overhead());
   context.price_isolated = true;  // per-op rows carry isolated_ms
   StepPrediction step = predict_step(context, shape);
-  StepRun run{model.name, hw.spec.name, hw.spec.display_name, hw.spec.ceiling_source(),
-              a.phase,    a.batch,      shape.context,        &step};
+  StepRun run{model.name,  hw.spec.name, hw.spec.display_name, hw.spec.ceiling_source(),
+              a.phase,     a.batch,      shape.context,        &step,
+              hw.sustained};
   emit(step_report_json(run), step_report_text(run), step_report_csv(run), format);
 }
 }  // namespace
@@ -35,6 +36,7 @@ void register_step(CLI::App& app) {
       "step", "One prefill step (--tokens) or one decode step (--context), per operator");
   add_model_options(cmd, args->common);
   add_hardware_options(cmd, args->common);
+  add_sustained_option(cmd, args->common);
   add_format_option(cmd, args->common);
   cmd->add_option("--phase", args->phase, "prefill or decode")->required();
   cmd->add_option("--batch", args->batch, "Sequences in the step")->capture_default_str();

@@ -21,6 +21,7 @@ void register_sweep(CLI::App& app) {
       "sweep", "predict over the cross product of comma-separated lists, one row per point");
   add_model_options(cmd, args->common, /*swept_elsewhere=*/true);
   add_hardware_options(cmd, args->common);
+  add_sustained_option(cmd, args->common);
   add_format_option(cmd, args->common);
   cmd->add_option("--batch", args->batch, "Batch sizes, e.g. 1,8,32")->delimiter(',');
   cmd->add_option("--input", args->input, "Prompt lengths")->delimiter(',');
@@ -40,7 +41,8 @@ void register_sweep(CLI::App& app) {
       grid.weights.push_back(hw.spec.supports(DType::bf16) ? DType::bf16 : DType::fp16);
     }
     auto rows = run_sweep(model, hw.spec, *hw.cost, base, load_host_overhead(), grid);
-    emit(sweep_json(model.name, hw.spec.name, rows), sweep_table(rows, format), format);
+    emit(sweep_json(model.name, hw.spec.name, hw.sustained, rows), sweep_text(hw.sustained, rows),
+         sweep_table(rows, OutputFormat::csv).to_csv(), format);
   });
 }
 

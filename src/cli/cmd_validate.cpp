@@ -3,7 +3,6 @@
 
 #include "cli/commands.hpp"
 #include "cli/common_args.hpp"
-#include "fit/fit_run.hpp"
 #include "fit/validate_engine.hpp"
 #include "fit/validation.hpp"
 #include "report/emit.hpp"
@@ -60,11 +59,7 @@ void run_validate(const ValidateArgs& a) {
   const std::string& data = a.data.front();
   auto reference = read_json_file(data, "measured reference");
   CostRequest request = to_cost_request(a.common);
-  if (!a.sustained.empty()) {
-    const SustainedNote sustained = read_sustained(a.sustained);
-    request.sustained_compute_slowdown = sustained.slowdown;
-    request.sustained_note = sustained.note.substr(2);  // drop the leading "; "
-  }
+  request.sustained = a.sustained;
   LoadedHardware hw = load_cost(request);
   ValidationReport report = validate_against_reference(
       reference, "measured reference '" + data + "'", *hw.cost, hw.factors.kernel_latency_s,
@@ -92,9 +87,10 @@ void register_validate(CLI::App& app) {
                   "used; whole steps count as held out; with --engine, the profiles' own split)")
       ->capture_default_str();
   cmd->add_option("--sustained", args->sustained,
-                  "With --cost calibrated: the GPU's own GEMM clock under sustained load "
-                  "(validation/sustained_clock.py or sustained_load.py output), in place of the "
-                  "calibration's slowdown");
+                  "Calibrated model: the GPU's own GEMM clock under sustained load, in place of "
+                  "the calibration's slowdown (the default here, unlike predict's): a "
+                  "measurement file (validation/sustained_clock.py or sustained_load.py output), "
+                  "auto (data/sustained/<hardware>.json where shipped) or none");
   cmd->add_flag("--cases", args->cases, "Table: list every case, not only the summary");
   cmd->add_flag("--engine", args->engine,
                 "Check `predict --framework inferlab` against the engine's own profiles "

@@ -41,6 +41,16 @@ void add_hardware_options(CLI::App* app, CommonArgs& args) {
       ->capture_default_str();
 }
 
+void add_sustained_option(CLI::App* app, CommonArgs& args) {
+  args.sustained = kSustainedAuto;
+  app->add_option("--sustained", args.sustained,
+                  "Calibrated model: the GPU's clock under sustained load (its power cap), which "
+                  "slows a step's compute-bound kernels: auto (data/sustained/<hardware>.json "
+                  "where shipped, else the calibration's), none, or a measurement file "
+                  "(validation/sustained_clock.py or sustained_load.py output)")
+      ->capture_default_str();
+}
+
 void add_model_options(CLI::App* app, CommonArgs& args, bool swept_elsewhere) {
   app->add_option("--model", args.model, "Model name (see `inferlab models`) or config.json path")
       ->capture_default_str();
@@ -154,6 +164,7 @@ CostRequest to_cost_request(const CommonArgs& args) {
   request.profile = args.profile;
   request.delay_overrides = args.delay_factor;
   request.calibration = args.calibration;
+  request.sustained = args.sustained;
   if (args.framework == framework_name(Framework::inferlab)) {
     request.engine_costs = args.engine_costs;
   } else if (args.engine_costs != "auto") {

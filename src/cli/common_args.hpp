@@ -29,6 +29,9 @@ struct CommonArgs {
   std::string gemv, fusion;
   std::string projection_layout;  // --projection-layout (framework pytorch)
   std::string engine_costs = "auto";
+  // The calibrated model's sustained clock (CostRequest::sustained): empty, the calibration's
+  // own, unless the command registers --sustained (add_sustained_option: default auto).
+  std::string sustained;
   int tp = 1;
   double gpu_memory_utilization = 0.9;
 };
@@ -36,6 +39,9 @@ struct CommonArgs {
 void add_format_option(CLI::App* app, CommonArgs& args);
 // --hardware, --profile, --cost, --calibration, --delay-factor, --framework, --engine-costs
 void add_hardware_options(CLI::App* app, CommonArgs& args);
+// --sustained auto|none|FILE, default auto (the GPU's shipped sustained clock): predict, step,
+// sweep, serve.
+void add_sustained_option(CLI::App* app, CommonArgs& args);
 // --model and the run options; `swept_elsewhere` leaves out --weights and --tp, which
 // `sweep` takes as lists.
 void add_model_options(CLI::App* app, CommonArgs& args, bool swept_elsewhere = false);
@@ -51,8 +57,9 @@ PredictOptions to_predict_options(const CommonArgs& args);
 // The options of one step of that shape (its batch, its context, one output token).
 PredictOptions to_step_options(const CommonArgs& args, const StepShape& shape);
 
-// --cost, --hardware, --profile, --delay-factor, --calibration and (with --framework inferlab)
-// --engine-costs as a load request. InputError for --engine-costs with another framework.
+// --cost, --hardware, --profile, --delay-factor, --calibration, --sustained and (with
+// --framework inferlab) --engine-costs as a load request. InputError for --engine-costs with
+// another framework.
 CostRequest to_cost_request(const CommonArgs& args);
 using LoadedHardware = LoadedCost;
 LoadedHardware load_cost_model(const CommonArgs& args);

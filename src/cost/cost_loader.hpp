@@ -40,15 +40,39 @@ struct CostRequest {
   // A calibrated GPU's name or a calibration file; empty: the GPU's own calibration, else one
   // of the same architecture moved by spec-sheet ratios (cost/calibrated/calibration_transfer).
   std::string calibration;
-  // > 0: the calibrated model's sustained-compute slowdown, measured on this GPU (replaces the
-  // calibration's, which a transfer carries over from the GPU it was fitted on); `note` says
-  // where it was measured.
-  double sustained_compute_slowdown = 0.0;
-  std::string sustained_note;
+  // The calibrated model's sustained clock: the slowdown of compute-bound kernels under the
+  // power cap (hw/sustained_clock.hpp), applied by the step predictor. Empty: the calibration's
+  // own (measured on the GPU it was fitted on; a transfer carries it over). kSustainedAuto: the
+  // GPU's shipped measurement (data/sustained/<hardware>.json) where there is one, else the
+  // calibration's. kSustainedNone: no slowdown. Anything else: a measurement file. A measurement
+  // replaces the calibration's slowdown (the fit never used it: it is set after the fit), so
+  // nothing is counted twice.
+  std::string sustained;
   // The inferlab engine's calibration over the model above (cost/engine/engine_cost.hpp), for
   // `--framework inferlab`: "auto" (data/engine_costs/<hardware>.json when shipped), "none" or
   // a path; empty for other frameworks.
   std::string engine_costs;
+};
+
+inline constexpr const char* kSustainedAuto = "auto";
+inline constexpr const char* kSustainedNone = "none";
+
+// The sustained clock a loaded model applies, for reports: from a measurement file, the
+// calibration's own, the hardware template's (tilesim) or none.
+enum class SustainedFrom { none, file, calibration, hardware_template };
+inline constexpr EnumNameTable<SustainedFrom, 4> kSustainedFromNames = {
+    {{SustainedFrom::none, "none"},
+     {SustainedFrom::file, "file"},
+     {SustainedFrom::calibration, "calibration"},
+     {SustainedFrom::hardware_template, "template"}}};
+inline std::string_view sustained_from_name(SustainedFrom from) {
+  return enum_name(kSustainedFromNames, from);
+}
+struct SustainedClockUse {
+  SustainedFrom from = SustainedFrom::none;
+  double compute_slowdown = 1.0;  // what the step predictor applies
+  std::string file;               // from file: "data/sustained/<hardware>.json" or the path given
+  std::string note;               // how it was measured, or why none applies
 };
 
 struct LoadedCost {
@@ -60,9 +84,12 @@ struct LoadedCost {
   // Set when the engine's calibration prices the engine's kernels (`cost` is then an
   // EngineCostModel over the model above): the file and how it was fitted.
   std::string engine_costs_source;
+  SustainedClockUse sustained;
 };
 
-// InputError for unknown names, or for calibrated when no calibration applies.
+// InputError for unknown names, for calibrated when no calibration applies, for a missing or
+// malformed sustained-clock file, and for a sustained-clock file given to a model that applies
+// none (roofline, tilesim, the engine's calibration).
 LoadedCost load_cost(const CostRequest& request);
 
 // The tile-level simulator of a hardware template, as its own type (`simulate` reports where

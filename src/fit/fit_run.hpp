@@ -14,14 +14,6 @@ struct FitRequest {
   std::string sustained;  // the sustained-clock measurement ("" when none; calibrated only)
 };
 
-// The sustained-compute slowdown of a sustained-clock measurement (fit/sustained_clock.hpp) and
-// a note of where it came from ("; sustained-compute slowdown ..."); 1 and "" for no path.
-struct SustainedNote {
-  double slowdown = 1.0;
-  std::string note;
-};
-SustainedNote read_sustained(const std::string& path);
-
 // `fit --cost calibrated`: the calibrated model's parameters fitted to the fit split, with the
 // sustained-compute slowdown from `request.sustained` (read first, so that a bad file fails
 // before the seconds-long fit), the source and the per-group summary (data/calibrated/ form).

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "report/sustained_report.hpp"
+
 namespace inferlab {
 
 nlohmann::json op_to_json(const PricedOp& p) {
@@ -120,6 +122,7 @@ nlohmann::json request_setup_json(const RequestSetupView& v) {
                         {"cuda_graphs", o.cuda_graphs},
                         {"flash_attention", o.flash_attention},
                         {"tp", o.tp},
+                        {"sustained_clock", sustained_clock_json(v.sustained)},
                         {"unvalidated", v.unvalidated}};
   if (o.framework == Framework::inferlab) {  // the engine's own switches
     out["gemv"] = o.gemv;
@@ -152,14 +155,15 @@ std::string request_text(const RequestSetupView& v, const RequestPrediction& r) 
   std::string out = fmt::format(
       "inferlab predict: {} on {} ({} cost model; ceilings from the {})\n"
       "batch {}, input {}, output {}; weights {}, activations {}, KV {}; {} kernels{}, CUDA "
-      "graphs {}, FlashAttention {}, TP {}\n\n",
+      "graphs {}, FlashAttention {}, TP {}\n{}\n",
       v.model, v.hardware.display_name, v.cost_model, v.hardware.ceiling_source(), o.batch,
       o.input_tokens, o.output_tokens, dtype_name(v.precision.weights),
       dtype_name(v.precision.activations), dtype_name(v.precision.kv), framework_name(o.framework),
       o.framework == Framework::inferlab
           ? fmt::format(" (GEMV {}, fusion {})", o.gemv ? "on" : "off", o.fusion ? "on" : "off")
           : std::string(),
-      o.cuda_graphs ? "on" : "off", o.flash_attention ? "on" : "off", o.tp);
+      o.cuda_graphs ? "on" : "off", o.flash_attention ? "on" : "off", o.tp,
+      sustained_clock_line(v.sustained));
   out += request_summary_table(r).to_text() + '\n';
   out += fmt::format("Prefill step: {} ms, {} kernels\n", format_ms(r.prefill.time_s),
                      r.prefill.kernels) +

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "cost/cost_loader.hpp"
 #include "predict/request_predictor.hpp"
 #include "report/table.hpp"
 
@@ -31,6 +32,7 @@ struct RequestSetupView {
   // What the prediction rests on that no measurement checked (predict/validity.hpp): JSON
   // "unvalidated", and a note under the text tables.
   std::vector<std::string> unvalidated;
+  SustainedClockUse sustained = {};  // JSON "sustained_clock", a line under the heading
 };
 nlohmann::json request_setup_json(const RequestSetupView& setup);
 // The text answer: a heading, the summary table, and the prefill and decode breakdowns.

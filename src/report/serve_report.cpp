@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "report/sustained_report.hpp"
+
 namespace inferlab {
 
 namespace {
@@ -45,6 +47,7 @@ nlohmann::json serve_setup_json(const ServeSetupView& v) {
   return {{"model", v.model.name},
           {"hardware", v.hardware.name},
           {"cost_model", v.cost_model},
+          {"sustained_clock", sustained_clock_json(v.sustained)},
           {"tp", v.tp},
           {"policy", schedule_policy_name(v.scheduler.policy)},
           {"max_num_seqs", v.scheduler.max_num_seqs},
@@ -115,14 +118,14 @@ Table serve_latency_table(const ServeSummary& s) {
 std::string serve_text(const ServeSetupView& v, const ServeSummary& s) {
   return fmt::format(
              "{} on {} (tp {}), policy {}, {} requests ({} rejected{}), KV cache {} blocks "
-             "of {} tokens\n\n",
+             "of {} tokens\n{}\n",
              v.model.name, v.hardware.display_name, v.tp, schedule_policy_name(v.scheduler.policy),
              s.requests, s.rejected,
              s.rejected_past_max_model_len > 0
                  ? fmt::format(", {} past the max model length of {} tokens",
                                s.rejected_past_max_model_len, v.scheduler.max_model_len)
                  : "",
-             v.kv.blocks, v.scheduler.block_size) +
+             v.kv.blocks, v.scheduler.block_size, sustained_clock_line(v.sustained)) +
          serve_latency_table(s).to_text() +
          fmt::format(
              "\nthroughput {:.2f} req/s, {:.0f} output tok/s; goodput {:.2f} req/s "

@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "cost/cost_loader.hpp"
 #include "hw/hardware_spec.hpp"
 #include "model/model_config.hpp"
 #include "report/table.hpp"
@@ -22,6 +23,7 @@ struct ServeSetupView {
   int tp = 1;
   const SchedulerConfig& scheduler;
   const KvBudget& kv;
+  SustainedClockUse sustained = {};  // JSON "sustained_clock", a line under the heading
 };
 
 // The setup as JSON (also the whole answer when the model does not fit).

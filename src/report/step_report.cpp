@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "report/prediction_report.hpp"
+#include "report/sustained_report.hpp"
 
 namespace inferlab {
 
@@ -14,14 +15,16 @@ nlohmann::json step_report_json(const StepRun& run) {
   out["phase"] = run.phase;
   out["batch"] = run.batch;
   out[run.phase == "prefill" ? "tokens" : "context"] = run.context;
+  out["sustained_clock"] = sustained_clock_json(run.sustained);
   return out;
 }
 
 std::string step_report_text(const StepRun& run) {
-  return fmt::format("{} step of {} on {}: batch {}, {} {}: {} ms ({} kernels)\n\n", run.phase,
+  return fmt::format("{} step of {} on {}: batch {}, {} {}: {} ms ({} kernels)\n{}\n", run.phase,
                      run.model, run.hardware_display_name, run.batch,
                      run.phase == "prefill" ? "tokens" : "context", run.context,
-                     format_ms(run.step->time_s), run.step->kernels) +
+                     format_ms(run.step->time_s), run.step->kernels,
+                     sustained_clock_line(run.sustained)) +
          step_table(*run.step).to_text();
 }
 

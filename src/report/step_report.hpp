@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "cost/cost_loader.hpp"
 #include "predict/step_predictor.hpp"
 
 namespace inferlab {
@@ -13,6 +14,7 @@ struct StepRun {
   int64_t batch = 1;
   int64_t context = 0;  // prefill: tokens per sequence; decode: tokens attended
   const StepPrediction* step = nullptr;
+  SustainedClockUse sustained = {};  // JSON "sustained_clock", a line under the summary
 };
 
 // JSON (output contract of `step`): step_to_json plus the run's settings.

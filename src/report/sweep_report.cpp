@@ -2,11 +2,15 @@
 
 #include <fmt/format.h>
 
+#include "report/sustained_report.hpp"
+
 namespace inferlab {
 
 nlohmann::json sweep_json(const std::string& model, const std::string& hardware,
-                          const std::vector<SweepRow>& rows) {
-  nlohmann::json out = {{"model", model}, {"hardware", hardware}};
+                          const SustainedClockUse& sustained, const std::vector<SweepRow>& rows) {
+  nlohmann::json out = {{"model", model},
+                        {"hardware", hardware},
+                        {"sustained_clock", sustained_clock_json(sustained)}};
   nlohmann::json list = nlohmann::json::array();
   for (const auto& r : rows) {
     list.push_back({{"batch", r.batch},
@@ -42,6 +46,10 @@ Table sweep_table(const std::vector<SweepRow>& rows, OutputFormat format) {
          r.fits ? "yes" : "no"});
   }
   return table;
+}
+
+std::string sweep_text(const SustainedClockUse& sustained, const std::vector<SweepRow>& rows) {
+  return sustained_clock_line(sustained) + '\n' + sweep_table(rows, OutputFormat::table).to_text();
 }
 
 }  // namespace inferlab

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "fit/sustained_clock.hpp"
+#include "hw/sustained_clock.hpp"
 #include "util/error.hpp"
 
 namespace inferlab {
@@ -54,6 +54,32 @@ TEST(SustainedClock, BadFilesAreInputErrors) {
                               {run("idle", 1980.0), run("gemm_alone", 1980.0, gemm(-1.0)),
                                run("gemm_back_to_back", 1400.0, gemm(4e-4))}}};
   EXPECT_THROW(sustained_slowdown_from(negative, "t"), InputError);
+  // Not a clock drop: past the calibrated model's bound of 3.
+  nlohmann::json slower = {{"runs",
+                            {run("idle", 1980.0), run("gemm_alone", 1980.0, gemm(1e-4)),
+                             run("gemm_back_to_back", 900.0, gemm(4e-4))}}};
+  EXPECT_THROW(sustained_slowdown_from(slower, "t"), InputError);
+  nlohmann::json labelled = {{"runs", {run("idle", 1980.0), {{"label", 7}}}}};
+  EXPECT_THROW(sustained_slowdown_from(labelled, "t"), InputError);
+  nlohmann::json not_objects = {{"runs", {run("idle", 1980.0), 3}}};
+  EXPECT_THROW(sustained_slowdown_from(not_objects, "t"), InputError);
+}
+
+// The shipped measurements (data/sustained/) are found by hardware name and read as the
+// validation files they copy; GPUs without one have none.
+TEST(SustainedClock, ShippedMeasurementsByHardwareName) {
+  const auto h200 = shipped_sustained_path("h200");
+  ASSERT_TRUE(h200.has_value());
+  const SustainedMeasurement m = read_sustained_measurement(*h200, shipped_sustained_label("h200"));
+  EXPECT_DOUBLE_EQ(m.slowdown, 0.00037116737365722657 / 0.0003131999969482422);
+  EXPECT_NE(m.note.find("a lower bound"), std::string::npos);
+  EXPECT_NE(m.note.find("from data/sustained/h200.json (2026-11-23T15:01:27Z)"), std::string::npos);
+  const auto h100 = shipped_sustained_path("h100-sxm");
+  ASSERT_TRUE(h100.has_value());
+  EXPECT_DOUBLE_EQ(read_sustained_measurement(*h100).slowdown,
+                   0.00034695838928222654 / 0.0003050239980220795);
+  EXPECT_FALSE(shipped_sustained_path("a100-80g").has_value());
+  EXPECT_THROW(read_sustained_measurement("/nonexistent/sustained.json"), InputError);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #pragma once
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 namespace inferlab {
@@ -19,5 +20,20 @@ struct SustainedSlowdown {
 };
 SustainedSlowdown sustained_slowdown_from(const nlohmann::json& document,
                                           const std::string& context);
+
+// A sustained-clock measurement file read: its slowdown and a note of how it was measured
+// ("sustained-compute slowdown 1.137 = GEMM ... from <shown> (<measured_at>)"). `shown` names
+// the file in the note (default: `path`). A missing or malformed file is an InputError.
+struct SustainedMeasurement {
+  double slowdown = 1.0;
+  std::string note;
+};
+SustainedMeasurement read_sustained_measurement(const std::string& path,
+                                                const std::string& shown = "");
+
+// The measurement shipped for a GPU: data/sustained/<hardware_name>.json when there is one.
+std::optional<std::string> shipped_sustained_path(const std::string& hardware_name);
+// How the shipped measurement is named to users: "data/sustained/<hardware_name>.json".
+std::string shipped_sustained_label(const std::string& hardware_name);
 
 }  // namespace inferlab
