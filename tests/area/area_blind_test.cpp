@@ -4,13 +4,14 @@
 // were described afterwards from their vendors' published figures and run through the model
 // unchanged, by the CLI (`inferlab area --hardware <template file> --format json`), as a user
 // would. They were +88%, +38%, -33%; issue 39 set N16's logic density from its library's track
-// height (GV100 +54.8%, GP100 +14.6%); a second pass (section 40) took the L2's density and
-// LLMCompass's budgets' density basis from the GA100 die shot and listed AD102's RT cores and
-// FP32/INT32 lanes (docs/MEASUREMENTS.md section 40): GV100 +37.8%, GP100 -0.3%, AD102 -13.8%. The
-// fitted control per lane still does not carry to GV100 (it would need 0.40 M per lane where
-// A100/H100 need 0.96 M and GP100 0.97 M). The bounds guard today's error as a ratchet
-// (docs/MEASUREMENTS.md section 12): |error| at most today's x 1.10, rounded up to the next half
-// point, and within issue 39's +-15% where the die meets it; tighten them when the model improves.
+// height (GV100 +54.8%, GP100 +14.6%); a second pass took the L2's density and LLMCompass's
+// budgets' density basis from the GA100 die shot and listed AD102's RT cores and FP32/INT32
+// lanes (docs/MEASUREMENTS.md section 40): GV100 +37.8%, GP100 -0.3%, AD102 -13.8%. The fitted
+// control per lane still does not carry to GV100: it would need 0.40 M per lane, where the A100
+// alone would need 0.85 M, the H100 1.09 M (fitted together, 0.964 M) and GP100 0.97 M. The
+// bounds guard today's error as a ratchet (docs/MEASUREMENTS.md section 12): |error| at most
+// today's x 1.10, rounded up to the next half point, and within issue 39's +-15% where the die
+// meets it; tighten them when the model improves.
 //
 // Sources (die area, transistors, per-SM resources):
 // - GV100: NVIDIA Tesla V100 GPU Architecture whitepaper (2017): 815 mm^2, 21.1 B transistors,
