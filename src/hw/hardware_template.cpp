@@ -153,6 +153,9 @@ HardwareTemplate parse_hardware_template(const nlohmann::json& doc, const std::s
   t.core.vector_lanes = static_cast<int>(require_count(core, "vector_lanes", core_ctx, 1, 65536));
   t.core.int32_lanes = static_cast<int>(optional_count(core, "int32_lanes", 0, core_ctx, 0, 65536));
   t.core.fp64_lanes = static_cast<int>(optional_count(core, "fp64_lanes", 0, core_ctx, 0, 65536));
+  t.core.fp32_int32_lanes = static_cast<int>(
+      optional_count(core, "fp32_int32_lanes", 0, core_ctx, 0, t.core.vector_lanes));
+  t.core.rt_cores = static_cast<int>(optional_count(core, "rt_cores", 0, core_ctx, 0, 64));
   t.core.vector_flops_per_lane_cycle = positive(core, "vector_flops_per_lane_cycle", core_ctx, 64);
   t.core.sfu_ops_per_cycle = positive(core, "sfu_ops_per_cycle", core_ctx, 65536);
   t.core.register_file_bytes = positive(core, "register_file_bytes", core_ctx, 1e9);

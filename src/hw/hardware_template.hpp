@@ -34,9 +34,13 @@ struct TensorUnitTemplate {
 
 struct CoreTemplate {
   TensorUnitTemplate tensor;
-  int vector_lanes = 0;                      // fp32 lanes
-  int int32_lanes = 0;                       // separate integer lanes (area only)
-  int fp64_lanes = 0;                        // fp64 lanes (area only)
+  int vector_lanes = 0;  // fp32 lanes
+  int int32_lanes = 0;   // separate integer lanes (area only)
+  int fp64_lanes = 0;    // fp64 lanes (area only)
+  // Of the fp32 lanes, those that also run INT32 (GA10x/AD10x "FP32/INT32" lanes): their
+  // integer datapath is counted, not a second dispatch (area only).
+  int fp32_int32_lanes = 0;
+  int rt_cores = 0;  // ray-tracing cores per core, a graphics part (area only)
   double vector_flops_per_lane_cycle = 2.0;  // an FMA is 2
   double sfu_ops_per_cycle = 0.0;            // exp, rsqrt, ... per core per cycle
   double register_file_bytes = 0.0;

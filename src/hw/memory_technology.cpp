@@ -9,7 +9,8 @@ constexpr double kGB = 1e9;
 // Bandwidths are pin rate x width / 8. PHY areas and controller sizes: HBM2e and DDR5 from the
 // LLMCompass cost model (Zhang et al., ISCA 2024: 10.45 mm^2 per 1024-bit HBM2e PHY, 1.45 mm^2
 // per 32-bit DDR5 PHY, 553 / 90 M transistors per controller unit); the others scaled from
-// those by interface width and rate (estimates). Prices per GB: DDR5 2.4 USD and HBM2e 7 USD
+// those by interface width and rate (estimates); the area model takes the controller counts on
+// LLMCompass's density basis (src/area/area_model.cpp). Prices per GB: DDR5 2.4 USD and HBM2e 7 USD
 // (DRAMeXchange spot, Oct 2023, as LLMCompass uses them); HBM3/HBM3e, LPDDR5 and GDDR6 are
 // estimates from 2024 trade-press reports (TrendForce: HBM about 5x DDR5 per bit).
 constexpr std::array<MemoryTechnology, 7> kTechnologies = {{

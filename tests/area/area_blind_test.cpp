@@ -4,10 +4,14 @@
 // were described afterwards from their vendors' published figures and run through the model
 // unchanged, by the CLI (`inferlab area --hardware <template file> --format json`), as a user
 // would. They were +88%, +38%, -33%; issue 39 set N16's logic density from its library's track
-// height (process_node.cpp), which moved GV100 to +54.8% and GP100 to +14.6%; the fitted
-// constant still does not carry to GV100, and AD102's graphics parts are still missing. The bounds
-// guard today's error as a ratchet (docs/MEASUREMENTS.md sections 9 and 12): |error| at most
-// today's x 1.10, rounded up to the next half point; tighten them when the model improves.
+// height (GV100 +54.8%, GP100 +14.6%); a second pass took the L2's density and LLMCompass's
+// budgets' density basis from the GA100 die shot and listed AD102's RT cores and FP32/INT32
+// lanes (docs/MEASUREMENTS.md section 40): GV100 +37.8%, GP100 -0.3%, AD102 -13.8%. The fitted
+// control per lane still does not carry to GV100: it would need 0.40 M per lane, where the A100
+// alone would need 0.85 M, the H100 1.09 M (fitted together, 0.964 M) and GP100 0.97 M. The
+// bounds guard today's error as a ratchet (docs/MEASUREMENTS.md section 12): |error| at most
+// today's x 1.10, rounded up to the next half point, and within issue 39's +-15% where the die
+// meets it; tighten them when the model improves.
 //
 // Sources (die area, transistors, per-SM resources):
 // - GV100: NVIDIA Tesla V100 GPU Architecture whitepaper (2017): 815 mm^2, 21.1 B transistors,
@@ -25,9 +29,11 @@
 //   INT32: no separate integer lanes), 2 FP64, 4 tensor cores (RTX 4090 330 dense fp16
 //   TFLOP/s at 2.52 GHz = 128 SMs x 4 x 128 FMA/clk x 2), 16 SFUs, 256 KB registers, 128 KB
 //   L1/shared; 96 MB L2, 12 x 32-bit GDDR6X controllers (GDDR6 in the model), PCIe 4.0 x16,
-//   no NVLink (the template needs one link: one NVLink4 PHY, 1.7 mm^2, is counted too many).
-//   Its RT cores, texture units, ROPs, video engines and display are graphics parts the model
-//   does not describe, so it is expected to come out small.
+//   no NVLink (the template needs one link: one NVLink4 PHY, 1.5 mm^2, is counted too many).
+//   Graphics parts: one RT core per SM (rt_cores) and, of the 128 fp32 lanes, 64 "FP32/INT32"
+//   lanes (fp32_int32_lanes: their integer datapath counts, not a second dispatch). Its raster
+//   engines, ROPs, video engines and display have no public per-block figure and are not in the
+//   model, so it is expected to come out small.
 // GA102 (Samsung 8N, 628.4 mm^2) is left out: the model has no Samsung node.
 #include <gtest/gtest.h>
 
@@ -101,7 +107,8 @@ nlohmann::json ad102() {
              "tensor_dtype_rate": {"fp16": 1, "bf16": 1}, "vector_lanes": 128,
              "vector_flops_per_lane_cycle": 2, "sfu_ops_per_cycle": 16,
              "register_file_bytes": 262144, "local_buffer_bytes": 131072,
-             "local_buffer_bytes_per_cycle": 128, "int32_lanes": 0, "fp64_lanes": 2},
+             "local_buffer_bytes_per_cycle": 128, "int32_lanes": 0, "fp64_lanes": 2,
+             "fp32_int32_lanes": 64, "rt_cores": 1},
     "global_buffer": {"bytes": 75497472, "bandwidth_bps": 5000000000000.0,
                       "physical_bytes": 100663296},
     "memory": {"type": "GDDR6", "capacity_bytes": 25769803776.0,
@@ -117,8 +124,11 @@ nlohmann::json ad102() {
 
 // The model's die area for a template document, through the CLI.
 double modelled_die_mm2(const nlohmann::json& tmpl) {
-  const auto path = std::filesystem::temp_directory_path() /
-                    ("inferlab_area_blind_" + tmpl["name"].get<std::string>() + ".json");
+  // One file per test and die: CTest runs this file's tests as parallel processes.
+  const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  const auto path =
+      std::filesystem::temp_directory_path() /
+      ("inferlab_area_blind_" + test + "_" + tmpl["name"].get<std::string>() + ".json");
   std::ofstream(path) << tmpl.dump(2);
   const auto r =
       inferlab::testing::run_inferlab("area --hardware '" + path.string() + "' --format json");
@@ -131,30 +141,40 @@ double modelled_die_mm2(const nlohmann::json& tmpl) {
 struct BlindDie {
   nlohmann::json tmpl;
   double published_mm2;
-  // The bound on |model / published - 1|: today's error x 1.10, rounded up to a clean figure
-  // (the ratchet rule of tests/CMakeLists.txt). Tighten it when the model improves.
+  // The bound on |model / published - 1|: today's error x 1.10, rounded up to the next half point
+  // (the ratchet rule of tests/CMakeLists.txt), and at most issue 39's 15% where today's error
+  // meets it. Tighten it when the model improves.
   double max_abs_error;
 };
 
 TEST(AreaModel, BlindDiesNotUsedForFitting) {
   const BlindDie dies[] = {
-      // GV100: 1261.3 mm^2 against 815 (+54.8%; +88.4% before issue 39); 28.8 B transistors
-      // against 21.1 B. The fitted control share (591 mm^2 of 13,440 lanes), the on-chip network
-      // (188 mm^2) and the HBM2 controllers (90 mm^2): node-independent transistor budgets set
-      // at N7/N4 that a 16 nm design did not spend.
-      {gv100(), 815.0, 0.605},
-      // GP100: 699.1 mm^2 against 610 (+14.6%; +38.2% before issue 39, when N16 logic was laid
-      // out at 0.68 of its 7.5-track peak instead of 0.85), transistor count right (15.3 B).
-      {gp100(), 610.0, 0.165},
-      // AD102: 405.6 mm^2 against 608.5 (-33.3%); 42.0 B transistors against 76.3 B: the
-      // graphics parts (RT cores, texture units, ROPs, video, display) are not in the model.
-      {ad102(), 608.5, 0.37},
+      // GV100: 1123.2 mm^2 against 815 (+37.8%; +88.4% at first, +54.8% after issue 39); 24.7 B
+      // transistors against 21.1 B. Outside issue 39's 15%: the fitted control (13,440 lanes x
+      // 0.964 M = 527 mm^2) is a budget set on A100/H100 SMs; the Volta SM, with the A100's lane
+      // counts, spent well under half of it (docs/MEASUREMENTS.md section 40).
+      {gv100(), 815.0, 0.42},
+      // GP100: 608.0 mm^2 against 610 (-0.3%; +38.2% at first, +14.6% after issue 39).
+      {gp100(), 610.0, 0.005},
+      // AD102: 524.3 mm^2 against 608.5 (-13.8%; -33.3% before section 40); 39.6 B transistors
+      // against 76.3 B: its raster engines, ROPs, video and display are not in the model.
+      {ad102(), 608.5, 0.15},
   };
   for (const auto& die : dies) {
     const double mm2 = modelled_die_mm2(die.tmpl);
     const double error = mm2 / die.published_mm2 - 1.0;
     EXPECT_LE(std::abs(error), die.max_abs_error) << die.tmpl["name"].get<std::string>() << ": "
                                                   << mm2 << " mm^2 against " << die.published_mm2;
+  }
+}
+
+// Issue 39's target, +-15% of the published area, for the blind dies that meet it today (GV100
+// does not: +37.8%, guarded above). A separate test so that it states the target, not a ratchet.
+TEST(AreaModel, BlindDiesWithinFifteenPercent) {
+  const BlindDie dies[] = {{gp100(), 610.0, 0.15}, {ad102(), 608.5, 0.15}};
+  for (const auto& die : dies) {
+    const double error = modelled_die_mm2(die.tmpl) / die.published_mm2 - 1.0;
+    EXPECT_LE(std::abs(error), die.max_abs_error) << die.tmpl["name"].get<std::string>();
   }
 }
 

@@ -100,6 +100,12 @@ TEST(HardwareTemplate, BadInputIsAnInputError) {
   bad["core"]["fp64_lanes"] = -4;
   EXPECT_THROW(parse_hardware_template(bad, "t"), InputError);
   bad = toy_template();
+  bad["core"]["fp32_int32_lanes"] = 8;  // more shared int32 lanes than fp32 lanes (4)
+  EXPECT_THROW(parse_hardware_template(bad, "t"), InputError);
+  bad = toy_template();
+  bad["core"]["rt_cores"] = -1;
+  EXPECT_THROW(parse_hardware_template(bad, "t"), InputError);
+  bad = toy_template();
   bad["efficiency"]["kernel_floor_s"] = {{"warp_shuffle", 1e-6}};  // no such kernel kind
   EXPECT_THROW(parse_hardware_template(bad, "t"), InputError);
   bad = toy_template();
