@@ -45,7 +45,7 @@ constexpr double kPlacementUtilisation = 0.85;
 // them) were sized from GA100 and MI210 die-shot areas at 96.3 MTr/mm^2 for 7 nm (their
 // cost_model.py divides by supply_chain_model.py's transistor_density_arr, CSET "AI Chips" 2020).
 // Laid out here at N7's GPU density (62.0 MTr/mm^2) they would take 1.55x the areas they were
-// measured at, so each is taken at 62.0 / 96.3 of its count (MEASUREMENTS section 40). Check
+// measured at, so each is taken at 62.0 / 96.3 of its count (MEASUREMENTS section 41). Check
 // against the GA100 die shot (LLMCompass, ISCA 2024, ae/figure6/real_hardware/die_area.csv):
 // on-chip interconnect 73.1 mm^2 here against 76.44 measured, memory controllers 34.5
 // against 31.77.
@@ -61,7 +61,7 @@ constexpr double kRegisterFileCellFactor = 2.0;
 // dense: on the GA100 die shot its 48 MiB take 119.31 mm^2 (LLMCompass, ISCA 2024,
 // ae/figure6/real_hardware/die_area.csv, "Global buffer" of the real GA100), 0.0911 of what
 // the bits would take in N7's 0.027 um^2 cells. Other nodes scale it by their bit cell, as
-// SRAM does (N7 to N4 0.78x, where logic shrinks 0.50x). 0.354 here too before section 40.
+// SRAM does (N7 to N4 0.78x, where logic shrinks 0.50x). 0.354 here too before section 41.
 constexpr double kGa100L2DieShotMm2 = 119.31;
 constexpr double kGlobalBufferArrayEfficiency =
     48.0 * 1024 * 1024 * 8 * 0.027e-6 / kGa100L2DieShotMm2;

@@ -33,7 +33,7 @@ AreaEstimate estimate_area(const HardwareTemplate& hardware);
 // and data-movement logic (schedulers, dispatch, load/store and address units, caches' tags
 // and crossbars inside the core) per arithmetic lane. Fitted so that the relative errors on
 // the two published dies the issue names (A100 826 mm^2, H100 814 mm^2) are equal and
-// opposite; see docs/MEASUREMENTS.md sections 9 and 40 (1.08 M before section 40 took the L2 and
+// opposite; see docs/MEASUREMENTS.md sections 9 and 41 (1.08 M before section 41 took the L2 and
 // the LLMCompass budgets from the GA100 die shot; with them the A100's SM comes to 4.17 mm^2,
 // against 3.75 on the die shot).
 inline constexpr double kControlTransistorsPerLane = 0.964e6;

@@ -16,7 +16,7 @@ namespace {
 // 5.69 mm^2 and 348 M, PCIe4 0.48 mm^2 and 3.96 M per lane, PCIe5 0.64 mm^2 and 5.37 M).
 // NVLink2, PCIe3 and TPU ICI are estimates scaled from those by signalling rate. The controller
 // counts are LLMCompass's, sized at their 96.3 MTr/mm^2 for 7 nm: area_model.cpp converts them to
-// its own density basis (issue 39, MEASUREMENTS section 40).
+// its own density basis (issue 39, MEASUREMENTS section 41).
 constexpr std::array<InterfacePhy, 5> kLinks = {{
     {"nvlink2", 2.2, 60.0, "estimate: NVLink3's PHY at 25 Gb/s NRZ signalling"},
     {"nvlink3", 1.888, 74.632, "LLMCompass cost model (ISCA 2024)"},

@@ -14,14 +14,17 @@ constexpr int kGridSteps = 48;        // per log-efficiency axis
 constexpr double kFinestStep = 1e-5;  // of the compass search, in log-efficiency
 
 // The scale of the weak pull of a CTA's fixed cost towards 0 (a few microseconds is what a CTA's
-// prologue and epilogue take).
+// prologue and epilogue take), and of a combine trip's.
 constexpr double kCtaFixedScale_s = 20e-6;
 
-// The parameters the loss is quadratic in: the fixed time per kernel and per CTA wave.
+// The parameters the loss is quadratic in: the fixed time per kernel and per unit of the key's
+// second fixed cost, a CTA wave (tiled prefill attention) or a further combine trip (flash
+// decode; no kernel has both).
 struct Linear {
   double t0_s = 0.0;
-  double cta_fixed_s = 0.0;
+  double unit_s = 0.0;  // per unit: per CTA wave, or per further combine trip
 };
+enum class Units { none, waves, trips };
 
 // A point of the search: log-efficiencies (compute, memory, per-CTA), then the serial
 // fraction (linear, in [0, 1]).
@@ -48,50 +51,51 @@ struct Problem {
   const std::vector<EngineKernelSample>& samples;
   const EngineKernelPrior& prior;
 
-  const bool fit_cta_fixed;  // some term has CTA waves: t_cta is fitted beside t0
+  const Units units;  // the second fixed cost fitted beside t0, if any
+  bool fit_unit() const { return units != Units::none; }
 
-  // Sum of the max terms (work), of the launches and of the CTA waves of one sample at
-  // efficiencies e.
-  static void parts(const EngineKernelSample& s, const Eff& e, double& work_s, double& launches,
-                    double& waves) {
-    work_s = launches = waves = 0.0;
+  // Sum of the max terms (work), of the launches and of the units of the second fixed cost
+  // (CTA waves or combine trips) of one sample at efficiencies e.
+  void parts(const EngineKernelSample& s, const Eff& e, double& work_s, double& launches,
+             double& units_in) const {
+    work_s = launches = units_in = 0.0;
     for (const auto& t : s.terms) {
       work_s += term_work_s(t, e[0], e[1], e[2], e[3]);
       launches += t.launches;
-      waves += t.cta_waves;
+      units_in += units == Units::trips ? t.combine_trips : t.cta_waves;
     }
   }
 
-  // The best (t0, t_cta) for fixed efficiencies: the loss is quadratic in both (normal
-  // equations of two unknowns, t0 pulled to its prior, t_cta weakly to 0), each clamped to its
+  // The best (t0, t_unit) for fixed efficiencies: the loss is quadratic in both (normal
+  // equations of two unknowns, t0 pulled to its prior, t_unit weakly to 0), each clamped to its
   // range.
   Linear best_linear(const Eff& e) const {
     const double w0 = prior.weight / (prior.t0_scale_s * prior.t0_scale_s);
     const double wc = prior.weight / (kCtaFixedScale_s * kCtaFixedScale_s);
     double a00 = w0, a01 = 0.0, a11 = wc, b0 = w0 * prior.t0_s, b1 = 0.0;
     for (const auto& s : samples) {
-      double work_s, launches, waves;
-      parts(s, e, work_s, launches, waves);
-      const double l = launches / s.target_s, c = waves / s.target_s;
+      double work_s, launches, n_units;
+      parts(s, e, work_s, launches, n_units);
+      const double l = launches / s.target_s, c = n_units / s.target_s;
       const double rest = 1.0 - work_s / s.target_s;
       a00 += l * l, a01 += l * c, a11 += c * c, b0 += l * rest, b1 += c * rest;
     }
     Linear out;
-    if (fit_cta_fixed) {
+    if (fit_unit()) {
       const double det = a00 * a11 - a01 * a01;
       out.t0_s = (b0 * a11 - b1 * a01) / det;
-      out.cta_fixed_s = (a00 * b1 - a01 * b0) / det;
-      if (out.cta_fixed_s < 0.0) out.cta_fixed_s = 0.0;  // then t0 alone
+      out.unit_s = (a00 * b1 - a01 * b0) / det;
+      if (out.unit_s < 0.0) out.unit_s = 0.0;  // then t0 alone
       if (out.t0_s < 0.0) {
         out.t0_s = 0.0;
-        out.cta_fixed_s = b1 / a11;
+        out.unit_s = b1 / a11;
       }
-      if (out.cta_fixed_s == 0.0) out.t0_s = b0 / a00;
+      if (out.unit_s == 0.0) out.t0_s = b0 / a00;
     } else {
       out.t0_s = b0 / a00;
     }
     out.t0_s = std::clamp(out.t0_s, 0.0, kMaxT0_s);
-    out.cta_fixed_s = std::clamp(out.cta_fixed_s, 0.0, kMaxT0_s);
+    out.unit_s = std::clamp(out.unit_s, 0.0, kMaxT0_s);
     return out;
   }
 
@@ -99,13 +103,13 @@ struct Problem {
     const Eff e = efficiencies(log_e);
     double sum = 0.0;
     for (const auto& s : samples) {
-      double work_s, launches, waves;
-      parts(s, e, work_s, launches, waves);
-      const double r = (launches * lin.t0_s + waves * lin.cta_fixed_s + work_s) / s.target_s - 1.0;
+      double work_s, launches, n_units;
+      parts(s, e, work_s, launches, n_units);
+      const double r = (launches * lin.t0_s + n_units * lin.unit_s + work_s) / s.target_s - 1.0;
       sum += r * r;
     }
     const double dt = (lin.t0_s - prior.t0_s) / prior.t0_scale_s;
-    const double dtc = lin.cta_fixed_s / kCtaFixedScale_s;
+    const double dtc = lin.unit_s / kCtaFixedScale_s;
     const double dc = log_e[0] - std::log(prior.compute_efficiency);
     const double dm = log_e[1] - std::log(prior.memory_efficiency);
     return sum + prior.weight * (dt * dt + dtc * dtc + dc * dc + dm * dm);
@@ -138,6 +142,7 @@ double engine_sample_time_s(const EngineKernelSample& sample, const EngineKernel
   double total = 0.0;
   for (const auto& t : sample.terms) {
     total += t.launches * p.t0_s + t.cta_waves * p.cta_fixed_s +
+             t.combine_trips * p.combine_trip_s +
              term_work_s(t, p.compute_efficiency, p.memory_efficiency, p.cta_efficiency,
                          p.serial_fraction);
   }
@@ -149,21 +154,32 @@ EngineKernelParams fit_engine_kernel(const std::vector<EngineKernelSample>& all,
                                      bool fit_serial) {
   std::vector<EngineKernelSample> samples;
   bool has_cta = false, has_waves = false;
+  // Combine trips per launch, over the samples: a trip's cost is told from t0 only where it
+  // varies (samples of one shape leave the two on a line).
+  double min_trips = 0.0, max_trips = 0.0;
   for (const auto& s : all) {
     if (s.target_s > 0.0 && std::isfinite(s.target_s)) {
-      samples.push_back(s);
+      double launches = 0.0, trips = 0.0;
       for (const auto& t : s.terms) {
         has_cta |= t.cta_s > 0.0;
         has_waves |= t.cta_waves > 0.0;
+        launches += t.launches;
+        trips += t.combine_trips;
       }
+      const double per_launch = launches > 0.0 ? trips / launches : 0.0;
+      min_trips = samples.empty() ? per_launch : std::min(min_trips, per_launch);
+      max_trips = samples.empty() ? per_launch : std::max(max_trips, per_launch);
+      samples.push_back(s);
     }
   }
+  const bool has_trips = max_trips > min_trips;
   EngineKernelParams out;
   out.t0_s = prior.t0_s;
   out.compute_efficiency = prior.compute_efficiency;
   out.memory_efficiency = prior.memory_efficiency;
   if (samples.empty()) return out;
-  const Problem problem{samples, prior, has_waves};
+  const Units units = has_waves ? Units::waves : has_trips ? Units::trips : Units::none;
+  const Problem problem{samples, prior, units};
   const double lo = std::log(kMinEfficiency), hi = std::log(kMaxEfficiency);
   // An efficiency not fitted stays at its prior (the per-CTA one at the top of the range, where
   // it never binds): its range is that one value.
@@ -223,7 +239,11 @@ EngineKernelParams fit_engine_kernel(const std::vector<EngineKernelSample>& all,
     if (!moved) step /= 2.0;
   }
   out.t0_s = best_lin.t0_s;
-  out.cta_fixed_s = best_lin.cta_fixed_s;
+  if (units == Units::trips) {
+    out.combine_trip_s = best_lin.unit_s;
+  } else {
+    out.cta_fixed_s = best_lin.unit_s;
+  }
   // exp(log(x)) may land a rounding step outside the range a file is checked against.
   out.compute_efficiency = std::clamp(std::exp(best_e[0]), kMinEfficiency, kMaxEfficiency);
   out.memory_efficiency = std::clamp(std::exp(best_e[1]), kMinEfficiency, kMaxEfficiency);

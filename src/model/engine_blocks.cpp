@@ -347,8 +347,9 @@ class EngineBuilder {
     if (on_gemv(pr.rows)) {
       // The GEMV kernels read the stored weights and quantize their input rows themselves.
       // One or two rows take the streaming GEMV, whose dequantization and multiply-adds run on
-      // the CUDA cores (fp32 rate; measured arithmetic-bound for int8/int4/fp8 on the H200; bf16
-      // is bandwidth-bound, priced as before); 3-32 rows (quantized formats) the tensor-core GEMV.
+      // the CUDA cores (the engine's calibration prices its paths against the fp32 rate:
+      // engine_op_peak; measured arithmetic-bound for int8/int4/fp8 on the H200, and at two rows
+      // for bf16 too); 3-32 rows (quantized formats) the tensor-core GEMV.
       const bool stream = pr.rows <= kEngineGemvStreamMaxRows;
       const bool quantized = p_.weights != DType::bf16 && p_.weights != DType::fp16;
       gemm.compute_dtype = stream && quantized             ? DType::fp32

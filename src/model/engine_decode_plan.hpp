@@ -12,6 +12,15 @@ namespace inferlab {
 constexpr int64_t kDecodeMinPartition = 64;
 // Most splits a decode call uses (the kernels' partial rows per sequence).
 constexpr int64_t kDecodeMaxSplits = 256;
+// Splits whose partials the combine kernel loads in one trip to memory (attention_decode.cu):
+// it folds them a group at a time, each group's loads issued after the previous group's math.
+constexpr int64_t kDecodeCombineGroup = 16;
+
+// Dependent trips the combine makes over `splits` partials: one per group of
+// kDecodeCombineGroup; 0 for one split (no combine runs).
+inline int64_t decode_combine_trips(int64_t splits) {
+  return splits > 1 ? (splits + kDecodeCombineGroup - 1) / kDecodeCombineGroup : 0;
+}
 
 // The context bound a decode graph is captured for and its splits are planned at: the next
 // power of two of at least 256 (a power of two maps to itself).

@@ -6,7 +6,7 @@
 // would. They were +88%, +38%, -33%; issue 39 set N16's logic density from its library's track
 // height (GV100 +54.8%, GP100 +14.6%); a second pass took the L2's density and LLMCompass's
 // budgets' density basis from the GA100 die shot and listed AD102's RT cores and FP32/INT32
-// lanes (docs/MEASUREMENTS.md section 40): GV100 +37.8%, GP100 -0.3%, AD102 -13.8%. The fitted
+// lanes (docs/MEASUREMENTS.md section 41): GV100 +37.8%, GP100 -0.3%, AD102 -13.8%. The fitted
 // control per lane still does not carry to GV100: it would need 0.40 M per lane, where the A100
 // alone would need 0.85 M, the H100 1.09 M (fitted together, 0.964 M) and GP100 0.97 M. The
 // bounds guard today's error as a ratchet (docs/MEASUREMENTS.md section 12): |error| at most
@@ -152,11 +152,11 @@ TEST(AreaModel, BlindDiesNotUsedForFitting) {
       // GV100: 1123.2 mm^2 against 815 (+37.8%; +88.4% at first, +54.8% after issue 39); 24.7 B
       // transistors against 21.1 B. Outside issue 39's 15%: the fitted control (13,440 lanes x
       // 0.964 M = 527 mm^2) is a budget set on A100/H100 SMs; the Volta SM, with the A100's lane
-      // counts, spent well under half of it (docs/MEASUREMENTS.md section 40).
+      // counts, spent well under half of it (docs/MEASUREMENTS.md section 41).
       {gv100(), 815.0, 0.42},
       // GP100: 608.0 mm^2 against 610 (-0.3%; +38.2% at first, +14.6% after issue 39).
       {gp100(), 610.0, 0.005},
-      // AD102: 524.3 mm^2 against 608.5 (-13.8%; -33.3% before section 40); 39.6 B transistors
+      // AD102: 524.3 mm^2 against 608.5 (-13.8%; -33.3% before section 41); 39.6 B transistors
       // against 76.3 B: its raster engines, ROPs, video and display are not in the model.
       {ad102(), 608.5, 0.15},
   };

@@ -64,7 +64,7 @@ double part_mm2(const AreaEstimate& a, const std::string& name) {
   return -1.0;
 }
 
-// MEASUREMENTS section 40: the parts of the GA100 that its die shot measures (LLMCompass, ISCA
+// MEASUREMENTS section 41: the parts of the GA100 that its die shot measures (LLMCompass, ISCA
 // 2024, ae/figure6/real_hardware/die_area.csv: L2 119.31 mm^2, on-chip interconnect 76.44, memory
 // controllers 31.77) against the model's A100 template. The L2 is taken from the die shot, so it
 // is exact; the network and the controllers are LLMCompass's transistor budgets on its density
@@ -102,7 +102,7 @@ TEST(AreaModel, ComponentsFollowTheirCounts) {
   EXPECT_EQ(part(base, "rt_cores"), -1.0);  // none listed, none counted
 }
 
-// MEASUREMENTS section 40: graphics parts a template lists. An RT core is 0.35 mm^2 at 28.9 x 0.85
+// MEASUREMENTS section 41: graphics parts a template lists. An RT core is 0.35 mm^2 at 28.9 x 0.85
 // MTr/mm^2 (the Turing die-shot comparison), 8.598 M transistors; one per H100 SM at N4 (0.68 x
 // 182.2): 144 x 8.598 / 123.896 = 9.993 mm^2, inside the core. An fp32 lane that also runs INT32
 // adds an int32 datapath (177.69 k) to the vector units and nothing to control: 64 per SM, 144 x 64
@@ -144,7 +144,7 @@ TEST(DeviceCost, MemoryAndPackageByType) {
 // Issue 39: laid-out logic density is the node's peak x (its library's tracks / 7.5) x 0.85.
 // By hand: N7 91.2 x 6/7.5 x 0.85 = 62.016 MTr/mm^2 (0.68 of peak, as before); N16, whose peak
 // is already for 7.5-track cells, 28.9 x 0.85 = 24.565. The on-chip network (55 M per core) is
-// an LLMCompass budget, taken at 62.016 / 96.3 of its count (section 40): 1e9 of its transistors
+// an LLMCompass budget, taken at 62.016 / 96.3 of its count (section 41): 1e9 of its transistors
 // take 1000 / 96.3 = 10.384 mm^2 at N7 and 1000 x (62.016 / 96.3) / 24.565 = 26.216 at N16.
 TEST(AreaModel, LogicDensityFollowsTheLibraryTrackHeight) {
   EXPECT_DOUBLE_EQ(process_node("N7").peak_library_tracks, 6.0);

@@ -120,15 +120,15 @@ TEST(Roofline, MeasuredNcclCurveReplacesTheLinkBandwidth) {
 }
 
 // The shipped H200 profile's "collectives": NCCL per call inside a CUDA graph over 2 and 4 GPUs
-// (2: 256 B 5.79392 us, 4 MiB 33.237 us, 16 MiB 81.284 us; 4: 256 B 8.93388 us, 16 MiB
-// 106.009 us). Such a call is priced whole, with no hops added: 8 MiB over 2, a third of the
-// way from 4 to 16 MiB = 33.237 + (81.284 - 33.237) / 3 = 49.2527 us; below the smallest size,
-// the smallest size's time.
+// (2: 256 B 5.79392 us, 8 MiB 48.7015 us (every power of two since MEASUREMENTS §42), 16 MiB
+// 81.284 us; 4: 256 B 8.93388 us, 16 MiB 106.009 us). Such a call is priced whole, with no hops
+// added: 12 MiB over 2, half way from 8 to 16 MiB = (48.7015 + 81.284) / 2 = 64.99275 us; below
+// the smallest size, the smallest size's time.
 TEST(Roofline, InGraphNcclCurvePricesTheWholeCall) {
   RooflineCostModel cost(load_hardware("h200"), unit_factors());
   EXPECT_NEAR(cost.price(make_all_reduce_op("ar", 16.0 * (1 << 20), 2)).time_s, 81.284e-6, 1e-12);
-  EXPECT_NEAR(cost.price(make_all_reduce_op("ar", 8.0 * (1 << 20), 2)).time_s,
-              33.237e-6 + (81.284e-6 - 33.237e-6) / 3.0, 1e-12);
+  EXPECT_NEAR(cost.price(make_all_reduce_op("ar", 8.0 * (1 << 20), 2)).time_s, 48.7015e-6, 1e-12);
+  EXPECT_NEAR(cost.price(make_all_reduce_op("ar", 12.0 * (1 << 20), 2)).time_s, 64.99275e-6, 1e-12);
   EXPECT_NEAR(cost.price(make_all_reduce_op("ar", 64, 2)).time_s, 5.79392e-6, 1e-12);
   EXPECT_NEAR(cost.price(make_all_reduce_op("ar", 16.0 * (1 << 20), 4)).time_s, 106.009e-6, 1e-12);
   // Eight GPUs were not measured: the link's ring formula.

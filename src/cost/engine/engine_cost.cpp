@@ -4,6 +4,7 @@
 #include <string_view>
 #include <utility>
 
+#include "model/engine_decode_plan.hpp"
 #include "util/error.hpp"
 
 namespace inferlab {
@@ -23,8 +24,15 @@ bool runs_on_matrix_units(OpKind kind) {
 }
 }  // namespace
 
+bool engine_stream_gemv_path(std::string_view path) {
+  return path == "gemv" || path == "gemv_fused";
+}
+
 double engine_op_peak(const Op& op, const EngineCeilings& ceilings) {
   if (!runs_on_matrix_units(op.kind)) return ceilings.fp32_flops_per_s;
+  if (ceilings.stream_gemv_simt && engine_stream_gemv_path(op.tag.path)) {
+    return ceilings.fp32_flops_per_s;
+  }
   const auto& peaks = ceilings.matrix_flops_per_s;
   auto it = peaks.find(std::string(dtype_name(op.compute_dtype)));
   if (it != peaks.end()) return it->second;
@@ -61,6 +69,15 @@ double engine_cta_waves(const Op& op, const EngineCeilings& ceilings) {
   return static_cast<double>(op.grid_ctas) / static_cast<double>(ceilings.sm_count);
 }
 
+int64_t engine_combine_extra_trips(const Op& op, const EngineCeilings& ceilings) {
+  if (std::string_view(op.tag.path) != "flash_decode" || ceilings.sm_count <= 0) return 0;
+  const AttentionShape& a = op.attention;
+  if (a.batch <= 0 || a.kv_heads <= 0 || a.q_heads < a.kv_heads) return 0;
+  const DecodeSplitPlan plan = decode_split_plan(a.batch, a.q_heads, a.kv_heads, ceilings.sm_count,
+                                                 a.kv_len, kDecodeMaxSplits);
+  return std::max<int64_t>(0, decode_combine_trips(plan.splits) - 1);
+}
+
 OpCost engine_op_cost(const Op& op, const EngineKernelParams& p, const EngineCeilings& ceilings) {
   OpCost cost;
   cost.op_class = classify_op(op);
@@ -72,8 +89,9 @@ OpCost engine_op_cost(const Op& op, const EngineKernelParams& p, const EngineCei
   if (serial_s > 0.0 && p.cta_efficiency > 0.0) {
     cost.memory_s = std::max(cost.memory_s, serial_s / p.cta_efficiency);
   }
-  cost.latency_s =
-      std::max(1, op.kernels) * p.t0_s + p.cta_fixed_s * engine_cta_waves(op, ceilings);
+  cost.latency_s = std::max(1, op.kernels) * p.t0_s +
+                   p.cta_fixed_s * engine_cta_waves(op, ceilings) +
+                   p.combine_trip_s * static_cast<double>(engine_combine_extra_trips(op, ceilings));
   cost.serial_fraction = p.serial_fraction;
   cost.combine_parts();
   return cost;

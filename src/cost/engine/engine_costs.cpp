@@ -38,6 +38,7 @@ EngineCeilings engine_ceilings_of(const HardwareSpec& hw) {
     if (auto peak = hw.peak_flops(d)) c.matrix_flops_per_s[std::string(dtype_name(d))] = *peak;
   }
   c.sm_count = hw.sm_count;
+  c.stream_gemv_simt = true;
   c.source = hw.name + " " + hw.ceiling_source();
   return c;
 }
@@ -60,6 +61,7 @@ nlohmann::json engine_costs_to_json(const EngineCosts& costs) {
                     {"cta_efficiency", k.cta_efficiency},
                     {"serial_fraction", k.serial_fraction},
                     {"cta_fixed_s", k.cta_fixed_s},
+                    {"combine_trip_s", k.combine_trip_s},
                     {"points", k.points},
                     {"mape", k.mape}};
   }
@@ -73,6 +75,7 @@ nlohmann::json engine_costs_to_json(const EngineCosts& costs) {
             {"fp32_flops_per_s", costs.ceilings.fp32_flops_per_s},
             {"matrix_flops_per_s", matrix},
             {"sm_count", costs.ceilings.sm_count},
+            {"stream_gemv_peak", costs.ceilings.stream_gemv_simt ? "fp32" : "matrix"},
             {"source", costs.ceilings.source}}},
           {"steps",
            {{"profile_mark_s", costs.profile_mark_s},
@@ -109,6 +112,15 @@ EngineCosts engine_costs_from_json(const nlohmann::json& json, const std::string
   // (Files fitted before the per-CTA term have no SM count: the term stays off for them.)
   if (ceilings.contains("sm_count")) {
     c.ceilings.sm_count = static_cast<int64_t>(checked(ceilings, "sm_count", 0, 1e5, cctx));
+  }
+  // (Absent from files fitted before 2026-11-28: the streaming GEMV against the matrix peak.)
+  if (ceilings.contains("stream_gemv_peak")) {
+    const std::string peak = require_string(ceilings, "stream_gemv_peak", cctx);
+    if (peak != "fp32" && peak != "matrix") {
+      throw InputError(cctx + ": field 'stream_gemv_peak' is \"" + peak +
+                       "\"; known: fp32, matrix");
+    }
+    c.ceilings.stream_gemv_simt = peak == "fp32";
   }
   const nlohmann::json& matrix = object(ceilings, "matrix_flops_per_s", cctx);
   for (const auto& [name, value] : matrix.items()) {
@@ -151,6 +163,10 @@ EngineCosts engine_costs_from_json(const nlohmann::json& json, const std::string
     }
     // (Absent from files fitted before the per-CTA fixed cost: none.)
     if (k.contains("cta_fixed_s")) p.cta_fixed_s = checked(k, "cta_fixed_s", 0, kMaxTime_s, kctx);
+    // (Absent from files fitted before the combine's trips were priced: none.)
+    if (k.contains("combine_trip_s")) {
+      p.combine_trip_s = checked(k, "combine_trip_s", 0, kMaxTime_s, kctx);
+    }
     // (Absent from files fitted before the serial term: 0, the roofline's max.)
     if (k.contains("serial_fraction")) {
       p.serial_fraction = checked(k, "serial_fraction", 0, 1, kctx);

@@ -13,7 +13,7 @@
 namespace inferlab {
 
 // One (kernel class, path, format) of the engine: each of its kernels takes
-//   t0_s + cta_fixed_s x CTAs / SMs
+//   t0_s + cta_fixed_s x CTAs / SMs + combine_trip_s x the split-K combine's further trips
 //        + max(FLOPs / (peak x compute_efficiency), bytes / (bandwidth x memory_efficiency),
 //              per-CTA bytes x max(SMs, CTAs) / (bandwidth x cta_efficiency))
 // in a stream (a CUDA graph), the ceilings being the ones recorded in the file. The third term,
@@ -33,6 +33,12 @@ struct EngineKernelParams {
   // without a streaming share (engine_cta_waves): the tiled prefill attention, whose achieved
   // rate grows from 10 to 390 TFLOP/s with the work per CTA (H200, MEASUREMENTS §27). 0: none.
   double cta_fixed_s = 0.0;
+  // Fixed time of each further dependent trip of the flash decode's split-K combine: the
+  // combine folds the splits' partials kDecodeCombineGroup at a time, one trip to memory per
+  // group (model/engine_decode_plan.hpp), so past 16 splits a call costs more at the same bytes.
+  // Tensor parallelism hits it: 1-2 KV heads a rank at batch 1 leave few CTAs, and the split
+  // plan makes up the grid with up to 64 splits (MEASUREMENTS §42). 0: none.
+  double combine_trip_s = 0.0;
   int points = 0;     // (profile point, class) samples it was fitted on
   double mape = 0.0;  // on those samples, of the class times less their profile marks
 };
@@ -44,6 +50,10 @@ struct EngineCeilings {
   double fp32_flops_per_s = 0.0;                     // non-matrix kernels (norms, elementwise)
   std::map<std::string, double> matrix_flops_per_s;  // by dtype name: bf16, fp16, fp8, int8
   int64_t sm_count = 0;                              // 0: the per-CTA term is off
+  // The streaming GEMV's multiply-adds (1-2 rows, paths "gemv" and "gemv_fused") run on the CUDA
+  // cores: their FLOPs are priced against fp32_flops_per_s. False in files fitted before
+  // 2026-11-28 ("stream_gemv_peak" absent), whose efficiencies are fractions of the matrix peak.
+  bool stream_gemv_simt = false;
   std::string source;
 };
 EngineCeilings engine_ceilings_of(const HardwareSpec& hardware);

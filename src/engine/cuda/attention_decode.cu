@@ -45,7 +45,9 @@ constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
 constexpr int kStageBytes = 16384;  // bytes of keys (and as many of values) per chunk
 constexpr int kUnroll = 4;          // rows per thread between two shuffle reductions
-constexpr int kCombineUnroll = 16;  // splits whose partials the combine has in flight at once
+// Splits whose partials the combine has in flight at once (the predictor prices each further
+// group as one more trip: model/engine_decode_plan.hpp).
+constexpr int kCombineUnroll = static_cast<int>(kDecodeCombineGroup);
 
 // Sums each of the N values over the lanes of an aligned group (xor offsets kOff, kOff/2, ..., 1)
 // and scatters the sums: on return this lane holds max(N / lanes, 1) of them, those of indices
