@@ -21,6 +21,7 @@ struct ProbeArgs {
   std::vector<std::string> models;
   bool quick = false;
   bool collectives_only = false;
+  bool host_only = false;
   int device = 0;
 };
 
@@ -60,6 +61,25 @@ void write_collectives_only(const ProbeArgs& args) {
   std::cout << "collectives of " << profile["collectives"]["points"].size() << " sizes written to "
             << args.out << '\n';
 }
+// --host-only: the host's launch costs and CPU dispatch figure, as a host file.
+void write_host_only(const ProbeArgs& args, OutputFormat format) {
+  nlohmann::json host_file = run_host_probe(checked_probe_options(args), std::cerr);
+  std::ofstream(args.out) << host_file.dump(1) << '\n';
+  if (format == OutputFormat::json) {
+    print_json(host_file);
+    return;
+  }
+  const nlohmann::json& h = host_file["host"];
+  Table t({"figure", "measured"});
+  t.add_row({"device", host_file["device"]["name"].get<std::string>()});
+  t.add_row({"kernel launch (host)", fmt::format("{:.2f} us", at(h, {"launch_us"}))});
+  t.add_row({"graph launch (host)", fmt::format("{:.2f} us", at(h, {"graph_launch_us"}))});
+  t.add_row({"CPU dispatch workload", fmt::format("{:.1f} ns/op", at(h, {"cpu_dispatch_ns"}))});
+  std::cout << (format == OutputFormat::csv ? t.to_csv() : t.to_text());
+  std::cout << "host file written to " << args.out
+            << " (merge PyTorch's dispatch cost: python3 validation/host_dispatch.py --merge "
+            << args.out << ")\n";
+}
 }  // namespace
 
 void register_probe(CLI::App& app) {
@@ -72,12 +92,22 @@ void register_probe(CLI::App& app) {
   cmd->add_flag("--collectives-only", args->collectives_only,
                 "Measure only the engine's collectives over groups of 2, 4, ... GPUs (a profile "
                 "with its \"collectives\" section alone)");
+  cmd->add_flag("--host-only", args->host_only,
+                "Measure only the host: cudaLaunchKernel and cudaGraphLaunch costs and a "
+                "Python-free CPU dispatch workload (a host file for `validate --host`; seconds)");
   cmd->add_option("--model", args->models,
                   "Sweep this model's projections (name or config.json; repeatable) instead of "
                   "the probe's own shapes");
   add_format_option(cmd, args->common);
   cmd->callback([args] {
     OutputFormat format = parse_output_format(args->common.format);
+    if (args->collectives_only && args->host_only) {
+      throw InputError("--collectives-only and --host-only measure different things; pick one");
+    }
+    if (args->host_only) {
+      write_host_only(*args, format);
+      return;
+    }
     if (args->collectives_only) {
       write_collectives_only(*args);
       return;

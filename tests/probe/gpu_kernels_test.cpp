@@ -146,6 +146,8 @@ TEST(GpuProbe, QuickProfileHasTheSchema) {
   EXPECT_GT(p["graph_launch_overhead_us"].get<double>(), 0.0);
   // A small real kernel costs at least what an empty one does.
   EXPECT_GE(p["graph_small_kernel_us"].get<double>(), p["graph_kernel_gap_us"].get<double>());
+  EXPECT_GT(p["host"]["launch_us"].get<double>(), 0.0);
+  EXPECT_GT(p["host"]["cpu_dispatch_ns"].get<double>(), 0.0);
   EXPECT_FALSE(p["sweeps"]["gemm"].empty());
   EXPECT_NE(progress.str().find("[probe 1/"), std::string::npos);
 }

@@ -11,6 +11,7 @@
 #include "probe/cuda/launch.cuh"
 #include "probe/cuda/llm_kernels.cuh"
 #include "probe/cuda/memory.cuh"
+#include "probe/host_speed.hpp"
 #include "probe/probe.hpp"
 #include "util/error.hpp"
 
@@ -38,9 +39,8 @@ std::string utc_now() {
   return buf;
 }
 
-}  // namespace
-
-nlohmann::json run_probe(const ProbeOptions& options, std::ostream& progress) {
+// Checks that options.device is a visible GPU, selects it and returns the visible count.
+int select_device(const ProbeOptions& options) {
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess || count == 0) {
@@ -53,6 +53,42 @@ nlohmann::json run_probe(const ProbeOptions& options, std::ostream& progress) {
                      std::to_string(count) + " visible GPUs");
   }
   PROBE_CHECK(cudaSetDevice(options.device));
+  return count;
+}
+
+nlohmann::json measure_cpu_dispatch_json(bool quick) {
+  return probe::cpu_dispatch_json(
+      probe::measure_cpu_dispatch(quick ? 50000 : 200000, quick ? 5 : 11));
+}
+
+}  // namespace
+
+nlohmann::json run_host_probe(const ProbeOptions& options, std::ostream& progress) {
+  const int count = select_device(options);
+  cudaDeviceProp prop{};
+  PROBE_CHECK(cudaGetDeviceProperties(&prop, options.device));
+  int driver = 0, runtime = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  progress << "[probe host 1/2] launch costs (cudaLaunchKernel, cudaGraphLaunch)" << std::endl;
+  nlohmann::json launch = probe::measure_launch_overheads(options.quick);
+  progress << "[probe host 2/2] CPU dispatch workload (one thread)" << std::endl;
+  nlohmann::json host = probe::host_section(launch, measure_cpu_dispatch_json(options.quick));
+  PROBE_CHECK(cudaDeviceSynchronize());
+  return {{"measured_at", utc_now()},
+          {"inferlab_version", INFERLAB_VERSION},
+          {"quick", options.quick},
+          {"source", std::string("inferlab probe --host-only") + (options.quick ? " --quick" : "")},
+          {"device",
+           {{"name", prop.name},
+            {"driver", std::to_string(driver / 1000) + "." + std::to_string(driver % 1000 / 10)},
+            {"cuda", std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10)},
+            {"visible_devices", count}}},
+          {"host", host}};
+}
+
+nlohmann::json run_probe(const ProbeOptions& options, std::ostream& progress) {
+  const int count = select_device(options);
   cudaDeviceProp prop{};
   PROBE_CHECK(cudaGetDeviceProperties(&prop, options.device));
   int clock_khz = 0, mem_clock_khz = 0, driver = 0, runtime = 0;
@@ -98,9 +134,10 @@ nlohmann::json run_probe(const ProbeOptions& options, std::ostream& progress) {
   say("working-set sweep (bandwidth and latency staircase)");
   profile["memory"]["working_set_sweep"] = probe::measure_working_set_sweep(plan);
 
-  say("launch and synchronization overheads");
+  say("launch and synchronization overheads, the host's CPU dispatch workload");
   nlohmann::json launch = probe::measure_launch_overheads(options.quick);
   profile["launch"] = launch;
+  profile["host"] = probe::host_section(launch, measure_cpu_dispatch_json(options.quick));
   profile["launch_overhead_us"] = launch["launch"]["median_us"];
   profile["kernel_gap_us"] = launch["kernel_gap"]["median_us"];
   profile["graph_launch_overhead_us"] = launch["graph_launch"]["median_us"];
