@@ -140,19 +140,21 @@ HtmlPage validate_page(const ReportArgs& a) {
   auto reference = read_json_file(a.data, "measured reference");
   LoadedHardware hw = load_cost_model(a.common);
   IsolatedOpTime isolated = isolated_time_for(hw);
-  ValidationReport report = validate_against_reference(
-      reference, "measured reference '" + a.data + "'", *hw.cost, hw.factors.kernel_latency_s,
-      load_host_overhead(), isolated, split);
+  const HostOverhead host = host_overhead_for(hw.spec.name);
+  ValidationReport report =
+      validate_against_reference(reference, "measured reference '" + a.data + "'", *hw.cost,
+                                 hw.factors.kernel_latency_s, host, isolated, split);
   if (report.cases.empty()) {
     throw InputError("'" + a.data + "' has no cases for --split " + a.split);
   }
-  ValidateReportInput in{fmt::format("Predicted vs measured on {}", hw.spec.display_name),
-                         fmt::format("inferlab validate: {} ({} cases, split {}); {} cost model",
-                                     std::filesystem::path(a.data).filename().string(),
-                                     report.cases.size(), a.split, hw.cost->name()),
-                         fmt::format("Data: {}. Cost model: {} ({}). Ceilings: {}.", a.data,
-                                     hw.cost->name(), hw.source, hw.spec.ceiling_source()),
-                         &report};
+  ValidateReportInput in{
+      fmt::format("Predicted vs measured on {}", hw.spec.display_name),
+      fmt::format("inferlab validate: {} ({} cases, split {}); {} cost model",
+                  std::filesystem::path(a.data).filename().string(), report.cases.size(), a.split,
+                  hw.cost->name()),
+      fmt::format("Data: {}. Cost model: {} ({}). Ceilings: {}. Host: {}.", a.data, hw.cost->name(),
+                  hw.source, hw.spec.ceiling_source(), host.host_source),
+      &report};
   return validate_html_page(in);
 }
 

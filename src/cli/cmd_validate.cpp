@@ -17,7 +17,7 @@ namespace {
 struct ValidateArgs {
   CommonArgs common;
   std::vector<std::string> data;
-  std::string max_mape, split = "all", sustained;
+  std::string max_mape, split = "all", sustained, host = kHostAuto;
   bool cases = false, engine = false;
 };
 
@@ -52,7 +52,10 @@ void run_engine_validate(const ValidateArgs& a, OutputFormat format, SplitFilter
 void run_validate(const ValidateArgs& a) {
   OutputFormat format = parse_output_format(a.common.format);
   SplitFilter split = parse_split_filter(a.split);
-  if (a.engine) return run_engine_validate(a, format, split);
+  if (a.engine) {
+    if (a.host != kHostAuto) throw InputError("--host is not used with --engine");
+    return run_engine_validate(a, format, split);
+  }
   if (a.data.size() != 1) {
     throw InputError("validate takes one --data file (several only with --engine)");
   }
@@ -61,10 +64,11 @@ void run_validate(const ValidateArgs& a) {
   CostRequest request = to_cost_request(a.common);
   request.sustained = a.sustained;
   LoadedHardware hw = load_cost(request);
-  ValidationReport report = validate_against_reference(
-      reference, "measured reference '" + data + "'", *hw.cost, hw.factors.kernel_latency_s,
-      load_host_overhead(), isolated_time_for(hw), split);
-  ValidationRun run{data, a.split, &hw, {}};
+  const HostOverhead host = host_overhead_for(hw.spec.name, a.host);
+  ValidationReport report =
+      validate_against_reference(reference, "measured reference '" + data + "'", *hw.cost,
+                                 hw.factors.kernel_latency_s, host, isolated_time_for(hw), split);
+  ValidationRun run{data, a.split, &hw, {}, host.host_source};
   if (!a.max_mape.empty()) run.over_bounds = groups_over_bounds(report, a.max_mape);
   emit(validation_json(report, run), validation_text(report, run, a.cases), validation_csv(report),
        format);
@@ -91,6 +95,12 @@ void register_validate(CLI::App& app) {
                   "the calibration's slowdown (the default here, unlike predict's): a "
                   "measurement file (validation/sustained_clock.py or sustained_load.py output), "
                   "auto (data/sustained/<hardware>.json where shipped) or none");
+  cmd->add_option("--host", args->host,
+                  "Host costs of the eager steps: auto (data/hosts/<hardware>.json when shipped, "
+                  "else today's constants, marked as a placeholder), none (today's constants) or "
+                  "a host file (inferlab probe --host-only, with validation/host_dispatch.py's "
+                  "figure merged)")
+      ->capture_default_str();
   cmd->add_flag("--cases", args->cases, "Table: list every case, not only the summary");
   cmd->add_flag("--engine", args->engine,
                 "Check `predict --framework inferlab` against the engine's own profiles "

@@ -118,7 +118,15 @@ StepPrediction predict_step(const StepContext& c, const StepShape& shape) {
       double k = static_cast<double>(p.op.count * p.op.kernels);
       (p.op.scope == Scope::per_layer ? layer_kernels : other_kernels) += k;
     }
-    if (c.framework == Framework::pytorch && c.host.pytorch_layer_s > 0.0 && layer_kernels > 0) {
+    const auto ruled =
+        c.framework == Framework::pytorch
+            ? pytorch_eager_host(c.host, c.model->num_layers, layer_kernels, other_kernels)
+            : std::nullopt;
+    if (ruled) {
+      step.time_s =
+          replay_launch_queue(step.ops, c.model->num_layers, ruled->other_s, ruled->layer_s);
+    } else if (c.framework == Framework::pytorch && c.host.pytorch_layer_s > 0.0 &&
+               layer_kernels > 0) {
       double layers = static_cast<double>(c.model->num_layers);
       step.time_s = replay_launch_queue(step.ops, c.model->num_layers,
                                         c.host.pytorch_step_base_s / std::max(1.0, other_kernels),

@@ -43,8 +43,9 @@ struct StepContext {
 // Prices every operator of the step and adds host overhead: with CUDA graphs one graph launch
 // per step; without, a replay of the launch queue in which the host issues kernels
 // eager_per_kernel_s apart and the GPU runs each as soon as it is issued and the previous one
-// is done (so small steps are host bound and large ones GPU bound). For PyTorch with a
-// measured per-layer host cost, a layer's kernels share pytorch_layer_s and the others
+// is done (so small steps are host bound and large ones GPU bound). For PyTorch with a host
+// measurement, the host rule (pytorch_eager_host) spaces a layer's kernels and the others; with
+// today's constants, a layer's kernels share pytorch_layer_s and the others
 // pytorch_step_base_s. For inferlab priced by the engine's calibration
 // (CostModel::fitted_step_costs), that calibration's host time per launch and per-step
 // constants replace the host-overhead file's.

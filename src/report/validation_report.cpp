@@ -37,6 +37,7 @@ nlohmann::json validation_json(const ValidationReport& report, const ValidationR
           {"cost_source", hw.source},
           {"hardware", hw.spec.name},
           {"hardware_source", hw.spec.ceiling_source()},
+          {"host_source", run.host_source},
           {"isolated_op_floor_s", report.isolated_op_floor_s},
           {"groups", groups},
           {"cases", cases},
@@ -55,6 +56,7 @@ std::string validation_text(const ValidationReport& report, const ValidationRun&
   return text +
          fmt::format("{} on {} ({} cost model; ceilings: {}; {} cases)\n", run.data, hw.spec.name,
                      hw.cost->name(), hw.spec.ceiling_source(), run.split) +
+         (run.host_source.empty() ? std::string() : "host: " + run.host_source + "\n") +
          t.to_text();
 }
 

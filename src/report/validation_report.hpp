@@ -14,6 +14,7 @@ struct ValidationRun {
   std::string split;  // all | fit | holdout
   const LoadedCost* cost = nullptr;
   std::vector<std::string> over_bounds;  // groups over their --max-mape bounds, in words
+  std::string host_source;  // where the eager steps' host costs come from (HostOverhead)
 };
 
 // JSON: the run, per-group accuracy and every case (output contract of `validate`).
