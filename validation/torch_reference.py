@@ -13,7 +13,7 @@ Measures, in one run:
 
 Writes one JSON file (argv[1], default $OUT/torch_reference.json). Inputs are random, never
 zeros. Usage on the device:  python3 validation/torch_reference.py $OUT/torch_reference.json
-[--only headline,launch,ops,steps,hf_eager,rope_ops]
+[--only headline,launch,ops,steps,hf_eager,rope_ops] [--plan full|host] [--host-op-each-step]
 
 rope_ops: PlainLlama's RoPE (q*cos + rot(q)*sin and the same for k, on the transposed views
 F.linear's output gives) as operators, timed like the others; rows "op": "rope".
@@ -305,7 +305,21 @@ def capture_graph(fn):
     return g
 
 
+# --host-op-each-step: the host's speed measured right before each eager step (host drift).
+HOST_OP_EACH_STEP = False
+
+
+def host_op_s():
+    """Host-bound time per tiny eager op (200 x.add_ on 1 element), as launch_costs times it."""
+    x = rand(1)
+    def ops():
+        for _ in range(200):
+            x.add_(1e-3)
+    return time_op(ops, repeats=5, warmup=1, flush=False)["median_s"] / 200
+
+
 def time_step(model, tokens, pos, ctx_len, repeats=15, eager_repeats=30):
+    extra = {"eager_host_op_s": host_op_s()} if HOST_OP_EACH_STEP else {}
     # The eager run is host bound for small steps: keep the garbage collector out of it.
     gc.collect()
     gc.disable()
@@ -315,7 +329,7 @@ def time_step(model, tokens, pos, ctx_len, repeats=15, eager_repeats=30):
     g = capture_graph(lambda: model(tokens, pos, ctx_len))
     graph = time_op(g.replay, repeats=repeats, warmup=2, flush=False)
     del g
-    return {"graph": graph, "eager": eager}
+    return {"graph": graph, "eager": eager, **extra}
 
 
 STEP_PLAN = {  # model: max batch, prefill (batch, tokens), decode (batch, context)
@@ -330,9 +344,18 @@ STEP_PLAN = {  # model: max batch, prefill (batch, tokens), decode (batch, conte
 }
 
 
-def whole_steps(models=None):
+# --plan host (validation/host_gpu.sh): a small set for the host rule, under a minute:
+# decode at batch 1 and 8, context 512 and 2048, prefill of 128 and 512 tokens.
+HOST_STEP_PLAN = {
+    name: dict(max_batch=8, prefill=[(1, 128), (1, 512)],
+               decode=[(1, 512), (1, 2048), (8, 512), (8, 2048)])
+    for name in ("llama-3.2-1b", "llama-3.2-3b", "llama-3-8b")
+}
+
+
+def whole_steps(models=None, plan=None):
     rows = []
-    for name, p in STEP_PLAN.items():
+    for name, p in (plan or STEP_PLAN).items():
         if models and name not in models:
             continue
         cfg = load_config(name)
@@ -392,7 +415,14 @@ def main():
     ap.add_argument("--only", default="headline,launch,ops,steps,hf_eager",
                     help="comma-separated sections to run")
     ap.add_argument("--models", default="", help="comma-separated models for 'steps'")
+    ap.add_argument("--plan", default="full", choices=("full", "host"),
+                    help="steps: the full grid, or the host rule's small set (HOST_STEP_PLAN)")
+    ap.add_argument("--host-op-each-step", action="store_true",
+                    help="steps: time 200 tiny eager ops right before each eager step "
+                         "(row field eager_host_op_s: the host's speed at that moment)")
     args = ap.parse_args()
+    global HOST_OP_EACH_STEP
+    HOST_OP_EACH_STEP = args.host_op_each_step
     path = args.path
     sections = args.only.split(",")
     torch.manual_seed(0)
@@ -406,7 +436,8 @@ def main():
                   "timed operator call (512 MiB write); random bf16 inputs",
     }
     for key, fn in (("headline", headline), ("launch", launch_costs), ("ops", op_grid),
-                    ("steps", lambda: whole_steps(args.models.split(",") if args.models else None)), ("hf_eager", hf_eager), ("rope_ops", rope_grid)):
+                    ("steps", lambda: whole_steps(args.models.split(",") if args.models else None,
+                                 HOST_STEP_PLAN if args.plan == "host" else None)), ("hf_eager", hf_eager), ("rope_ops", rope_grid)):
         if key not in sections:
             continue
         t0 = time.time()
