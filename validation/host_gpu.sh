@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The host rule's measurements on one GPU machine (issue 39, eager steps), ~3 minutes:
+# The host rule's measurements on one GPU machine (issue 39, eager steps), ~3 minutes (every part
+# under its own timeout: at most 9.5 minutes in all):
 #   bash validation/host_gpu.sh [BIN_DIR]          (BIN_DIR default build/gpurun)
 # BIN_DIR holds inferlab from this branch and the libraries it needs
 # (validation/make_gpu_bundle.sh; carry build/gpurun.tar.xz, unpacked here when BIN_DIR is
@@ -72,8 +73,8 @@ case "$gpu" in
 esac
 echo "[host_gpu] $gpu; results in $out"
 
-part probe_host 60 "$bin/inferlab" probe --host-only --out "$out/host.json"
-part gtest 60 "$bin/inferlab_tests" --gtest_color=no --gtest_filter='GpuHostProbe.*'
+part probe_host 45 "$bin/inferlab" probe --host-only --out "$out/host.json"
+part gtest 45 "$bin/inferlab_tests" --gtest_color=no --gtest_filter='GpuHostProbe.*'
 python_ok=1
 python3 -c "import torch; assert torch.cuda.is_available()" >/dev/null 2>&1 || python_ok=0
 if [ "$python_ok" -eq 0 ]; then
@@ -83,12 +84,12 @@ if [ "$python_ok" -eq 0 ]; then
 else
   merge=()
   [ -f "$out/host.json" ] && merge=(--merge "$out/host.json")
-  part dispatch_before 90 python3 validation/host_dispatch.py "$out/dispatch_before.json" \
+  part dispatch_before 60 python3 validation/host_dispatch.py "$out/dispatch_before.json" \
     ${merge[@]+"${merge[@]}"}
-  part steps 300 python3 validation/torch_reference.py "$out/steps.json" --only launch,steps \
+  part steps 240 python3 validation/torch_reference.py "$out/steps.json" --only launch,steps \
     --plan host --host-op-each-step
-  part launch_after 90 python3 validation/torch_reference.py "$out/launch_after.json" --only launch
-  part dispatch_after 90 python3 validation/host_dispatch.py "$out/dispatch_after.json"
+  part launch_after 60 python3 validation/torch_reference.py "$out/launch_after.json" --only launch
+  part dispatch_after 45 python3 validation/host_dispatch.py "$out/dispatch_after.json"
   if [ -f "$out/steps.json" ] && [ -f "$out/launch_after.json" ]; then
     python3 - "$out/steps.json" "$out/launch_after.json" <<'EOF'
 import json, sys
@@ -99,13 +100,13 @@ json.dump(steps, open(sys.argv[1], "w"), indent=1)
 EOF
   fi
 fi
-part probe_host_after 60 "$bin/inferlab" probe --host-only --out "$out/host_after.json"
+part probe_host_after 30 "$bin/inferlab" probe --host-only --out "$out/host_after.json"
 if [ ${#hw[@]} -gt 0 ] && [ -f "$out/steps.json" ]; then
   if [ -f "$out/host.json" ] && grep -q '"torch_op_us": [0-9]' "$out/host.json"; then
-    part validate_host 60 sh -c "\"$bin/inferlab\" validate ${hw[*]} --cost calibrated \
+    part validate_host 15 sh -c "\"$bin/inferlab\" validate ${hw[*]} --cost calibrated \
       --host \"$out/host.json\" --data \"$out/steps.json\" --format json >\"$out/validate_host.json\""
   fi
-  part validate_today 60 sh -c "\"$bin/inferlab\" validate ${hw[*]} --cost calibrated \
+  part validate_today 15 sh -c "\"$bin/inferlab\" validate ${hw[*]} --cost calibrated \
     --host none --data \"$out/steps.json\" --format json >\"$out/validate_today.json\""
   for f in validate_host validate_today; do
     [ -s "$out/$f.json" ] && python3 -c "
