@@ -46,6 +46,14 @@ inline bool attention_by_token(int64_t max_query_len, int64_t tokens) {
          tokens <= kTokenViewMaxTokens;
 }
 
+// The sequences a graphed pass of `seqs` is captured for: the next power of two, capped at
+// `limit` (the engine's max_sequences; 0: none) but never below `seqs`.
+inline int64_t graph_padded_sequences(int64_t seqs, int64_t limit) {
+  int64_t padded = 1;
+  while (padded < seqs) padded *= 2;
+  return limit > 0 ? std::max(seqs, std::min(padded, limit)) : padded;
+}
+
 // Query heads a decode CTA takes of one KV head's group (1, 2, 4 or 8).
 inline int64_t decode_head_tile(int64_t num_heads, int64_t num_kv_heads) {
   const int64_t group = num_heads / num_kv_heads;

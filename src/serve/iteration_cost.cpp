@@ -105,9 +105,7 @@ double PredictedIterationCost::draft_step_s(int64_t seqs, int64_t context) const
 }
 
 int64_t PredictedIterationCost::graph_rows(int64_t seqs) const {
-  int64_t rows = 1;
-  while (rows < seqs) rows *= 2;
-  return graph_batch_limit_ > 0 ? std::max(seqs, std::min(rows, graph_batch_limit_)) : rows;
+  return graph_padded_sequences(seqs, graph_batch_limit_);
 }
 
 double PredictedIterationCost::draft_prefill_s(int64_t tokens) const {
@@ -144,22 +142,20 @@ double PredictedIterationCost::time_s(const IterationBatch& batch) const {
   int64_t one_token_decodes_count = 0, longest_decode = 0;
   // The engine replays a graph for a pass whose sequences all decode the same number of tokens
   // (one, or a speculative verification's k + 1), its sequences padded to a power of two.
+  // Few tokens a sequence (speculative verification) take the engine's decode kernel over the
+  // tokens, each a sequence of one query at its own context (engine_decode_plan.hpp).
   const int64_t query = batch.seqs.front().new_tokens;
   bool uniform_decodes = query <= kGraphMaxQueryTokens;
+  int64_t max_query = 0, token_context_sum = 0;
   for (const auto& s : batch.seqs) {
     uniform_decodes = uniform_decodes && s.decode && s.new_tokens == query;
+    max_query = std::max(max_query, s.new_tokens);
+    token_context_sum += s.new_tokens * s.context - s.new_tokens * (s.new_tokens - 1) / 2;
   }
   const bool padded_graph = graphs_decode_only_ && uniform_decodes;
   const auto seqs = static_cast<int64_t>(batch.seqs.size());
   const int64_t rows = padded_graph ? graph_rows(seqs) * query : batch.total_tokens();
   double t = flat_s(rows, !graphs_decode_only_ || uniform_decodes);
-  // Few tokens a sequence (speculative verification): the engine's decode kernel over the
-  // tokens, each a sequence of one query at its own context (engine_decode_plan.hpp).
-  int64_t max_query = 0, token_context_sum = 0;
-  for (const auto& s : batch.seqs) {
-    max_query = std::max(max_query, s.new_tokens);
-    token_context_sum += s.new_tokens * s.context - s.new_tokens * (s.new_tokens - 1) / 2;
-  }
   const bool by_token = inferlab_engine_ && attention_by_token(max_query, rows);
   if (by_token) {
     const int64_t tokens = batch.total_tokens();

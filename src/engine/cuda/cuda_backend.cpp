@@ -375,21 +375,16 @@ std::optional<GraphShape> CudaBackend::graph_shape_for(const ForwardMetadata& me
   // A profiled pass runs eagerly: per-kernel events cannot sit inside a graph.
   if (!options_.cuda_graphs || timer_.enabled()) return std::nullopt;
   const int32_t query_len = uniform_query_len(meta);
-  if (query_len < 1 || query_len > kMaxGraphQueryTokens || query_len > layout_.block_size) {
+  if (query_len < 1 || query_len > kGraphMaxQueryTokens || query_len > layout_.block_size) {
     return std::nullopt;
   }
-  auto next_pow2 = [](int64_t n) {
-    int64_t p = 1;
-    while (p < n) p *= 2;
-    return p;
-  };
   GraphShape shape;
   // Sequences padded to a power of two (at most max_sequences), contexts bounded by a power of
   // two of at least 256 (at most the model's context): the bound the decode kernel plans its
   // splits at (model/engine_decode_plan.hpp); positions past it never reach a backend
   // (validate_batch).
   shape.padded =
-      static_cast<int32_t>(std::min<int64_t>(next_pow2(meta.sequences()), options_.max_sequences));
+      static_cast<int32_t>(graph_padded_sequences(meta.sequences(), options_.max_sequences));
   shape.query_len = query_len;
   shape.all_rows = all_rows && query_len > 1;  // one token a sequence: its row is its last
   shape.context_bound = static_cast<int32_t>(

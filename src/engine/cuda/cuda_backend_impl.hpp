@@ -31,9 +31,6 @@ namespace inferlab::engine::cuda {
 // Rows of logits computed per LM-head GEMM (teacher forcing asks for many; they go to the host
 // in chunks of this size).
 constexpr int64_t kLogitRowsPerChunk = 256;
-// The most new tokens per sequence a graphed pass takes: decode steps (1), a draft model's
-// catch-up (2) and speculative verification (k + 1).
-constexpr int32_t kMaxGraphQueryTokens = 16;
 
 int64_t logit_rows_capacity(const CudaBackendOptions& options);
 int64_t max_context(const LlamaConfig& config);
@@ -136,7 +133,8 @@ class CudaBackend final : public Backend {
   bool fused_for(int tokens) const;
   // The graph shape a pass of `meta` replays (sampling one row per sequence, or every row when
   // all_rows), or none: graphs off, a profiled pass, sequences of different lengths or of more
-  // than kMaxGraphQueryTokens tokens, or a padded pass past the buffers.
+  // than kGraphMaxQueryTokens tokens (model/engine_decode_plan.hpp), or a padded pass past the
+  // buffers.
   std::optional<GraphShape> graph_shape_for(const ForwardMetadata& meta, bool all_rows) const;
   // The pass replayed (captured first if new) from the graph of `shape`; the sampled ids of
   // meta's logit rows.

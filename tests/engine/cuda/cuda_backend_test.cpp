@@ -167,19 +167,29 @@ TEST(CudaBackend, QwenWithQkvBiasAndTiedEmbeddingsMatchesTheCpuReference) {
   run_both(true);
 }
 
+// Two backends with the same random weights (seed), 96 blocks of KV, up to 8 sequences and 2048
+// tokens a pass: launches eager, and with CUDA graphs.
+struct EagerAndGraphed {
+  std::unique_ptr<Backend> eager, graphed;
+};
+EagerAndGraphed eager_and_graphed(const LlamaConfig& config, uint64_t seed) {
+  CudaBackendOptions options;
+  options.max_kv_tokens = 96 * 16;
+  options.max_sequences = 8;
+  options.max_batch_tokens = 2048;
+  EagerAndGraphed pair;
+  pair.eager = make_cuda_backend(config, random_tensor_source(config, seed), options);
+  options.cuda_graphs = true;
+  pair.graphed = make_cuda_backend(config, random_tensor_source(config, seed), options);
+  return pair;
+}
+
 // Decode steps replayed from captured graphs pick what eager launches pick: batches of 3, 1 and 5
 // sequences (padded to 4, 1 and 8), contexts crossing the 256-token bound, and a prefill
 // (never a graph) in between; the padding writes only into the scratch block.
 TEST(CudaBackend, GraphReplayedDecodeMatchesEagerLaunches) {
   REQUIRE_GPU();
-  const LlamaConfig config = small_config(false);
-  CudaBackendOptions options;
-  options.max_kv_tokens = 96 * 16;
-  options.max_sequences = 8;
-  options.max_batch_tokens = 2048;
-  auto eager = make_cuda_backend(config, random_tensor_source(config, 2), options);
-  options.cuda_graphs = true;
-  auto graphed = make_cuda_backend(config, random_tensor_source(config, 2), options);
+  auto [eager, graphed] = eager_and_graphed(small_config(false), 2);
   ForwardBatch prefill;
   for (int s = 0; s < 5; ++s) {
     BlockTable table;
@@ -269,14 +279,7 @@ TEST(CudaBackend, PicksOfEveryRowOnTheGpuAreTheHostsFromTheSameLogits) {
 // bf16 noise of the eager logits' top.
 TEST(CudaBackend, GraphReplayedVerificationMatchesEagerLaunches) {
   REQUIRE_GPU();
-  const LlamaConfig config = small_config(false);
-  CudaBackendOptions options;
-  options.max_kv_tokens = 96 * 16;
-  options.max_sequences = 8;
-  options.max_batch_tokens = 2048;
-  auto eager = make_cuda_backend(config, random_tensor_source(config, 3), options);
-  options.cuda_graphs = true;
-  auto graphed = make_cuda_backend(config, random_tensor_source(config, 3), options);
+  auto [eager, graphed] = eager_and_graphed(small_config(false), 3);
   std::vector<SequenceChunk> prompts;
   for (int s = 0; s < 3; ++s) {
     BlockTable table;
