@@ -16,6 +16,9 @@ namespace inferlab::engine {
 enum class GemvPrologueChoice { automatic, fused, prepared };
 // The decode attention kernel (cuda/attention.hpp's DecodeKernel): chosen per cache, or forced.
 enum class DecodeKernelChoice { automatic, chunked, streamed };
+// Programmatic dependent launch of the streaming GEMV (cuda/gemv_stream.hpp's GemvStreamPdl):
+// per weight format as measured, or forced.
+enum class GemvPdlChoice { automatic, off, early, late };
 
 struct ProjectionTuning {
   bool gemv = true;            // INFERLAB_ENGINE_GEMV=0: no GEMV kernels (cuBLASLt at every row)
@@ -23,7 +26,8 @@ struct ProjectionTuning {
   // INFERLAB_ENGINE_GEMV_ROWS_{BF16,INT8,INT4,FP8,W8A8}=N: one format's (before gemv_rows_all).
   // -1: the measured default (Projector::kGemvRows*).
   std::array<int64_t, 5> gemv_rows = {-1, -1, -1, -1, -1};
-  int gemv_stream = -1;     // INFERLAB_ENGINE_GEMV_STREAM=0|1: the streaming GEMV; -1: default
+  int gemv_stream = -1;  // INFERLAB_ENGINE_GEMV_STREAM=0|1: the streaming GEMV; -1: default
+  GemvPdlChoice gemv_pdl = GemvPdlChoice::automatic;  // INFERLAB_ENGINE_GEMV_PDL=off|early|late
   int64_t gemv_splits = 0;  // INFERLAB_ENGINE_GEMV_SPLITS=N: k slices; 0: chosen per shape
   GemvPrologueChoice gemv_prologue = GemvPrologueChoice::automatic;  // ..._GEMV_PROLOGUE
   bool lt_tune = false;  // INFERLAB_ENGINE_LT_TUNE=1: time cuBLASLt's candidates

@@ -24,11 +24,12 @@ const std::vector<std::string> kVariables = {
     "INFERLAB_ENGINE_GEMV_SPLITS",    "INFERLAB_ENGINE_GEMV_PROLOGUE",
     "INFERLAB_ENGINE_LT_TUNE",        "INFERLAB_ENGINE_HOPPER_PREFILL",
     "INFERLAB_ENGINE_ATTENTION_PDL",  "INFERLAB_ENGINE_DECODE_KERNEL",
-    "INFERLAB_ENGINE_DECODE_SPLITS",  "INFERLAB_ENGINE_HOST_SAMPLING"};
+    "INFERLAB_ENGINE_DECODE_SPLITS",  "INFERLAB_ENGINE_HOST_SAMPLING",
+    "INFERLAB_ENGINE_GEMV_PDL"};
 
 using Variables = std::map<std::string, std::string>;
 
-// Sets the given variables (and unsets the other fifteen) for its lifetime; restores them after.
+// Sets the given variables (and unsets the other sixteen) for its lifetime; restores them after.
 class Environment {
  public:
   explicit Environment(const Variables& set) {
@@ -53,14 +54,15 @@ class Environment {
   std::map<std::string, std::optional<std::string>> saved_;
 };
 
-TEST(EngineTuning, SixteenVariablesUnsetGiveTheMeasuredDefaults) {
-  ASSERT_EQ(kVariables.size(), 16u);
+TEST(EngineTuning, SeventeenVariablesUnsetGiveTheMeasuredDefaults) {
+  ASSERT_EQ(kVariables.size(), 17u);
   const Environment none(Variables{});
   const EngineTuning t = engine_tuning_from_environment();
   EXPECT_TRUE(t.projection.gemv);
   EXPECT_EQ(t.projection.gemv_rows_all, -1);
   for (int64_t rows : t.projection.gemv_rows) EXPECT_EQ(rows, -1);
   EXPECT_EQ(t.projection.gemv_stream, -1);
+  EXPECT_EQ(t.projection.gemv_pdl, GemvPdlChoice::automatic);
   EXPECT_EQ(t.projection.gemv_splits, 0);
   EXPECT_EQ(t.projection.gemv_prologue, GemvPrologueChoice::automatic);
   EXPECT_FALSE(t.projection.lt_tune);
@@ -77,6 +79,7 @@ TEST(EngineTuning, EachVariableLandsInItsField) {
                                   {"INFERLAB_ENGINE_GEMV_ROWS_INT4", "16"},
                                   {"INFERLAB_ENGINE_GEMV_ROWS_W8A8", "-3"},
                                   {"INFERLAB_ENGINE_GEMV_STREAM", "0"},
+                                  {"INFERLAB_ENGINE_GEMV_PDL", "late"},
                                   {"INFERLAB_ENGINE_GEMV_SPLITS", "4"},
                                   {"INFERLAB_ENGINE_GEMV_PROLOGUE", "prepared"},
                                   {"INFERLAB_ENGINE_LT_TUNE", "1"},
@@ -92,6 +95,7 @@ TEST(EngineTuning, EachVariableLandsInItsField) {
   EXPECT_EQ(t.projection.gemv_rows[2], 16);  // int4
   EXPECT_EQ(t.projection.gemv_rows[4], 0);   // w8a8: a negative count is 0 (GEMV off)
   EXPECT_EQ(t.projection.gemv_stream, 0);
+  EXPECT_EQ(t.projection.gemv_pdl, GemvPdlChoice::late);
   EXPECT_EQ(t.projection.gemv_splits, 4);
   EXPECT_EQ(t.projection.gemv_prologue, GemvPrologueChoice::prepared);
   EXPECT_TRUE(t.projection.lt_tune);
@@ -109,6 +113,7 @@ TEST(EngineTuning, OnlyTheExactSwitchValuesSwitch) {
                                   {"INFERLAB_ENGINE_LT_TUNE", "yes"},
                                   {"INFERLAB_ENGINE_HOPPER_PREFILL", ""},
                                   {"INFERLAB_ENGINE_GEMV_STREAM", "2"},
+                                  {"INFERLAB_ENGINE_GEMV_PDL", "0"},
                                   {"INFERLAB_ENGINE_DECODE_KERNEL", "fastest"},
                                   {"INFERLAB_ENGINE_GEMV_PROLOGUE", "fused"}});
   const EngineTuning t = engine_tuning_from_environment();
@@ -116,6 +121,7 @@ TEST(EngineTuning, OnlyTheExactSwitchValuesSwitch) {
   EXPECT_FALSE(t.projection.lt_tune);
   EXPECT_TRUE(t.attention.hopper_prefill);
   EXPECT_EQ(t.projection.gemv_stream, 1);
+  EXPECT_EQ(t.projection.gemv_pdl, GemvPdlChoice::automatic);  // off|early|late only
   EXPECT_EQ(t.attention.decode_kernel, DecodeKernelChoice::automatic);
   EXPECT_EQ(t.projection.gemv_prologue, GemvPrologueChoice::fused);
 }

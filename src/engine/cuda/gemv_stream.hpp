@@ -31,6 +31,12 @@ namespace inferlab::engine::cuda {
 // Rows the streaming GEMV takes at most.
 constexpr int64_t kGemvStreamMaxRows = 2;
 
+// Programmatic dependent launch (programmatic_launch.cuh): off; early: each block lets the next
+// kernel be scheduled as soon as its input is ready (the next kernel's first weight loads overlap
+// this one's work, its blocks placed wherever slots free up); late: once the block's work is
+// done (the next kernel's launch and first loads overlap this one's tail only).
+enum class GemvStreamPdl { off, early, late };
+
 struct GemvStreamCall {
   const DeviceMatrix* w = nullptr;
   int rows = 1;
@@ -42,7 +48,11 @@ struct GemvStreamCall {
   void* y = nullptr;                    // store: [rows][out] bf16 or fp32; SwiGLU: [rows][out/2]
   bool y_fp32 = false;
   __nv_bfloat16* residual = nullptr;  // residual_add: [rows][out], in place
+  GemvStreamPdl pdl = GemvStreamPdl::off;
 };
+
+// The measured choice per weight format (docs/MEASUREMENTS.md §45).
+GemvStreamPdl gemv_stream_default_pdl(const DeviceMatrix& w);
 
 // Whether the streaming GEMV runs `rows` rows of `w` (formats and widths it has kernels for,
 // the staged input within its shared-memory budget).

@@ -157,6 +157,20 @@ struct Projector::Impl {
     return stream_enabled && gemv_stream_supported(rows, w);
   }
   bool stream_enabled = true;
+  GemvPdlChoice stream_pdl = GemvPdlChoice::automatic;  // ProjectionTuning::gemv_pdl
+  GemvStreamPdl pdl_for(const DeviceMatrix& w) const {
+    switch (stream_pdl) {
+      case GemvPdlChoice::off:
+        return GemvStreamPdl::off;
+      case GemvPdlChoice::early:
+        return GemvStreamPdl::early;
+      case GemvPdlChoice::late:
+        return GemvStreamPdl::late;
+      case GemvPdlChoice::automatic:
+        break;
+    }
+    return gemv_stream_default_pdl(w);
+  }
 
   void run_gemv(const GemvPlan& plan, GemvParams& p, const DeviceMatrix& w, const bf16* x,
                 int64_t rows, const bf16* norm_weight, float eps, cudaStream_t stream) {
@@ -338,6 +352,7 @@ Projector::Projector(int64_t max_rows, int64_t max_in, int64_t max_out, DType fo
   m.configured = tuning;
   m.default_gemv_rows();
   if (tuning.gemv_stream >= 0) m.stream_enabled = tuning.gemv_stream != 0;
+  m.stream_pdl = tuning.gemv_pdl;
   m.tuning.splits = tuning.gemv_splits;
   m.tuning.prologue = tuning.gemv_prologue == GemvPrologueChoice::fused ? GemvPrologue::fused
                       : tuning.gemv_prologue == GemvPrologueChoice::prepared
@@ -412,6 +427,7 @@ void Projector::linear(const __nv_bfloat16* x, int64_t rows, const DeviceMatrix&
     call.bias = bias;
     call.y = y;
     call.y_fp32 = y_fp32;
+    call.pdl = m.pdl_for(w);
     launch_gemv_stream(call, stream);
     m.last = ProjectionPath::gemv_stream;
     return;
@@ -476,6 +492,7 @@ void Projector::gemv_fused(const GemvFused& args, int64_t rows, const DeviceMatr
     call.bias = args.bias;
     call.y = args.y;
     call.residual = args.residual;
+    call.pdl = m.pdl_for(w);
     launch_gemv_stream(call, stream);
     m.last = ProjectionPath::gemv_stream;
     return;
