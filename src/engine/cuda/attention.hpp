@@ -87,7 +87,7 @@ struct PagedAttentionParams {
   bool skip_single_queries = false;  // set by paged_attention: the tiled kernel leaves them
   int num_heads = 0;
   int num_kv_heads = 0;
-  int head_dim = 0;              // 64 or 128
+  int head_dim = 0;              // 64, 128, 192 or 256 (engine/attention_head_dims.hpp)
   int block_size = 0;            // tokens per cache block (16 by default)
   int sliding_window = 0;        // 0: none; else keys at positions > position - sliding_window
   float softmax_scale = 0;       // 1 / sqrt(head_dim)
