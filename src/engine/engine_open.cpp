@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 
+#include "engine/attention_head_dims.hpp"
 #include "engine/checkpoint.hpp"
 #include "engine/cpu/cpu_backend.hpp"
 #include "engine/cuda_backend.hpp"
@@ -111,6 +112,10 @@ void check_cache_holds(const Backend& backend, int64_t kv_tokens) {
 std::unique_ptr<Backend> open_backend(const std::string& model, const EngineOptions& options) {
   const LlamaConfig config = load_llama_config(model);
   const QuantConfig quant = resolved_quant(config, options);
+  // (make_cuda_backend checks it too; here before any tensor-parallel rank is started.)
+  if (options.device == "cuda" && !attention_head_dim_supported(config.model.head_dim)) {
+    throw InputError(cuda_head_dim_refusal(config.model.name, config.model.head_dim));
+  }
   if (options.device == "cpu") {
     // The CPU factories check these again on the loaded model; here they refuse before the
     // weights (gigabytes of fp32) are read or drawn.

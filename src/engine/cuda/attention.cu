@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "engine/attention_head_dims.hpp"
 #include "engine/cuda/attention.hpp"
 #include "engine/cuda/attention_hopper.hpp"
 #include "engine/cuda/attention_kernels.hpp"
@@ -97,8 +98,9 @@ bool aligned(const void* p, uintptr_t bytes) {
 }
 
 void check(const PagedAttentionParams& p) {
-  require(p.head_dim == 64 || p.head_dim == 128,
-          "head_dim must be 64 or 128, not " + std::to_string(p.head_dim));
+  if (!attention_head_dim_supported(p.head_dim)) {
+    throw std::invalid_argument("paged_attention: " + attention_head_dim_problem(p.head_dim));
+  }
   require(p.num_heads > 0 && p.num_kv_heads > 0 && p.num_heads % p.num_kv_heads == 0,
           "num_heads must be a positive multiple of num_kv_heads");
   require(p.block_size > 0, "block_size must be positive");
@@ -117,8 +119,8 @@ void check(const PagedAttentionParams& p) {
   require(p.block_table_stride > 0, "block_table_stride must be positive");
   require(p.table_rows == nullptr || (p.max_query_len == 1 && !p.naive),
           "table_rows is for the decode path (max_query_len 1, not naive)");
-  // The kernels read queries and cache rows 16 bytes at a time (a row is head_dim elements: 64 or
-  // more bytes in every format).
+  // The kernels read queries and cache rows 16 bytes at a time (a row is head_dim elements: a
+  // multiple of 64, so 64 or more bytes in every format).
   require(
       p.q_row_stride >= static_cast<int64_t>(p.num_heads) * p.head_dim && p.q_row_stride % 8 == 0,
       "q_row_stride must hold num_heads * head_dim and be a multiple of 8");

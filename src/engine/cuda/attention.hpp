@@ -23,6 +23,11 @@
 //  - naive (below).
 // The CPU reference is cpu::paged_attention (engine/cpu/ops.hpp).
 //
+// Head sizes (engine/attention_head_dims.hpp): 64, 128, 192 and 256, every kernel instantiated
+// for each, except the Hopper prefill, which runs 64 and 128 (at 192 and 256 the mma.sync prefill
+// runs instead: attention_prefill_hopper.cu says why), and the naive path's grouped prefill
+// kernels, which run up to 128 (above, one query token per CTA: attention_naive.cu).
+//
 // The cache is bf16, or int8 / FP8 E4M3 with one fp32 scale per (slot, KV head): the stored
 // vector of head_dim values q stands for scale · q (quantize_row_int8 / quantize_row_e4m3 of
 // engine/quant/quantize.hpp wrote it). The kernels dequantize as they read.
@@ -87,7 +92,7 @@ struct PagedAttentionParams {
   bool skip_single_queries = false;  // set by paged_attention: the tiled kernel leaves them
   int num_heads = 0;
   int num_kv_heads = 0;
-  int head_dim = 0;              // 64 or 128
+  int head_dim = 0;              // 64, 128, 192 or 256 (engine/attention_head_dims.hpp)
   int block_size = 0;            // tokens per cache block (16 by default)
   int sliding_window = 0;        // 0: none; else keys at positions > position - sliding_window
   float softmax_scale = 0;       // 1 / sqrt(head_dim)

@@ -75,28 +75,61 @@ __device__ __forceinline__ void reduce_scatter(const float (&v)[N], int lane, fl
   }
 }
 
+constexpr int gcd(int a, int b) {
+  return b == 0 ? a : gcd(b, a % b);
+}
+
 // Sizes for head_dim D, a tile of GT query heads and cache format F. Two thread layouts: for the
-// copies, kPieces threads per row move 16 bytes each; for the math, kLanes = D / 8 threads per
-// row hold 8 elements each (16 bytes of bf16 or 8 of int8/fp8 from shared memory).
+// copies, kPieces 16-byte pieces per row, thread tid moving piece c % kPieces of row c / kPieces
+// for c = tid + i · kThreads (at head_dim 64, 128 and 256 kPieces divides kThreads, so a thread
+// keeps one piece of rows kThreads / kPieces apart); for the math, kLanes = row_lanes<D>() threads
+// per row hold 8 elements each (16 bytes of bf16 or 8 of int8/fp8 from shared memory). A chunk is
+// as many positions as fit kStageBytes in whole steps of both layouts: 16 KB at head_dim 64, 128
+// and 256, 12 KB at 192 (32 positions of bf16, 64 of int8/fp8).
 template <int D, int GT, DType F>
 struct Tile {
   using Fmt = KvFormat<F>;
   static constexpr int kRowBytes = D * Fmt::kBytes;
-  static constexpr int kChunk = kStageBytes / kRowBytes;  // positions per chunk
   static constexpr int kPieces = kRowBytes / 16;
-  static constexpr int kCopyRows = kThreads / kPieces;
-  static constexpr int kCopies = kChunk / kCopyRows;  // copies per thread per operand and chunk
-  static constexpr int kLanes = D / 8;
+  static constexpr bool kUniformCopy = kThreads % kPieces == 0;
+  static constexpr int kLanes = row_lanes<D>();
   static constexpr int kRows = kThreads / kLanes;
+  static constexpr int kCopyStep = kThreads / gcd(kPieces, kThreads);  // rows of whole copy steps
+  static constexpr int kMathStep = kRows * kUnroll;
+  static constexpr int kChunkStep = kCopyStep / gcd(kCopyStep, kMathStep) * kMathStep;  // lcm
+  static constexpr int kChunk = kStageBytes / kRowBytes / kChunkStep * kChunkStep;      // positions
+  static constexpr int kCopies = kChunk * kPieces / kThreads;  // per thread, operand and chunk
   static constexpr int kScales = Fmt::kQuantized ? kChunk : 0;
   // Dynamic shared memory: [stage][keys, values][kStageBytes], the scales [stage][keys,
   // values][kChunk], the chunk's scores [GT][kChunk].
   static constexpr size_t kStageArea = 4 * size_t{kStageBytes};
   static constexpr size_t kSmemBytes = kStageArea + (4 * kScales + GT * kChunk) * sizeof(float);
-  static_assert(kCopies * kCopyRows == kChunk, "a chunk is whole copy steps");
+  static_assert(kCopies * kThreads == kChunk * kPieces, "a chunk is whole copy steps");
   static_assert(kChunk % (kRows * kUnroll) == 0, "a chunk is whole math steps");
   static_assert(kWarps * GT * D * sizeof(float) <= kStageArea, "the final sums fit the stages");
+  static_assert(kLanes != D / 8 || kChunk == kStageBytes / kRowBytes,
+                "head_dim 64, 128, 256: a chunk is the whole stage");
 };
+
+// Row and piece of a thread's copy i (the copy layout above). Where kPieces divides kThreads
+// the thread's first row and its piece are computed once (first = tid / kPieces, piece =
+// tid % kPieces); else first is tid itself and both follow from tid + i · kThreads.
+template <typename T>
+__device__ __forceinline__ int copy_row(int first, int i) {
+  if constexpr (T::kUniformCopy) {
+    return first + i * (kThreads / T::kPieces);
+  } else {
+    return (first + i * kThreads) / T::kPieces;
+  }
+}
+template <typename T>
+__device__ __forceinline__ int copy_piece(int first, int piece, int i) {
+  if constexpr (T::kUniformCopy) {
+    return piece;
+  } else {
+    return (first + i * kThreads) % T::kPieces;
+  }
+}
 
 // The block-table entries of this thread's copy rows of the chunk starting at chunk_start.
 // Entries past the table's width are not read; entries past the context may be garbage and are
@@ -104,10 +137,10 @@ struct Tile {
 template <typename T>
 __device__ __forceinline__ void load_blocks(int32_t (&blocks)[T::kCopies], const int32_t* table,
                                             int table_width, int block_size, int chunk_start,
-                                            int copy_row) {
+                                            int copy_first) {
 #pragma unroll
   for (int i = 0; i < T::kCopies; ++i) {
-    const int index = (chunk_start + copy_row + i * T::kCopyRows) / block_size;
+    const int index = (chunk_start + copy_row<T>(copy_first, i)) / block_size;
     blocks[i] = index < table_width ? __ldg(table + index) : 0;
   }
 }
@@ -119,10 +152,11 @@ __device__ __forceinline__ void issue_rows(unsigned char* s_rows, float* s_scale
                                            const void* cache, const float* scales,
                                            const int32_t (&blocks)[T::kCopies], int chunk_start,
                                            int begin, int end, int block_size, int num_kv_heads,
-                                           int kv_head, int copy_row, int piece) {
+                                           int kv_head, int copy_first, int copy_piece0) {
 #pragma unroll
   for (int i = 0; i < T::kCopies; ++i) {
-    const int r = copy_row + i * T::kCopyRows;
+    const int r = copy_row<T>(copy_first, i);
+    const int piece = copy_piece<T>(copy_first, copy_piece0, i);
     const int pos = chunk_start + r;
     const bool valid = pos >= begin && pos < end;
     int64_t vector = 0;  // (slot, kv head) index
@@ -162,15 +196,18 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeArgs a) {
   const int lane = tid % 32;
   const int part = tid % T::kLanes;  // math layout: elements part·8 .. part·8 + 7 of a row
   const int row = tid / T::kLanes;
-  const int piece = tid % T::kPieces;  // copy layout: bytes piece·16 .. piece·16 + 15 of a row
-  const int copy_row = tid / T::kPieces;
+  const bool active = row_lane_active<D>(part);  // (false for lanes past a row of 192)
+  // Copy layout: bytes piece·16 .. piece·16 + 15 of rows copy_first + i · kThreads / kPieces,
+  // or (head_dim 192) copy_first = tid (copy_row, copy_piece).
+  const int piece = T::kUniformCopy ? tid % T::kPieces : 0;
+  const int copy_first = T::kUniformCopy ? tid / T::kPieces : tid;
   const int split_begin = split * a.partition;
 
   // Trip 1: the sequence's metadata and the table entries of the split's first chunk.
   const int table_row = p.table_rows == nullptr ? seq : p.table_rows[seq];
   const int32_t* table = p.block_tables + static_cast<int64_t>(table_row) * p.block_table_stride;
   int32_t blocks[T::kCopies];
-  load_blocks<T>(blocks, table, p.block_table_stride, p.block_size, split_begin, copy_row);
+  load_blocks<T>(blocks, table, p.block_table_stride, p.block_size, split_begin, copy_first);
   const int token = p.query_start[seq];
   const int token_end = p.query_start[seq + 1];
   const int ctx = p.context_lens[seq];
@@ -189,7 +226,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeArgs a) {
   const int chunk_last = (end - 1 - split_begin) / T::kChunk;
   if (chunk_first != 0) {  // a window starts this split late: the speculative entries miss
     load_blocks<T>(blocks, table, p.block_table_stride, p.block_size,
-                   split_begin + chunk_first * T::kChunk, copy_row);
+                   split_begin + chunk_first * T::kChunk, copy_first);
   }
 
   // Trip 2: the first chunk's keys and values (one cp.async group each), then the query.
@@ -198,7 +235,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeArgs a) {
                   s_scale + (2 * stage + operand) * T::kScales, operand ? p.cache.v : p.cache.k,
                   operand ? p.cache.v_scale : p.cache.k_scale, blocks,
                   split_begin + chunk * T::kChunk, begin, end, p.block_size, p.num_kv_heads,
-                  kv_head, copy_row, piece);
+                  kv_head, copy_first, piece);
   };
   issue(0, chunk_first, 0);
   cp_async_commit();
@@ -206,7 +243,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeArgs a) {
   cp_async_commit();
   if (chunk_first < chunk_last) {
     load_blocks<T>(blocks, table, p.block_table_stride, p.block_size,
-                   split_begin + (chunk_first + 1) * T::kChunk, copy_row);
+                   split_begin + (chunk_first + 1) * T::kChunk, copy_first);
   }
   allow_next_grid();
 
@@ -215,7 +252,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeArgs a) {
   const float q_scale = p.softmax_scale * kLog2e;
 #pragma unroll
   for (int h = 0; h < GT; ++h) {
-    if (h < heads_here) {
+    if (h < heads_here && active) {
       KvFormat<DType::bf16>::to_float(
           load_raw8<DType::bf16>(p.q + static_cast<int64_t>(token) * p.q_row_stride +
                                  static_cast<int64_t>(head0 + h) * D + part * 8),
@@ -249,7 +286,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeArgs a) {
     cp_async_commit();
     if (chunk + 1 < chunk_last) {
       load_blocks<T>(blocks, table, p.block_table_stride, p.block_size,
-                     split_begin + (chunk + 2) * T::kChunk, copy_row);
+                     split_begin + (chunk + 2) * T::kChunk, copy_first);
     }
     const int c0 = split_begin + chunk * T::kChunk;
     const int n = min(T::kChunk, end - c0);  // rows [0, n) lie before the split's end
@@ -269,10 +306,12 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeArgs a) {
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         const int r = r0 + u * T::kRows + row;  // < kChunk; rows past n are not written
-        Raw8 raw;
-        load_shared(raw, s_k + r * T::kRowBytes + part * 8 * Fmt::kBytes);
-        float k[8];
-        Fmt::to_float(raw, k);
+        float k[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        if (active) {
+          Raw8 raw;
+          load_shared(raw, s_k + r * T::kRowBytes + part * 8 * Fmt::kBytes);
+          Fmt::to_float(raw, k);
+        }
 #pragma unroll
         for (int h = 0; h < GT; ++h) {
           float d = 0.0f;
@@ -341,7 +380,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeArgs a) {
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         const int r = r0 + u * T::kRows + row;
-        if (r < n) {
+        if (r < n && active) {
           Raw8 raw;
           load_shared(raw, s_v + r * T::kRowBytes + part * 8 * Fmt::kBytes);
           float v[8];
@@ -374,7 +413,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeArgs a) {
       }
     }
   }
-  if (lane < T::kLanes) {
+  if (lane < T::kLanes && active) {
 #pragma unroll
     for (int h = 0; h < GT; ++h) {
 #pragma unroll
@@ -505,24 +544,18 @@ void launch_decode(const PagedAttentionParams& p, int num_splits, int partition,
   for (int shift = 0; shift < 31; ++shift) {
     if (p.block_size == 1 << shift) a.block_shift = shift;
   }
-  if (p.head_dim != 64 && p.head_dim != 128) {
-    throw std::invalid_argument("paged_attention: head_dim must be 64 or 128");
-  }
-  if (streamed) {
-    launch_stream_decode(a, programmatic, stream);
-  } else if (p.head_dim == 64) {
-    launch_format<64>(a, programmatic, stream);
-  } else {
-    launch_format<128>(a, programmatic, stream);
-  }
-  if (num_splits > 1) {
-    const dim3 grid(static_cast<unsigned>(p.num_heads), static_cast<unsigned>(p.num_seqs));
-    if (p.head_dim == 64) {
-      launch_kernel(combine_kernel<64>, grid, dim3(64), 0, programmatic, stream, a);
+  with_head_dim(p.head_dim, [&](auto head_dim) {
+    constexpr int D = decltype(head_dim)::value;
+    if (streamed) {
+      launch_stream_decode(a, programmatic, stream);
     } else {
-      launch_kernel(combine_kernel<128>, grid, dim3(128), 0, programmatic, stream, a);
+      launch_format<D>(a, programmatic, stream);
     }
-  }
+    if (num_splits > 1) {
+      const dim3 grid(static_cast<unsigned>(p.num_heads), static_cast<unsigned>(p.num_seqs));
+      launch_kernel(combine_kernel<D>, grid, dim3(D), 0, programmatic, stream, a);
+    }
+  });
 }
 
 }  // namespace inferlab::engine::cuda::detail

@@ -25,6 +25,7 @@
 
 #include "engine/cuda/attention_decode_common.cuh"
 #include "engine/cuda/attention_device.cuh"
+#include "engine/cuda/attention_kernels.hpp"
 
 namespace inferlab::engine::cuda::detail {
 namespace {
@@ -37,12 +38,14 @@ constexpr int kHeads = 8;       // query heads per tile: rows 0-7 of the mma's 1
 // Sizes for head_dim D and a ring of kStages chunks per warp (kStages − 1 in flight while one is
 // read). Rows of D bf16 in shared memory, their 16-byte pieces swizzled (piece c
 // of row r at c ^ (r % 8)) so that ldmatrix's eight rows of one piece fall in distinct banks.
+// Copies: lane L moves pieces L + 32 j of the chunk (row (L + 32 j) / kPieces); where kPieces
+// divides 32 (head_dim 64, 128, 256) that is one piece of rows 32 / kPieces apart.
 template <int D, int kStages>
 struct MmaTile {
   static constexpr int kRowBytes = D * 2;
-  static constexpr int kPieces = D / 8;                        // 16-byte pieces per row
-  static constexpr int kCopyRows = kPositions * kPieces / 32;  // rows each lane copies pieces of
-  static constexpr int kRowStep = 32 / kPieces;                // between a lane's rows
+  static constexpr int kPieces = D / 8;  // 16-byte pieces per row
+  static constexpr bool kUniformCopy = 32 % kPieces == 0;
+  static constexpr int kCopyRows = kPositions * kPieces / 32;  // pieces each lane copies
   static constexpr int kOperandBytes = kPositions * kRowBytes;
   static constexpr int kStageBytes = 2 * kOperandBytes;  // keys, then values
   static constexpr int kWarpBytes = kStages * kStageBytes;
@@ -52,7 +55,8 @@ struct MmaTile {
   static constexpr int kMergeBytes = kWarps * kHeads * (D + 2) * 4;
   static constexpr size_t kSmemBytes =
       kWarps * kWarpBytes > kMergeBytes ? kWarps* kWarpBytes : kMergeBytes;
-  static_assert(kPieces >= 8, "the swizzle needs 8 pieces per row");
+  static_assert(kPieces >= 8 && kPieces % 8 == 0, "the swizzle needs whole groups of 8 pieces");
+  static_assert(kCopyRows * 32 == kPositions * kPieces, "a chunk is whole copy steps");
 };
 
 // Block-table lookups: a shift and a mask when the block size is a power of two (the engine's
@@ -65,7 +69,11 @@ struct BlockMath {
 
 // kMinBlocks: CTAs an SM must hold at once (the register budget per thread follows). Shipped:
 // 3 stages and 2 CTAs per SM; 2 stages and 3 CTAs (168 registers, a 16-byte spill) measured
-// slower from batch 32 (docs/MEASUREMENTS.md §23).
+// slower from batch 32 (docs/MEASUREMENTS.md §23). Head_dim 192: 2 stages and 2 CTAs; 256: 3
+// stages and 1 CTA (launch_stream_decode). At both the output accumulators (4 per n-tile, 96 or
+// 128 registers) and the ldmatrix fragments in flight reach the 255-register limit: ptxas spills
+// 44-80 bytes (CUDA 13.0, sm_90). Not measured against the chunked kernel yet
+// (INFERLAB_ENGINE_DECODE_KERNEL=chunked for the A/B).
 template <int D, int kStages, int kMinBlocks>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) stream_kernel(const DecodeArgs a) {
   using T = MmaTile<D, kStages>;
@@ -112,7 +120,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) stream_kernel(const Deco
   auto chunk_begin = [&](int i) { return first_chunk + (warp + i * kWarps) * kPositions; };
   const int64_t slot_bytes = static_cast<int64_t>(p.num_kv_heads) * T::kRowBytes;
 
-  // Copies: lane L moves piece L % kPieces of rows L / kPieces + j·kRowStep, keys and values.
+  // Copies (where kPieces divides 32): lane L moves piece L % kPieces of rows L / kPieces +
+  // j · 32 / kPieces, keys and values.
   const int copy_piece = lane % T::kPieces;
   const int copy_row0 = lane / T::kPieces;
   auto load_entry = [&](int i) {
@@ -121,22 +130,45 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) stream_kernel(const Deco
   auto issue = [&](int32_t entry, int i) {
     unsigned char* stage = ring + (i % kStages) * T::kStageBytes;
     const int c0 = chunk_begin(i);
-    // Byte offset of this lane's piece of the chunk's row copy_row0.
-    const int64_t base =
-        ((static_cast<int64_t>(entry) * p.block_size + blocks.offset(c0) + copy_row0) *
-             p.num_kv_heads +
-         kv_head) *
-            T::kRowBytes +
-        copy_piece * 16;
+    if constexpr (!T::kUniformCopy) {
+      // (head_dim 192: 24 pieces a row, so a lane's pieces lie in rows a varying step apart.)
 #pragma unroll
-    for (int j = 0; j < T::kCopyRows; ++j) {
-      const int r = copy_row0 + j * T::kRowStep;
-      const bool valid = i < mine && c0 + r >= begin && c0 + r < end;
-      const int64_t offset = valid ? base + j * T::kRowStep * slot_bytes : 0;
-      unsigned char* dst = stage + r * T::kRowBytes + ((copy_piece ^ (r & 7)) * 16);
-      cp_async16(dst, static_cast<const unsigned char*>(p.cache.k) + offset, valid ? 16 : 0);
-      cp_async16(dst + T::kOperandBytes, static_cast<const unsigned char*>(p.cache.v) + offset,
-                 valid ? 16 : 0);
+      for (int j = 0; j < T::kCopyRows; ++j) {
+        const int c = lane + 32 * j;
+        const int r = c / T::kPieces;
+        const int piece = c % T::kPieces;
+        const bool valid = i < mine && c0 + r >= begin && c0 + r < end;
+        const int64_t offset =
+            valid ? ((static_cast<int64_t>(entry) * p.block_size + blocks.offset(c0) + r) *
+                         p.num_kv_heads +
+                     kv_head) *
+                            T::kRowBytes +
+                        piece * 16
+                  : 0;
+        unsigned char* dst = stage + r * T::kRowBytes + ((piece ^ (r & 7)) * 16);
+        cp_async16(dst, static_cast<const unsigned char*>(p.cache.k) + offset, valid ? 16 : 0);
+        cp_async16(dst + T::kOperandBytes, static_cast<const unsigned char*>(p.cache.v) + offset,
+                   valid ? 16 : 0);
+      }
+    } else {
+      constexpr int kRowStep = 32 / T::kPieces;  // between a lane's rows
+      // Byte offset of this lane's piece of the chunk's row copy_row0.
+      const int64_t base =
+          ((static_cast<int64_t>(entry) * p.block_size + blocks.offset(c0) + copy_row0) *
+               p.num_kv_heads +
+           kv_head) *
+              T::kRowBytes +
+          copy_piece * 16;
+#pragma unroll
+      for (int j = 0; j < T::kCopyRows; ++j) {
+        const int r = copy_row0 + j * kRowStep;
+        const bool valid = i < mine && c0 + r >= begin && c0 + r < end;
+        const int64_t offset = valid ? base + j * kRowStep * slot_bytes : 0;
+        unsigned char* dst = stage + r * T::kRowBytes + ((copy_piece ^ (r & 7)) * 16);
+        cp_async16(dst, static_cast<const unsigned char*>(p.cache.k) + offset, valid ? 16 : 0);
+        cp_async16(dst + T::kOperandBytes, static_cast<const unsigned char*>(p.cache.v) + offset,
+                   valid ? 16 : 0);
+      }
     }
   };
 
@@ -316,13 +348,19 @@ void launch_stream_decode(const DecodeArgs& a, bool programmatic, cudaStream_t s
   if (a.p.cache.format != DType::bf16) {
     throw std::invalid_argument("paged_attention: the streamed decode kernel takes a bf16 cache");
   }
-  if (a.p.head_dim == 64) {
-    launch<64, 3, 2>(a, programmatic, stream);
-  } else if (a.p.head_dim == 128) {
-    launch<128, 3, 2>(a, programmatic, stream);
-  } else {
-    throw std::invalid_argument("paged_attention: head_dim must be 64 or 128");
-  }
+  with_head_dim(a.p.head_dim, [&](auto head_dim) {
+    constexpr int D = decltype(head_dim)::value;
+    if constexpr (D <= 128) {
+      launch<D, 3, 2>(a, programmatic, stream);
+    } else if constexpr (D == 192) {
+      // Three stages would take 144 KB per CTA, one CTA per SM: two stages (96 KB) keep two, as
+      // many chunks in flight per SM.
+      launch<D, 2, 2>(a, programmatic, stream);
+    } else {
+      // 256: two stages would already take 128 KB, one CTA per SM, so three (192 KB).
+      launch<D, 3, 1>(a, programmatic, stream);
+    }
+  });
 }
 
 }  // namespace inferlab::engine::cuda::detail

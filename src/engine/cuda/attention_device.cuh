@@ -16,6 +16,22 @@ namespace inferlab::engine::cuda::detail {
 // log2(e): the kernels keep scores in the log2 domain and take exp2f.
 constexpr float kLog2e = 1.4426950408889634f;
 
+// Threads per row in the kernels whose threads hold 8 elements of a row each (the chunked decode,
+// the naive path): D / 8 rounded up to a power of two, so that shuffles at halving offsets sum a
+// row. Exactly D / 8 at head_dim 64, 128 and 256; at 192, 32 lanes of which 24 hold elements
+// (row_lane_active) and the other 8 hold zeros.
+template <int D>
+constexpr int row_lanes() {
+  int lanes = 1;
+  while (lanes < D / 8) lanes *= 2;
+  return lanes;
+}
+// Whether lane `part` of a row holds elements (always, where row_lanes<D>() is D / 8).
+template <int D>
+__device__ __forceinline__ bool row_lane_active(int part) {
+  return row_lanes<D>() == D / 8 || part < D / 8;
+}
+
 // One cache format: its element size, and eight consecutive elements as the raw word that holds
 // them (16 bytes of bf16, 8 bytes of int8 or E4M3) converted to fp32 *without* the vector's scale
 // (the kernels apply the per-(slot, head) scale to a dot product or a softmax weight, once per

@@ -19,8 +19,9 @@ enum class HopperPrefillSchedule { kOverlapped, kSerial };
 // True when launch_prefill_hopper can run `p` on a device of compute capability `device_cc`
 // (major * 10 + minor, so 90 for an H100 or H200): the device is 9.0, this binary carries the
 // kernel's sm_90a image (built only by nvcc targeting sm_90a), the cache is bf16 (not naive),
-// head_dim is 64 or 128, block_size is a power of two of at least 16, and the pointers and the
-// query row stride suit TMA (16-byte aligned). Cheap after the first call (no device work).
+// head_dim is 64 or 128 (192 and 256 go to the mma.sync kernel), block_size is a power of two
+// of at least 16, and the pointers and the query row stride suit TMA (16-byte aligned). Cheap
+// after the first call (no device work).
 bool hopper_prefill_supported(const PagedAttentionParams& p, int device_cc);
 
 // Launches the kernel on `stream` (no synchronisation, no allocation: graph-capturable; the TMA

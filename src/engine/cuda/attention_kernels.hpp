@@ -5,11 +5,33 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
+#include <type_traits>
 
+#include "engine/attention_head_dims.hpp"
 #include "engine/cuda/attention.hpp"
 #include "model/engine_decode_plan.hpp"
 
 namespace inferlab::engine::cuda::detail {
+
+// Calls f(std::integral_constant<int, D>{}) for D = head_dim, one of the supported head sizes
+// (64, 128, 192, 256: engine/attention_head_dims.hpp), so that each launcher instantiates its
+// kernels once per size; throws std::invalid_argument for any other.
+template <typename Launch>
+void with_head_dim(int head_dim, Launch&& launch) {
+  switch (head_dim) {
+    case 64:
+      return launch(std::integral_constant<int, 64>{});
+    case 128:
+      return launch(std::integral_constant<int, 128>{});
+    case 192:
+      return launch(std::integral_constant<int, 192>{});
+    case 256:
+      return launch(std::integral_constant<int, 256>{});
+    default:
+      throw std::invalid_argument("paged_attention: " + attention_head_dim_problem(head_dim));
+  }
+}
 
 // Split-K decode over the sequences with one new token (the others are passed over). Each of
 // `num_splits` splits covers `partition` positions of the context; with one split the kernel

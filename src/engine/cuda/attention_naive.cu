@@ -11,13 +11,18 @@
 //
 // Two ways of walking the work, chosen per call:
 //  - one query token per CTA (decode and mixed batches, where consecutive tokens belong to
-//    different sequences): kLanes = head_dim / 8 threads per key or value row, 16 bytes of bf16
-//    (8 of int8/fp8) each, consecutive threads along a row;
+//    different sequences; every batch at head_dim 192 and 256): kLanes = row_lanes<head_dim>()
+//    threads per key or value row, 16 bytes of bf16 (8 of int8/fp8) each, consecutive threads
+//    along a row;
 //  - kGroup consecutive query tokens per CTA (batches whose sequences all have several new
 //    tokens: prefill), so that a tile of keys or values, staged in shared memory as fp32, serves
 //    the group's tokens instead of being read again from L2 for each one (at 2048 tokens that is
 //    17 GB of L2 traffic per layer for S and as much for P·V otherwise). A group that straddles
-//    sequences is worked one run of same-sequence tokens after another.
+//    sequences is worked one run of same-sequence tokens after another. Up to head_dim 128
+//    only (kMaxGroupedDim): at 192 and 256 the staged fp32 tiles pass the 48 KB of static
+//    shared memory (64 keys × 260 floats alone are 65 KB) and P·V's thread layout wants
+//    head_dim to divide its 128 threads, so those sizes take the one-token kernels (the naive
+//    path is the ablation's baseline, not a path the engine serves with).
 // Keys and values are read once per query head (the heads of a KV head run in neighbouring CTAs
 // and share them in L2). The sums have a fixed order: two runs give the same bits.
 #include <cuda_bf16.h>
@@ -40,7 +45,8 @@ constexpr int kGroup = 16;       // query tokens per CTA in prefill batches
 constexpr int kScoreUnroll = 4;  // one token per CTA: key rows each thread has in flight
 constexpr int kPvUnroll = 8;     // one token per CTA: value rows each thread has in flight
 constexpr int kSoftmaxThreads = 256;
-constexpr int kMaxGrid = 65535;  // grid y and z
+constexpr int kMaxGrid = 65535;      // grid y and z
+constexpr int kMaxGroupedDim = 128;  // largest head_dim of the grouped (prefill) kernels
 
 struct NaiveArgs {
   PagedAttentionParams p;
@@ -135,7 +141,7 @@ template <int D, DType F>
 __device__ void scores_one_token(const NaiveArgs& a, const GroupPlaces& at, int g0, int head,
                                  int k0) {
   using Fmt = KvFormat<F>;
-  constexpr int kLanes = D / 8;
+  constexpr int kLanes = row_lanes<D>();
   constexpr int kRows = kThreads / kLanes;
   const PagedAttentionParams& p = a.p;
   const int lo = max(k0, at.first[0]);
@@ -145,11 +151,14 @@ __device__ void scores_one_token(const NaiveArgs& a, const GroupPlaces& at, int 
   const int kv_head = head / (p.num_heads / p.num_kv_heads);
   const int part = threadIdx.x % kLanes;
   const int row = threadIdx.x / kLanes;
-  float q[8];
-  KvFormat<DType::bf16>::to_float(
-      load_raw8<DType::bf16>(p.q + static_cast<int64_t>(token) * p.q_row_stride +
-                             static_cast<int64_t>(head) * D + part * 8),
-      q);
+  const bool active = row_lane_active<D>(part);  // (false for lanes past a row of 192)
+  float q[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  if (active) {
+    KvFormat<DType::bf16>::to_float(
+        load_raw8<DType::bf16>(p.q + static_cast<int64_t>(token) * p.q_row_stride +
+                               static_cast<int64_t>(head) * D + part * 8),
+        q);
+  }
   const float q_scale = p.softmax_scale * kLog2e;
 #pragma unroll
   for (int i = 0; i < 8; ++i) q[i] *= q_scale;
@@ -163,7 +172,7 @@ __device__ void scores_one_token(const NaiveArgs& a, const GroupPlaces& at, int 
       const int j = r0 + u * kRows + row;
       vector[u] = j < hi ? cache_vector(p, at.seq[0], j, kv_head) : 0;
       raw[u] = {};
-      if (j < hi) raw[u] = load_raw8<F>(cache + (vector[u] * D + part * 8) * Fmt::kBytes);
+      if (j < hi && active) raw[u] = load_raw8<F>(cache + (vector[u] * D + part * 8) * Fmt::kBytes);
     }
 #pragma unroll
     for (int u = 0; u < kScoreUnroll; ++u) {
@@ -266,6 +275,16 @@ __global__ void __launch_bounds__(kThreads) scores_kernel(const NaiveArgs a) {
   }
 }
 
+// The scores kernel of one query token per CTA only (head_dim above kMaxGroupedDim): grid (query
+// head, tile of kKeys positions, token).
+template <int D, DType F>
+__global__ void __launch_bounds__(kThreads) scores_token_kernel(const NaiveArgs a) {
+  __shared__ GroupPlaces at;
+  const int g0 = static_cast<int>(blockIdx.z);
+  load_places(a, at, g0);
+  scores_one_token<D, F>(a, at, g0, blockIdx.x, static_cast<int>(blockIdx.y) * kKeys);
+}
+
 // Max and sum over the block (kSoftmaxThreads threads); every thread gets the result.
 template <bool kMax>
 __device__ float block_reduce(float value, float* scratch) {
@@ -323,7 +342,7 @@ template <int D, DType F>
 __device__ void pv_one_token(const NaiveArgs& a, const GroupPlaces& at, int g0, int head,
                              float* s_acc) {
   using Fmt = KvFormat<F>;
-  constexpr int kLanes = D / 8;
+  constexpr int kLanes = row_lanes<D>();
   constexpr int kRows = kThreads / kLanes;
   constexpr int kWarps = kThreads / 32;
   const PagedAttentionParams& p = a.p;
@@ -331,6 +350,7 @@ __device__ void pv_one_token(const NaiveArgs& a, const GroupPlaces& at, int g0, 
   const int part = threadIdx.x % kLanes;
   const int row = threadIdx.x / kLanes;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const bool active = row_lane_active<D>(part);  // (false for lanes past a row of 192)
   const float* weights = a.scores + (static_cast<int64_t>(g0) * p.num_heads + head) * a.row_stride;
   const auto* cache = static_cast<const unsigned char*>(p.cache.v);
   float acc[8] = {};
@@ -344,7 +364,7 @@ __device__ void pv_one_token(const NaiveArgs& a, const GroupPlaces& at, int g0, 
       w[u] = 0.0f;
       if (j <= at.position[0]) {
         const int64_t vector = cache_vector(p, at.seq[0], j, kv_head);
-        raw[u] = load_raw8<F>(cache + (vector * D + part * 8) * Fmt::kBytes);
+        if (active) raw[u] = load_raw8<F>(cache + (vector * D + part * 8) * Fmt::kBytes);
         w[u] = weights[j];
         if constexpr (Fmt::kQuantized) w[u] *= __ldg(p.cache.v_scale + vector);
       }
@@ -363,7 +383,7 @@ __device__ void pv_one_token(const NaiveArgs& a, const GroupPlaces& at, int g0, 
 #pragma unroll
     for (int off = kLanes; off < 32; off *= 2) acc[i] += __shfl_xor_sync(0xffffffffu, acc[i], off);
   }
-  if (lane < kLanes) {
+  if (lane < kLanes && active) {
 #pragma unroll
     for (int i = 0; i < 8; ++i) s_acc[warp * D + part * 8 + i] = acc[i];
   }
@@ -441,6 +461,17 @@ __global__ void __launch_bounds__(kThreads, 1) pv_kernel(const NaiveArgs a) {
   }
 }
 
+// The P·V kernel of one query token per CTA only (head_dim above kMaxGroupedDim): grid (query
+// head, 1, token).
+template <int D, DType F>
+__global__ void __launch_bounds__(kThreads) pv_token_kernel(const NaiveArgs a) {
+  __shared__ GroupPlaces at;
+  __shared__ float s_acc[(kThreads / 32) * D];
+  const int g0 = static_cast<int>(blockIdx.z);
+  load_places(a, at, g0);
+  pv_one_token<D, F>(a, at, g0, blockIdx.x, s_acc);
+}
+
 template <int D, DType F>
 void launch_chunks(const PagedAttentionParams& p, cudaStream_t stream) {
   NaiveArgs a;
@@ -450,7 +481,8 @@ void launch_chunks(const PagedAttentionParams& p, cudaStream_t stream) {
   // Groups of tokens only where every sequence has several new tokens (counted by the caller):
   // in a batch with single-token sequences a group would hold several of them, each walking its
   // own context one after another.
-  a.group = p.max_query_len > 1 && p.single_query_seqs == 0 ? kGroup : 1;
+  // (Head_dim above kMaxGroupedDim: one token per CTA always.)
+  a.group = D <= kMaxGroupedDim && p.max_query_len > 1 && p.single_query_seqs == 0 ? kGroup : 1;
   const size_t fit = p.workspace_bytes / naive_token_bytes(p.num_heads, p.max_context_len);
   const int chunk = static_cast<int>(
       std::min<size_t>({fit, size_t{kMaxGrid}, static_cast<size_t>(p.num_tokens)}));
@@ -464,13 +496,21 @@ void launch_chunks(const PagedAttentionParams& p, cudaStream_t stream) {
     a.first_token = t0;
     a.tokens = std::min(chunk, p.num_tokens - t0);
     const auto groups = static_cast<unsigned>((a.tokens + a.group - 1) / a.group);
-    scores_kernel<D, F>
-        <<<dim3(heads, static_cast<unsigned>(key_tiles), groups), kThreads, 0, stream>>>(a);
+    const dim3 score_grid(heads, static_cast<unsigned>(key_tiles), groups);
+    if constexpr (D <= kMaxGroupedDim) {
+      scores_kernel<D, F><<<score_grid, kThreads, 0, stream>>>(a);
+    } else {
+      scores_token_kernel<D, F><<<score_grid, kThreads, 0, stream>>>(a);
+    }
     INFERLAB_CUDA_CHECK_LAUNCH();
     softmax_kernel<<<dim3(heads, 1, static_cast<unsigned>(a.tokens)), kSoftmaxThreads, 0, stream>>>(
         a);
     INFERLAB_CUDA_CHECK_LAUNCH();
-    pv_kernel<D, F><<<dim3(heads, 1, groups), kThreads, 0, stream>>>(a);
+    if constexpr (D <= kMaxGroupedDim) {
+      pv_kernel<D, F><<<dim3(heads, 1, groups), kThreads, 0, stream>>>(a);
+    } else {
+      pv_token_kernel<D, F><<<dim3(heads, 1, groups), kThreads, 0, stream>>>(a);
+    }
     INFERLAB_CUDA_CHECK_LAUNCH();
   }
 }
@@ -492,13 +532,8 @@ void launch_format(const PagedAttentionParams& p, cudaStream_t stream) {
 }  // namespace
 
 void launch_naive(const PagedAttentionParams& p, cudaStream_t stream) {
-  if (p.head_dim == 64) {
-    launch_format<64>(p, stream);
-  } else if (p.head_dim == 128) {
-    launch_format<128>(p, stream);
-  } else {
-    throw std::invalid_argument("paged_attention: head_dim must be 64 or 128");
-  }
+  with_head_dim(p.head_dim,
+                [&](auto head_dim) { launch_format<decltype(head_dim)::value>(p, stream); });
 }
 
 }  // namespace inferlab::engine::cuda::detail

@@ -434,14 +434,23 @@ void launch(const PagedAttentionParams& p, cudaStream_t stream) {
 // 256-query CTAs (two m-tiles per warp, eight warps) when they alone give every SM one;
 // otherwise 128-query CTAs (one m-tile per warp) for more of them. Measured on an H100, Llama 3
 // 8B shapes: 178 against 137 TFLOP/s at 2048 tokens, 45 against 63 at 512.
+// Head_dim 192 and 256: 128-query CTAs only. Two m-tiles would hold 2 × 24 (32) × 4 fp32
+// accumulators of the output per thread, 192 (256) registers before the scores; one m-tile holds
+// 96 (128), within the 255 a thread of a 256-thread CTA may have. Shared memory: (128 queries +
+// 64 keys + 64 values) × (D + 8) bf16 = 102 KB at 192, 135 KB at 256 (one or two CTAs per SM).
 template <int D, DType F>
 void launch_sized(const PagedAttentionParams& p, int sm_count, cudaStream_t stream) {
-  const int64_t big_ctas =
-      int64_t{(p.max_query_len + 255) / 256} * p.num_heads * int64_t{p.num_seqs};
-  if (big_ctas >= sm_count) {
-    launch<D, 2, 8, F>(p, stream);
-  } else {
+  if constexpr (D > 128) {
+    (void)sm_count;
     launch<D, 1, 8, F>(p, stream);
+  } else {
+    const int64_t big_ctas =
+        int64_t{(p.max_query_len + 255) / 256} * p.num_heads * int64_t{p.num_seqs};
+    if (big_ctas >= sm_count) {
+      launch<D, 2, 8, F>(p, stream);
+    } else {
+      launch<D, 1, 8, F>(p, stream);
+    }
   }
 }
 
@@ -462,13 +471,9 @@ void launch_format(const PagedAttentionParams& p, int sm_count, cudaStream_t str
 }  // namespace
 
 void launch_prefill(const PagedAttentionParams& p, int sm_count, cudaStream_t stream) {
-  if (p.head_dim == 64) {
-    launch_format<64>(p, sm_count, stream);
-  } else if (p.head_dim == 128) {
-    launch_format<128>(p, sm_count, stream);
-  } else {
-    throw std::invalid_argument("paged_attention: head_dim must be 64 or 128");
-  }
+  with_head_dim(p.head_dim, [&](auto head_dim) {
+    launch_format<decltype(head_dim)::value>(p, sm_count, stream);
+  });
 }
 
 }  // namespace inferlab::engine::cuda::detail

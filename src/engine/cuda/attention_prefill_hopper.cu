@@ -571,6 +571,11 @@ bool aligned(const void* ptr, uintptr_t bytes) {
 bool hopper_prefill_supported(const PagedAttentionParams& p, int device_cc) {
   if (device_cc != 90) return false;
   if (p.cache.format != DType::bf16 || p.naive) return false;
+  // Head_dim 192 and 256 take the mma.sync kernel (attention_prefill.cu) instead: with two K and
+  // two V stages of 128 keys their tiles alone are 192 and 256 KB, past the 227 KB of shared
+  // memory a CTA may have, and a consumer's output accumulators (96 and 128 fp32 registers
+  // beside 64 of scores and 32 of P) do not fit its 232 registers. Running them here would need
+  // smaller key tiles, one stage or one consumer warpgroup: a kernel of its own.
   if (p.head_dim != 64 && p.head_dim != 128) return false;
   if (p.num_heads <= 0 || p.num_kv_heads <= 0 || p.num_heads % p.num_kv_heads != 0) return false;
   if (p.block_size < 16 || (p.block_size & (p.block_size - 1)) != 0) return false;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "engine/attention_head_dims.hpp"
 #include "engine/cuda/cuda_backend_impl.hpp"
 #include "engine/cuda/tp_cuda_backend.hpp"
 #include "engine/quant/quantized_model.hpp"
@@ -30,6 +31,10 @@ CudaBackendOptions resolved_options(const LlamaConfig& config, CudaBackendOption
 }
 
 void check_backend_options(const LlamaConfig& config, const CudaBackendOptions& options) {
+  // First, so that the model is refused for what it is on any machine.
+  if (!attention_head_dim_supported(config.model.head_dim)) {
+    throw InputError(cuda_head_dim_refusal(config.model.name, config.model.head_dim));
+  }
   if (!cuda_device_available()) {
     throw InputError("--device cuda: no CUDA GPU is visible on this machine; use --device cpu");
   }

@@ -23,8 +23,10 @@ namespace {
 
 using attention_test::AttnCase;
 using attention_test::Batch;
+using attention_test::check_case;
 using attention_test::decode_seqs;
 using attention_test::expect_close;
+using attention_test::expect_same_bits;
 using attention_test::GpuOptions;
 using attention_test::GpuOutput;
 using attention_test::run_cpu;
@@ -44,40 +46,6 @@ INSTANTIATE_TEST_SUITE_P(CudaAttention, CudaAttentionCache,
                          [](const ::testing::TestParamInfo<DType>& info) {
                            return std::string(dtype_name(info.param));
                          });
-
-void expect_same_bits(const GpuOutput& a, const GpuOutput& b, const char* what) {
-  ASSERT_EQ(a.bits.size(), b.bits.size());
-  size_t differ = 0;
-  for (size_t i = 0; i < a.bits.size(); ++i) differ += a.bits[i] != b.bits[i] ? 1 : 0;
-  EXPECT_EQ(differ, 0u) << what << ": two runs differ in " << differ << " of " << a.bits.size();
-}
-
-// Both paths against the reference, twice each (bit-identical), and against each other; the
-// flash path also with each decode kernel forced (chunked, streamed) whatever the batch (an
-// int8 or fp8 cache takes the chunked kernel either way).
-// `options` sets the workspace (and graph capture) of every run.
-void check_case(const AttnCase& spec, DType format, GpuOptions options = {}) {
-  const Batch b(spec, format);
-  const std::vector<float> ref = run_cpu(b);
-  options.naive = false;
-  const GpuOutput flash = run_gpu(b, options);
-  expect_close(flash.values, ref, b, "flash vs cpu");
-  expect_same_bits(flash, run_gpu(b, options), "flash");
-  for (const auto kernel : {cuda::DecodeKernel::chunked, cuda::DecodeKernel::streamed}) {
-    GpuOptions forced = options;
-    forced.decode_kernel = kernel;
-    const char* what =
-        kernel == cuda::DecodeKernel::chunked ? "chunked decode kernel" : "streamed decode kernel";
-    const GpuOutput out = run_gpu(b, forced);
-    expect_close(out.values, ref, b, what);
-    expect_same_bits(out, run_gpu(b, forced), what);
-  }
-  options.naive = true;
-  const GpuOutput naive = run_gpu(b, options);
-  expect_close(naive.values, ref, b, "naive vs cpu");
-  expect_same_bits(naive, run_gpu(b, options), "naive");
-  expect_close(naive.values, flash.values, b, "naive vs flash");
-}
 
 // Two tokens worked by hand: token 0 sees only (k0, v0) so its output is v0; token 1 scores
 // q1·k0/8 = 0 and q1·k1/8 = 1, so it outputs (v0 + e v1) / (1 + e) = -tanh(1/2) everywhere.

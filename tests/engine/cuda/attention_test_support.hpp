@@ -173,6 +173,10 @@ struct GpuOptions {
   size_t workspace_bytes = 0;  // or exactly this many bytes, when not 0
   bool graph = false;          // captured in a CUDA graph and replayed, on a stream of its own
   cuda::DecodeKernel decode_kernel = cuda::DecodeKernel::automatic;
+  // The batch's tokens as sequences of one query each, reading their sequence's block table
+  // through PagedAttentionParams::table_rows (the backend's by-token attention for speculative
+  // verification); flash only.
+  bool by_token = false;
 };
 
 // Runs paged_attention on the batch. The output and the workspace are poisoned first (0xff bytes:
@@ -188,11 +192,28 @@ inline GpuOutput run_gpu(const Batch& b, const GpuOptions& o = {}) {
   DeviceBuffer<float> ks(b.k_scales.size()), vs(b.v_scales.size());
   ks.upload(b.k_scales.data(), b.k_scales.size());
   vs.upload(b.v_scales.data(), b.v_scales.size());
-  DeviceBuffer<int32_t> tables(b.flat_tables.size()), starts(b.query_start.size()),
-      lens(b.context_lens.size());
+  // By token: token t of sequence s (its j-th new one) is sequence t, of context
+  // context_len(s) - query_len(s) + j + 1, reading row s of the block tables.
+  std::vector<int32_t> query_start = b.query_start, context_lens = b.context_lens, rows;
+  if (o.by_token) {
+    query_start.clear();
+    context_lens.clear();
+    for (size_t s = 0; s < b.c.seqs.size(); ++s) {
+      const SeqSpec& seq = b.c.seqs[s];
+      for (int j = 0; j < seq.query_len; ++j) {
+        query_start.push_back(static_cast<int32_t>(query_start.size()));
+        context_lens.push_back(seq.context_len - seq.query_len + j + 1);
+        rows.push_back(static_cast<int32_t>(s));
+      }
+    }
+    query_start.push_back(b.num_tokens);
+  }
+  DeviceBuffer<int32_t> tables(b.flat_tables.size()), starts(query_start.size()),
+      lens(context_lens.size()), table_rows(std::max<size_t>(rows.size(), 1));
   tables.upload(b.flat_tables.data(), b.flat_tables.size());
-  starts.upload(b.query_start.data(), b.query_start.size());
-  lens.upload(b.context_lens.data(), b.context_lens.size());
+  starts.upload(query_start.data(), query_start.size());
+  lens.upload(context_lens.data(), context_lens.size());
+  if (o.by_token) table_rows.upload(rows.data(), rows.size());
   const size_t out_count = static_cast<size_t>(b.num_tokens) * b.c.num_heads * b.c.head_dim;
   DeviceBuffer<uint16_t> out(out_count);
   INFERLAB_CUDA_CHECK(cudaMemset(out.data(), 0xff, out.bytes()));
@@ -231,6 +252,12 @@ inline GpuOutput run_gpu(const Batch& b, const GpuOptions& o = {}) {
   p.decode_kernel = o.decode_kernel;
   p.workspace = workspace.data();
   p.workspace_bytes = ws_bytes;
+  if (o.by_token) {
+    p.table_rows = table_rows.data();
+    p.num_seqs = b.num_tokens;
+    p.max_query_len = 1;
+    p.single_query_seqs = b.num_tokens;
+  }
   if (o.graph) {
     // Twice in one graph (the second call overwrites the first's output with the same values),
     // replayed twice: programmatic launches and the workspace's reuse inside a graph.
@@ -307,6 +334,40 @@ inline void expect_close(const std::vector<float>& gpu, const std::vector<float>
     }
   }
   EXPECT_EQ(bad, 0) << what << ": of " << gpu.size() << " outputs; worst error " << worst;
+}
+
+inline void expect_same_bits(const GpuOutput& a, const GpuOutput& b, const char* what) {
+  ASSERT_EQ(a.bits.size(), b.bits.size());
+  size_t differ = 0;
+  for (size_t i = 0; i < a.bits.size(); ++i) differ += a.bits[i] != b.bits[i] ? 1 : 0;
+  EXPECT_EQ(differ, 0u) << what << ": two runs differ in " << differ << " of " << a.bits.size();
+}
+
+// Both paths against the reference, twice each (bit-identical), and against each other; the
+// flash path also with each decode kernel forced (chunked, streamed) whatever the batch (an
+// int8 or fp8 cache takes the chunked kernel either way).
+// `options` sets the workspace (and graph capture) of every run.
+inline void check_case(const AttnCase& spec, DType format, GpuOptions options = {}) {
+  const Batch b(spec, format);
+  const std::vector<float> ref = run_cpu(b);
+  options.naive = false;
+  const GpuOutput flash = run_gpu(b, options);
+  expect_close(flash.values, ref, b, "flash vs cpu");
+  expect_same_bits(flash, run_gpu(b, options), "flash");
+  for (const auto kernel : {cuda::DecodeKernel::chunked, cuda::DecodeKernel::streamed}) {
+    GpuOptions forced = options;
+    forced.decode_kernel = kernel;
+    const char* what =
+        kernel == cuda::DecodeKernel::chunked ? "chunked decode kernel" : "streamed decode kernel";
+    const GpuOutput out = run_gpu(b, forced);
+    expect_close(out.values, ref, b, what);
+    expect_same_bits(out, run_gpu(b, forced), what);
+  }
+  options.naive = true;
+  const GpuOutput naive = run_gpu(b, options);
+  expect_close(naive.values, ref, b, "naive vs cpu");
+  expect_same_bits(naive, run_gpu(b, options), "naive");
+  expect_close(naive.values, flash.values, b, "naive vs flash");
 }
 
 }  // namespace inferlab::engine::attention_test

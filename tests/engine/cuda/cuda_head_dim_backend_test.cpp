@@ -1,0 +1,191 @@
+// The CUDA backend against the fp32 CPU reference on small Llama-architecture models whose heads
+// are wider than hidden_size / num_attention_heads (head_dim 256 and 192 from config.json, as
+// Gemma has): prefill, a mixed batch with a chunk after a cached prefix, decode steps and a
+// speculative verification (the by-token decode), with a bf16, int8 and fp8 KV cache, flash and
+// naive attention. Without a GPU the tests skip; a head_dim the kernels do not take is refused.
+#include <gtest/gtest.h>
+
+#include "engine/cuda_backend.hpp"
+
+#ifdef INFERLAB_ENGINE_HAVE_CUDA
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "engine/cpu/cpu_backend.hpp"
+#include "engine/cuda/small_llama_config.hpp"
+#include "engine/init_weights.hpp"
+#include "engine/sampling.hpp"
+#include "engine/tensor_source.hpp"
+#include "util/error.hpp"
+
+namespace inferlab::engine {
+namespace {
+
+// small_llama_json's model (hidden 256, 4 query and 2 KV heads, 3 layers, vocabulary 1024) with
+// heads of `head_dim`: q_dim 4 · head_dim, not hidden.
+LlamaConfig wide_config(int head_dim) {
+  nlohmann::json j = small_llama_json(1024);
+  j["head_dim"] = head_dim;
+  return parse_llama_config(j, "wide-heads-" + std::to_string(head_dim), "test config");
+}
+
+std::vector<int32_t> tokens(int count, int seed) {
+  std::vector<int32_t> ids;
+  for (int i = 0; i < count; ++i) ids.push_back((seed * 7919 + i * 104729) % 1000);
+  return ids;
+}
+
+struct Agreement {
+  double min_cosine = 1;
+  int top1_same = 0, rows = 0, beyond_noise = 0;
+};
+
+// As cuda_backend_test.cpp's compare: cosine per row, and a top-1 disagreement counts only when
+// the reference's top token sits more than 3% of |the GPU's top logit| below it on the GPU.
+void compare(const ForwardResult& gpu, const ForwardResult& cpu, Agreement& agreement) {
+  ASSERT_EQ(gpu.first_row, cpu.first_row);
+  ASSERT_EQ(gpu.logits.size(), cpu.logits.size());
+  const int64_t rows = static_cast<int64_t>(gpu.logits.size()) / gpu.vocab_size;
+  for (int64_t r = 0; r < rows; ++r) {
+    auto a = gpu.row(r), b = cpu.row(r);
+    double dot = 0, na = 0, nb = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      dot += double{a[i]} * b[i];
+      na += double{a[i]} * a[i];
+      nb += double{b[i]} * b[i];
+    }
+    agreement.min_cosine = std::min(agreement.min_cosine, dot / std::sqrt(na * nb));
+    const int32_t gpu_top = argmax(a), cpu_top = argmax(b);
+    agreement.top1_same += gpu_top == cpu_top;
+    agreement.beyond_noise += a[static_cast<size_t>(gpu_top)] - a[static_cast<size_t>(cpu_top)] >
+                              0.03 * std::abs(a[static_cast<size_t>(gpu_top)]);
+    agreement.rows += 1;
+  }
+}
+
+// Prefill of two prompts (every row's logits), a mixed batch (a decode token, a chunk of 20
+// after 280 cached tokens, a new prompt), 4 decode steps and a verification of 4, 5 and 3 tokens.
+Agreement run_sequence(Backend& gpu, Backend& cpu) {
+  Agreement agreement;
+  const BlockTable seq0 = {9, 3, 40, 41}, seq2 = {50};
+  BlockTable seq1;
+  for (int32_t b = 30; seq1.size() < 20; --b) {
+    if (b != 9 && b != 3) seq1.push_back(b);
+  }
+  ForwardBatch prefill;
+  prefill.sequences.push_back({tokens(47, 1), 0, seq0, true});
+  prefill.sequences.push_back({tokens(280, 2), 0, seq1, true});
+  compare(gpu.forward(prefill), cpu.forward(prefill), agreement);
+  ForwardBatch mixed;
+  mixed.sequences.push_back({{17}, 47, seq0, true});
+  mixed.sequences.push_back({tokens(20, 3), 280, seq1, true});
+  mixed.sequences.push_back({tokens(5, 4), 0, seq2, true});
+  compare(gpu.forward(mixed), cpu.forward(mixed), agreement);
+  ForwardBatch decode;
+  decode.sequences.push_back({{3}, 48, seq0, false});
+  decode.sequences.push_back({{999}, 300, seq1, false});
+  decode.sequences.push_back({{0}, 5, seq2, false});
+  for (int step = 0; step < 4; ++step) {
+    compare(gpu.forward(decode), cpu.forward(decode), agreement);
+    for (auto& s : decode.sequences) s.cached_tokens += 1;
+  }
+  ForwardBatch verify;
+  verify.sequences.push_back({{5, 6, 7, 8}, 52, seq0, true});
+  verify.sequences.push_back({tokens(5, 6), 304, seq1, true});
+  verify.sequences.push_back({{9, 10, 11}, 9, seq2, true});
+  compare(gpu.forward(verify), cpu.forward(verify), agreement);
+  return agreement;
+}
+
+// Bounds as cuda_backend_test.cpp (bf16 cache) and cuda_quant_backend_test.cpp (int8/fp8 cache).
+TEST(CudaHeadDimBackend, WideHeadsMatchTheCpuReference) {
+  if (!cuda_device_available()) GTEST_SKIP() << "no CUDA GPU";
+  const uint64_t seed = 5;
+  for (int head_dim : {256, 192}) {
+    const LlamaConfig config = wide_config(head_dim);
+    for (DType kv : {DType::bf16, DType::int8, DType::fp8}) {
+      for (bool naive : {false, true}) {
+        QuantConfig quant;
+        quant.kv = kv;
+        CudaBackendOptions options;
+        options.max_kv_tokens = 64 * 16;
+        options.max_sequences = 8;
+        options.max_batch_tokens = 512;
+        options.naive_attention = naive;
+        options.quant = quant;
+        auto gpu = make_cuda_backend(config, random_tensor_source(config, seed), options);
+        ASSERT_GE(gpu->kv_layout().num_blocks, 64);
+        auto cpu = make_cpu_backend({config, random_llama_weights(config, seed)},
+                                    gpu->kv_layout().slots(), 16, quant);
+        const Agreement a = run_sequence(*gpu, *cpu);
+        const std::string what = "head_dim " + std::to_string(head_dim) + ", " +
+                                 std::string(dtype_name(kv)) + " cache" + (naive ? ", naive" : "");
+        std::cout << what << ": min cosine " << a.min_cosine << ", top-1 " << a.top1_same << " of "
+                  << a.rows << ", beyond noise " << a.beyond_noise << "\n";
+        const bool bf16 = kv == DType::bf16;
+        EXPECT_GT(a.min_cosine, bf16 ? 0.999 : 0.995) << what;
+        EXPECT_GE(a.top1_same, a.rows * (bf16 ? 95 : 90) / 100) << what;
+        EXPECT_LE(a.beyond_noise, bf16 ? 0 : a.rows / 100) << what;
+      }
+    }
+  }
+}
+
+// Decode steps replayed from CUDA graphs pick what eager launches pick at head_dim 256.
+TEST(CudaHeadDimBackend, GraphReplayedDecodeMatchesEagerAtHeadDim256) {
+  if (!cuda_device_available()) GTEST_SKIP() << "no CUDA GPU";
+  const LlamaConfig config = wide_config(256);
+  CudaBackendOptions options;
+  options.max_kv_tokens = 64 * 16;
+  options.max_sequences = 8;
+  options.max_batch_tokens = 512;
+  auto eager = make_cuda_backend(config, random_tensor_source(config, 3), options);
+  options.cuda_graphs = true;
+  auto graphed = make_cuda_backend(config, random_tensor_source(config, 3), options);
+  ForwardBatch batch;
+  batch.sequences.push_back({tokens(40, 1), 0, {0, 1, 2, 3}, false});
+  batch.sequences.push_back(
+      {tokens(300, 2),
+       0,
+       {10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29},
+       false});
+  const std::vector<SampleSpec> greedy(2, SampleSpec{{0.0, 0, 1.0}, 0.0});
+  std::vector<int32_t> a = eager->forward_sample(batch, greedy);
+  std::vector<int32_t> b = graphed->forward_sample(batch, greedy);
+  for (int step = 0; step < 12; ++step) {
+    ASSERT_EQ(a, b) << "step " << step;
+    for (size_t s = 0; s < batch.sequences.size(); ++s) {
+      auto& seq = batch.sequences[s];
+      seq.cached_tokens += static_cast<int64_t>(seq.tokens.size());
+      seq.tokens = {a[s]};
+    }
+    a = eager->forward_sample(batch, greedy);
+    b = graphed->forward_sample(batch, greedy);
+  }
+  EXPECT_EQ(a, b);
+}
+
+// Refused before any GPU work (so also on a machine without one): an InputError naming the size
+// and the sizes the kernels take.
+TEST(CudaHeadDimBackend, RefusesHeadDimsThatAreNotMultiplesOf64UpTo256) {
+  for (int head_dim : {96, 320}) {
+    nlohmann::json j = small_llama_json(1024);
+    j["head_dim"] = head_dim;
+    const LlamaConfig config = parse_llama_config(j, "odd-heads", "test config");
+    try {
+      make_cuda_backend(config, random_tensor_source(config, 1), CudaBackendOptions{});
+      ADD_FAILURE() << "head_dim " << head_dim << " was taken";
+    } catch (const InputError& error) {
+      const std::string message = error.what();
+      EXPECT_NE(message.find("head_dim " + std::to_string(head_dim)), std::string::npos) << message;
+      EXPECT_NE(message.find("64, 128, 192 or 256"), std::string::npos) << message;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace inferlab::engine
+#endif  // INFERLAB_ENGINE_HAVE_CUDA
