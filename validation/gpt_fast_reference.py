@@ -18,6 +18,7 @@ only (gpt-fast's forward computes it on every token). Timing: N steps back to ba
 CUDA events (what a generation loop pays, host included), median over repeats.
 """
 import statistics
+import time
 
 import torch
 import torch.nn.functional as F
@@ -129,9 +130,11 @@ def time_compiled(cfg, batch, tokens, ctx_len, repeats=7, steps=20):
     else:
         pos = torch.arange(tokens, device=DEV)
     with torch.no_grad():
+        started = time.perf_counter()
         for _ in range(3):  # compile, record the graph, replay once
             step(toks, pos, ctx_len)
         torch.cuda.synchronize()
+        compile_s = time.perf_counter() - started
         samples = []
         for _ in range(repeats):
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -147,4 +150,5 @@ def time_compiled(cfg, batch, tokens, ctx_len, repeats=7, steps=20):
     torch.cuda.empty_cache()
     s = sorted(samples)
     return {"median_s": statistics.median(s), "min_s": s[0], "max_s": s[-1],
-            "samples": len(s), "steps_per_sample": steps, "cudagraph_skips": skips}
+            "samples": len(s), "steps_per_sample": steps, "cudagraph_skips": skips,
+            "compile_s": compile_s}

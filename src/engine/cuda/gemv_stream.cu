@@ -522,8 +522,9 @@ bool gemv_stream_supported(int64_t rows, const DeviceMatrix& w) {
 }
 
 GemvStreamPdl gemv_stream_default_pdl(const DeviceMatrix& w) {
-  // int4 on the H200: 3.126 → 2.936 ms a decode step of Llama 3 8B with early PDL; bf16 slowed
-  // (4.351 → 4.696 ms), see MEASUREMENTS §45.
+  // Llama 3 8B decode steps on the H200 (MEASUREMENTS §45), off / early / late: int4 3.156 /
+  // 2.971 / 3.047 ms, bf16 4.365 / 4.722 / 4.682 ms (slower either way); fp8 not measured yet,
+  // so off.
   return w.format == DType::int4 ? GemvStreamPdl::early : GemvStreamPdl::off;
 }
 
