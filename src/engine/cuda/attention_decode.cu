@@ -182,7 +182,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeArgs a) {
   float* s_score = s_scale + 4 * T::kScales;                        // [GT][kChunk]
   __shared__ float s_m[GT], s_l[GT], s_alpha[GT];
 
-  wait_for_previous_grid();
+  wait_for_prerequisite_grid();
   const PagedAttentionParams& p = a.p;
   const int head_tiles = (a.group + GT - 1) / GT;
   const int kv_head = blockIdx.x / head_tiles;
@@ -245,7 +245,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeArgs a) {
     load_blocks<T>(blocks, table, p.block_table_stride, p.block_size,
                    split_begin + (chunk_first + 1) * T::kChunk, copy_first);
   }
-  allow_next_grid();
+  allow_dependent_grid();
 
   // Query rows, pre-scaled so that scores are in the log2 domain (exp2f below).
   float q[GT][8];
@@ -438,8 +438,8 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeArgs a) {
 // sequence's token is looked up in the same trip (partials are indexed by sequence).
 template <int D>
 __global__ void __launch_bounds__(D) combine_kernel(const DecodeArgs a) {
-  wait_for_previous_grid();
-  allow_next_grid();
+  wait_for_prerequisite_grid();
+  allow_dependent_grid();
   const PagedAttentionParams& p = a.p;
   const int head = blockIdx.x;
   const int seq = blockIdx.y;

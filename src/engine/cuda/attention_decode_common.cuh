@@ -46,29 +46,12 @@ __device__ __forceinline__ void write_split_element(const DecodeArgs& a, int tok
   if (d == 0) a.partial_ml[r] = make_float2(m, l);
 }
 
-// cudaLaunchKernelEx, with the programmatic-serialization attribute when asked. Should a driver
-// refuse the attribute, the launch is made again without it (the kernels are correct either
-// way: their wait returns at once when nothing programmatic precedes them).
+// A decode kernel's launch: programmatic when asked (programmatic_launch.cuh).
 template <typename... Params, typename... Args>
 void launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem_bytes,
                    bool programmatic, cudaStream_t stream, const Args&... args) {
-  cudaLaunchConfig_t config = {};
-  config.gridDim = grid;
-  config.blockDim = block;
-  config.dynamicSmemBytes = smem_bytes;
-  config.stream = stream;
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute[0].val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = attribute;
-  config.numAttrs = programmatic ? 1 : 0;
-  cudaError_t status = cudaLaunchKernelEx(&config, kernel, args...);
-  if (status != cudaSuccess && programmatic) {
-    (void)cudaGetLastError();  // clears a launch error, which is not sticky
-    config.numAttrs = 0;
-    status = cudaLaunchKernelEx(&config, kernel, args...);
-  }
-  check_cuda(status, "decode attention launch");
+  launch_maybe_programmatic(kernel, grid, block, smem_bytes, programmatic, stream,
+                            "decode attention launch", args...);
 }
 
 // The split kernel of the streaming variant (attention_decode_stream.cu) for a.p's head_dim,

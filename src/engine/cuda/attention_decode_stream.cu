@@ -79,7 +79,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) stream_kernel(const Deco
   using T = MmaTile<D, kStages>;
   extern __shared__ __align__(128) unsigned char smem[];
 
-  wait_for_previous_grid();
+  wait_for_prerequisite_grid();
   const PagedAttentionParams& p = a.p;
   const int head_tiles = (a.group + kHeads - 1) / kHeads;
   const int kv_head = blockIdx.x / head_tiles;
@@ -183,7 +183,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) stream_kernel(const Deco
     cp_async_commit();
   }
   int32_t next = entries[kStages - 1];  // the entry of the chunk the loop issues next
-  allow_next_grid();
+  allow_dependent_grid();
 
   // Q as the mma's A fragments: row lane / 4 is query head head_lo + lane / 4 (zero past the
   // group), columns (lane % 4)·2 and +1 of each 8 (a0, a2); rows 8-15 (a1, a3) are zero.

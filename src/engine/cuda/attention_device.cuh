@@ -9,6 +9,7 @@
 
 #include <cstdint>
 
+#include "engine/cuda/programmatic_launch.cuh"
 #include "util/dtype.hpp"
 
 namespace inferlab::engine::cuda::detail {
@@ -184,22 +185,7 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
 }
 
-// Programmatic dependent launch (Hopper). A kernel launched with the programmatic-serialization
-// attribute may start while the previous kernel in the stream finishes; it must call
-// wait_for_previous_grid() before touching anything that kernel wrote (it returns once that grid
-// has completed and its writes are visible; without the attribute it returns at once). Every
-// CTA calls it first thing, so the chain of dependencies stays transitive.
-// allow_next_grid() lets the next kernel (if launched with the attribute) be scheduled before
-// this one ends; it changes no ordering of memory.
-__device__ __forceinline__ void wait_for_previous_grid() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void allow_next_grid() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
+// Programmatic dependent launch: engine/cuda/programmatic_launch.cuh. Every decode kernel
+// waits for the previous grid first thing, so the chain of dependencies stays transitive.
 
 }  // namespace inferlab::engine::cuda::detail
