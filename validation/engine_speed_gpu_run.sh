@@ -24,6 +24,11 @@
 #              with and without programmatic launch, RoPE + KV write)
 #   ablation   bench --ablation for Llama 3 8B and 3.2 1B (batch 1, context 1024)
 #   speed      validation/engine_speed.py (PyTorch + CUDA graphs beside the engine, graphs on)
+#   compile    issue 38's table beside torch.compile (gpt_fast_reference.py): 1B and 8B decode
+#              at batch 1, 8B at batch 64, 8B prefill of 2048 (COMPILE_CASES to change), the
+#              engine's int4 and fp8 rows beside; torch.compile's compilations take ~1-3 min a case
+#   pdl        the streaming GEMV's programmatic launch, off/early/late interleaved (engine_ab.py)
+#              on the 8B in bf16, int4, fp8 and the 1B in bf16 (PDL_CASES, PDL_ROUNDS)
 #   accuracy   validation/quant_accuracy.py (each format's logits against bf16, 1B and 8B)
 #   profile    bench --profile for every ablation switch combination (the engine calibration's
 #              data), for PROFILE_MODELS (default llama-3-8b)
@@ -190,6 +195,22 @@ if has speed; then
     "$BIN/inferlab" "$R/engine_speed.json" > "$R/engine_speed.txt" 2>&1
   note "speed rc=$?"
   tail -16 "$R/engine_speed.txt" >> "$OUT/summary.txt"
+fi
+if has compile; then
+  ENGINE_SPEED_CASES=${COMPILE_CASES:-llama-3.2-1b:decode:1:1024,llama-3-8b:decode:1:1024,llama-3-8b:decode:64:1024,llama-3-8b:prefill:1:2048} \
+    ENGINE_SPEED_COMPILE=1 ENGINE_SPEED_ENGINE_ONLY=int4,fp8 INFERLAB_BENCH_EXTRA="--cuda-graphs on" \
+    timeout ${COMPILE_TIMEOUT:-540} python3 validation/engine_speed.py "$BIN/inferlab" \
+    "$R/engine_speed_compile.json" > "$R/engine_speed_compile.txt" 2>&1
+  note "compile rc=$?"
+  grep -v -i warn "$R/engine_speed_compile.txt" | tail -16 >> "$OUT/summary.txt"
+fi
+if has pdl; then
+  timeout ${PDL_TIMEOUT:-400} python3 validation/engine_ab.py "$BIN/inferlab" "$R/gemv_pdl_ab.json" \
+    INFERLAB_ENGINE_GEMV_PDL=off,early,late \
+    "${PDL_CASES:-llama-3-8b:decode:1:1024,llama-3-8b:decode:1:1024:int4,llama-3-8b:decode:1:1024:fp8,llama-3.2-1b:decode:1:1024}" \
+    "${PDL_ROUNDS:-2}" > "$R/gemv_pdl_ab.txt" 2>&1
+  note "pdl rc=$?"
+  tail -8 "$R/gemv_pdl_ab.txt" >> "$OUT/summary.txt"
 fi
 if has accuracy; then
   timeout 400 python3 validation/quant_accuracy.py "$BIN/inferlab" "$R/quant_accuracy.json" \
