@@ -9,7 +9,7 @@ CASE is MODEL:PHASE:BATCH:N[:WEIGHTS] (N: prompt tokens for prefill, the context
 WEIGHTS: bench --weights, default the model's bf16). Decode: bench --input N --output 33, the
 mean of 32 graphed decode steps (device time by CUDA events) and their spread; prefill: bench
 --input N --output 1 --repeats 10, the median. Example:
-  python3 validation/engine_ab.py build/gpurun/inferlab $OUT/ab.json INFERLAB_ENGINE_GEMV_PDL=0,1 \\
+  python3 validation/engine_ab.py build/gpurun/inferlab $OUT/ab.json INFERLAB_ENGINE_GEMV_PDL=off,early,late \\
       llama-3-8b:decode:1:1024,llama-3-8b:decode:1:1024:int4 2
 """
 import json

@@ -9,12 +9,15 @@ argmax on each sequence's last token. Random bf16 weights at the shipped model's
 
 Each step is compiled as gpt-fast compiles its decode step: torch.compile(mode="reduce-overhead",
 fullgraph=True) (Inductor's kernels replayed in a CUDA graph), with gpt-fast's Inductor switches
-(coordinate_descent_tuning, unique kernel names, the FX graph cache). Two choices favour the
+(coordinate_descent_tuning, unique kernel names, the FX graph cache). Three choices favour the
 reference over gpt-fast itself, so the comparison is conservative for the engine: prefill
 attention runs SDPA with is_causal over the prompt only (flash attention; gpt-fast passes an
 explicit mask over the whole cache), decode attention reads the cache up to the context only
 (gpt-fast masks the whole static cache), and prefill computes the LM head on the last token
-only (gpt-fast's forward computes it on every token). Timing: N steps back to back between two
+only (gpt-fast's forward computes it on every token). One departure may favour either side:
+gpt-fast runs its decode step's SDPA with the math backend (so that Inductor generates the
+attention); here SDPA keeps its default backend (flash attention with GQA), which matters where
+the KV bytes are large (batch 64), not at batch 1. Timing: N steps back to back between two
 CUDA events (what a generation loop pays, host included), median over repeats.
 """
 import statistics

@@ -40,10 +40,14 @@ EngineTuning engine_tuning_from_environment() {
   if (const char* stream = variable("INFERLAB_ENGINE_GEMV_STREAM")) {
     p.gemv_stream = std::string(stream) != "0" ? 1 : 0;
   }
-  p.gemv_pdl = equals("INFERLAB_ENGINE_GEMV_PDL", "off")     ? GemvPdlChoice::off
-               : equals("INFERLAB_ENGINE_GEMV_PDL", "early") ? GemvPdlChoice::early
-               : equals("INFERLAB_ENGINE_GEMV_PDL", "late")  ? GemvPdlChoice::late
-                                                             : GemvPdlChoice::automatic;
+  // "0" and "1" as the other PDL switch reads them (and as the first A/B runs named them).
+  p.gemv_pdl =
+      equals("INFERLAB_ENGINE_GEMV_PDL", "off") || equals("INFERLAB_ENGINE_GEMV_PDL", "0")
+          ? GemvPdlChoice::off
+      : equals("INFERLAB_ENGINE_GEMV_PDL", "early") || equals("INFERLAB_ENGINE_GEMV_PDL", "1")
+          ? GemvPdlChoice::early
+      : equals("INFERLAB_ENGINE_GEMV_PDL", "late") ? GemvPdlChoice::late
+                                                   : GemvPdlChoice::automatic;
   p.gemv_splits = count("INFERLAB_ENGINE_GEMV_SPLITS", 0);
   p.gemv_prologue = equals("INFERLAB_ENGINE_GEMV_PROLOGUE", "fused") ? GemvPrologueChoice::fused
                     : equals("INFERLAB_ENGINE_GEMV_PROLOGUE", "prepared")

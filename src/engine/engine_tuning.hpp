@@ -27,7 +27,8 @@ struct ProjectionTuning {
   // -1: the measured default (Projector::kGemvRows*).
   std::array<int64_t, 5> gemv_rows = {-1, -1, -1, -1, -1};
   int gemv_stream = -1;  // INFERLAB_ENGINE_GEMV_STREAM=0|1: the streaming GEMV; -1: default
-  GemvPdlChoice gemv_pdl = GemvPdlChoice::automatic;  // INFERLAB_ENGINE_GEMV_PDL=off|early|late
+  // INFERLAB_ENGINE_GEMV_PDL=off|early|late (0: off, 1: early); unset: per format as measured.
+  GemvPdlChoice gemv_pdl = GemvPdlChoice::automatic;
   int64_t gemv_splits = 0;  // INFERLAB_ENGINE_GEMV_SPLITS=N: k slices; 0: chosen per shape
   GemvPrologueChoice gemv_prologue = GemvPrologueChoice::automatic;  // ..._GEMV_PROLOGUE
   bool lt_tune = false;  // INFERLAB_ENGINE_LT_TUNE=1: time cuBLASLt's candidates

@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/engine_open.hpp"
@@ -113,7 +114,7 @@ TEST(EngineTuning, OnlyTheExactSwitchValuesSwitch) {
                                   {"INFERLAB_ENGINE_LT_TUNE", "yes"},
                                   {"INFERLAB_ENGINE_HOPPER_PREFILL", ""},
                                   {"INFERLAB_ENGINE_GEMV_STREAM", "2"},
-                                  {"INFERLAB_ENGINE_GEMV_PDL", "0"},
+                                  {"INFERLAB_ENGINE_GEMV_PDL", "yes"},
                                   {"INFERLAB_ENGINE_DECODE_KERNEL", "fastest"},
                                   {"INFERLAB_ENGINE_GEMV_PROLOGUE", "fused"}});
   const EngineTuning t = engine_tuning_from_environment();
@@ -121,9 +122,19 @@ TEST(EngineTuning, OnlyTheExactSwitchValuesSwitch) {
   EXPECT_FALSE(t.projection.lt_tune);
   EXPECT_TRUE(t.attention.hopper_prefill);
   EXPECT_EQ(t.projection.gemv_stream, 1);
-  EXPECT_EQ(t.projection.gemv_pdl, GemvPdlChoice::automatic);  // off|early|late only
+  EXPECT_EQ(t.projection.gemv_pdl, GemvPdlChoice::automatic);  // off|early|late|0|1 only
   EXPECT_EQ(t.attention.decode_kernel, DecodeKernelChoice::automatic);
   EXPECT_EQ(t.projection.gemv_prologue, GemvPrologueChoice::fused);
+}
+
+TEST(EngineTuning, GemvPdlTakesNamesAndTheSwitchDigits) {
+  const std::pair<const char*, GemvPdlChoice> cases[] = {
+      {"off", GemvPdlChoice::off}, {"0", GemvPdlChoice::off},     {"early", GemvPdlChoice::early},
+      {"1", GemvPdlChoice::early}, {"late", GemvPdlChoice::late}, {"", GemvPdlChoice::automatic}};
+  for (const auto& [value, choice] : cases) {
+    const Environment set(Variables{{"INFERLAB_ENGINE_GEMV_PDL", value}});
+    EXPECT_EQ(engine_tuning_from_environment().projection.gemv_pdl, choice) << value;
+  }
 }
 
 TEST(EngineTuning, EngineOptionsCarryTheEnvironmentsTuning) {
