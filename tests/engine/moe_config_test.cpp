@@ -128,6 +128,18 @@ TEST(MoeConfig, InitWeightsWritesALoadableCheckpoint) {
             drawn.layers.at(1).experts.at(3).down_proj);
   EXPECT_EQ(loaded.weights.layers.at(0).experts.at(2).gate_proj.size(), 48u * 32);
   EXPECT_TRUE(loaded.weights.layers.at(0).gate_proj.empty());
+
+  // Qwen-MoE's names, written and read back.
+  ScratchDir qwen_dir("moe_init_qwen");
+  const LlamaConfig qwen =
+      parse_llama_config(testing::tiny_qwen_moe_config_json(false), "tiny-qwen-moe", "test");
+  options.out_dir = qwen_dir.path();
+  init_weights(qwen, options);
+  const LlamaModel qwen_loaded = load_llama_model(qwen_dir.path());
+  EXPECT_FALSE(qwen_loaded.config.moe.renormalize_top_k);
+  EXPECT_EQ(qwen_loaded.weights.layers.at(1).experts.at(2).up_proj,
+            random_llama_weights(qwen, 5).layers.at(1).experts.at(2).up_proj);
+  EXPECT_EQ(qwen_loaded.weights.layers.at(0).q_bias.size(), 32u);
 }
 
 TEST(MoeConfig, BadExpertCountsAreRefused) {
