@@ -10,6 +10,7 @@
 #include "engine/cpu/gptq_calibration.hpp"
 #include "engine/engine_open.hpp"
 #include "engine/llama_weights.hpp"
+#include "engine/moe_support.hpp"
 #include "engine/quant/formats.hpp"
 #include "engine/quant/quantize_checkpoint.hpp"
 #include "engine/tensor_source.hpp"
@@ -94,6 +95,9 @@ void run_quantize(const QuantizeArgs& a) {
   if (config.gptq) {
     throw InputError("'" + a.model + "' is already GPTQ-quantized; quantize a bf16 checkpoint");
   }
+  engine::QuantConfig quant;  // (before the calibration pass; quantize_checkpoint checks it too)
+  quant.weights = options.weights;
+  engine::check_moe_quantization(config, quant);
   if (!a.calibration.empty() && !a.calibration_ids.empty()) {
     throw InputError(
         "give the calibration as --calibration TEXT or --calibration-ids FILE, not both");

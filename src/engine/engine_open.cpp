@@ -13,6 +13,7 @@
 #include "engine/cpu/cpu_backend.hpp"
 #include "engine/cuda_backend.hpp"
 #include "engine/init_weights.hpp"
+#include "engine/moe_support.hpp"
 #include "engine/quant/quantized_model.hpp"
 #include "engine/speculative.hpp"
 #include "engine/tensor_source.hpp"
@@ -113,12 +114,16 @@ std::unique_ptr<Backend> open_backend(const std::string& model, const EngineOpti
   const LlamaConfig config = load_llama_config(model);
   const QuantConfig quant = resolved_quant(config, options);
   // (make_cuda_backend checks it too; here before any tensor-parallel rank is started.)
+  if (options.device == "cuda" && config.model.is_moe()) {
+    throw InputError(cuda_moe_refusal(config));
+  }
   if (options.device == "cuda" && !attention_head_dim_supported(config.model.head_dim)) {
     throw InputError(cuda_head_dim_refusal(config.model.name, config.model.head_dim));
   }
   if (options.device == "cpu") {
     // The CPU factories check these again on the loaded model; here they refuse before the
     // weights (gigabytes of fp32) are read or drawn.
+    check_moe_quantization(config, quant);
     check_quant_config(quant, config.model.hidden_size, config.model.intermediate_size,
                        config.model.q_dim());
     if (options.tp > 1) check_tensor_parallel(config.model, options.tp);

@@ -21,6 +21,40 @@ std::vector<int64_t> token_ids(const nlohmann::json& config, const char* key) {
   return ids;
 }
 
+// The routing of a mixture-of-experts config, or an InputError for what the engine does not run.
+MoeParams parse_moe(const nlohmann::json& config, const ModelConfig& m,
+                    const std::string& context) {
+  MoeParams moe;
+  const bool qwen = config.contains("num_experts") && !config.contains("num_local_experts");
+  moe.names = qwen ? MoeParams::Names::qwen : MoeParams::Names::mixtral;
+  // Mixtral always renormalises (softmax of the top-k logits); Qwen only with norm_topk_prob.
+  moe.renormalize_top_k = qwen ? optional_bool(config, "norm_topk_prob", false, context) : true;
+  const std::string refusal = context + ": mixture of experts with ";
+  const std::string supported =
+      " is not supported (the engine runs routed SwiGLU experts in every layer)";
+  if (m.model_type == "qwen3_moe") {
+    throw InputError(context +
+                     ": qwen3_moe is not supported (Qwen3's per-head q_norm/k_norm attention is "
+                     "not implemented in the engine; its experts and routing are)");
+  }
+  constexpr int64_t kAny = int64_t{1} << 40;
+  if (optional_count(config, "shared_expert_intermediate_size", 0, context, 0, kAny) > 0) {
+    throw InputError(refusal + "a shared expert (shared_expert_intermediate_size)" + supported);
+  }
+  if (optional_count(config, "n_shared_experts", 0, context, 0, kAny) > 0) {
+    throw InputError(refusal + "shared experts (n_shared_experts)" + supported);
+  }
+  if (optional_count(config, "decoder_sparse_step", 1, context, 1, kAny) > 1) {
+    throw InputError(refusal + "dense layers between sparse ones (decoder_sparse_step)" +
+                     supported);
+  }
+  if (config.contains("mlp_only_layers") && config["mlp_only_layers"].is_array() &&
+      !config["mlp_only_layers"].empty()) {
+    throw InputError(refusal + "dense layers (mlp_only_layers)" + supported);
+  }
+  return moe;
+}
+
 }  // namespace
 
 LlamaConfig parse_llama_config(const nlohmann::json& config, const std::string& name,
@@ -32,8 +66,14 @@ LlamaConfig parse_llama_config(const nlohmann::json& config, const std::string& 
   const ModelConfig& m = result.model;
   if (m.gpt_style)
     throw InputError(context + ": GPT-2 style models are not supported by the engine");
-  if (m.is_moe())
-    throw InputError(context + ": mixture-of-experts models are not supported by the engine yet");
+  if (m.is_moe()) {
+    result.moe = parse_moe(config, m, context);
+    if (result.gptq) {
+      throw InputError(context +
+                       ": GPTQ-quantized mixture-of-experts checkpoints are not "
+                       "supported; use the bf16 checkpoint");
+    }
+  }
   if (config.contains("hidden_act") && config["hidden_act"] != "silu") {
     throw InputError(context + ": hidden_act " + config["hidden_act"].dump() +
                      " is not supported (the engine runs SiLU-gated MLPs)");

@@ -23,6 +23,22 @@ struct RopeParams {
   double original_max_position_embeddings = 8192;  // llama3
 };
 
+// A mixture-of-experts MLP (every layer): model.num_experts SwiGLU experts of
+// model.intermediate_size channels, model.experts_per_token of them chosen per token by a linear
+// router (fp32 logits). The chosen experts are the top-k logits (ties: the lower index); their
+// weights are softmax over all experts' logits restricted to the k, renormalised to sum to 1
+// when renormalize_top_k. Mixtral: softmax of the top-k logits (the same thing, renormalised);
+// Qwen2/3-MoE: softmax over all, top-k, renormalised only with norm_topk_prob.
+struct MoeParams {
+  enum class Names {
+    mixtral,
+    qwen
+  };  // block_sparse_moe.{gate,experts.E.w1/w3/w2} or
+      // mlp.{gate,experts.E.gate_proj/up_proj/down_proj}
+  Names names = Names::mixtral;
+  bool renormalize_top_k = true;
+};
+
 // What the engine needs of a Llama-family config.json (Llama 2/3.x, Mistral, Qwen2): the
 // shared ModelConfig plus the fields it does not carry (rms_norm_eps, the full rope_scaling,
 // sliding_window, token ids). The config.json object is kept as given, for init-weights.
@@ -34,11 +50,14 @@ struct LlamaConfig {
   int64_t bos_token_id = -1;   // -1: none given
   std::vector<int64_t> eos_token_ids;
   std::optional<GptqConfig> gptq;  // the checkpoint's projections are GPTQ-quantized
+  MoeParams moe;                   // read only when model.is_moe()
   nlohmann::json hf_config;
 };
 
-// Throws InputError naming `context` for a config the engine cannot run: GPT-2 style, MoE,
-// an activation other than SiLU, MLP biases, rope_scaling types other than llama3/linear.
+// Throws InputError naming `context` for a config the engine cannot run: GPT-2 style, MoE
+// features beyond routed SwiGLU experts in every layer (shared experts, dense layers between
+// sparse ones, GPTQ experts), an activation other than SiLU, MLP biases, rope_scaling types other
+// than llama3/linear.
 LlamaConfig parse_llama_config(const nlohmann::json& config, const std::string& name,
                                const std::string& context);
 // A shipped model name (data/models/<name>.json), a config.json path, or a checkpoint folder

@@ -47,6 +47,26 @@ void append_list(std::string& message, const std::string& what,
   if (items.size() > kShown) message += ", ...";
 }
 
+// A mixture-of-experts layer's router and experts, under `p` ("model.layers.N."), in HF order.
+void append_expert_specs(const LlamaConfig& config, const std::string& p, int64_t layer,
+                         std::vector<WeightSpec>& specs) {
+  const ModelConfig& m = config.model;
+  const int64_t hidden = m.hidden_size, inter = m.intermediate_size;
+  const bool mixtral = config.moe.names == MoeParams::Names::mixtral;
+  const std::string block = p + (mixtral ? "block_sparse_moe." : "mlp.");
+  specs.push_back({block + "gate.weight", WeightRole::router, layer, {m.num_experts, hidden}});
+  // Mixtral's w1 is the gate, w3 the up and w2 the down projection.
+  const char* gate = mixtral ? "w1" : "gate_proj";
+  const char* up = mixtral ? "w3" : "up_proj";
+  const char* down = mixtral ? "w2" : "down_proj";
+  for (int64_t e = 0; e < m.num_experts; ++e) {
+    const std::string expert = block + "experts." + std::to_string(e) + ".";
+    specs.push_back({expert + gate + ".weight", WeightRole::gate_proj, layer, {inter, hidden}, e});
+    specs.push_back({expert + up + ".weight", WeightRole::up_proj, layer, {inter, hidden}, e});
+    specs.push_back({expert + down + ".weight", WeightRole::down_proj, layer, {hidden, inter}, e});
+  }
+}
+
 }  // namespace
 
 int64_t WeightSpec::elements() const {
@@ -78,6 +98,10 @@ std::vector<WeightSpec> llama_weight_specs(const LlamaConfig& config) {
                      WeightRole::post_attention_layernorm,
                      layer,
                      {hidden}});
+    if (m.is_moe()) {
+      append_expert_specs(config, p, layer, specs);
+      continue;
+    }
     specs.push_back({p + "mlp.gate_proj.weight", WeightRole::gate_proj, layer, {inter, hidden}});
     specs.push_back({p + "mlp.up_proj.weight", WeightRole::up_proj, layer, {inter, hidden}});
     specs.push_back({p + "mlp.down_proj.weight", WeightRole::down_proj, layer, {hidden, inter}});
@@ -171,6 +195,16 @@ std::vector<float> tensor_to_float(const TensorView& view) {
 
 void LlamaWeights::set(const WeightSpec& spec, std::vector<float> values) {
   LayerWeights* layer = spec.layer >= 0 ? &layers.at(static_cast<size_t>(spec.layer)) : nullptr;
+  if (spec.expert >= 0) {
+    if (layer->experts.size() <= static_cast<size_t>(spec.expert)) {
+      layer->experts.resize(static_cast<size_t>(spec.expert) + 1);
+    }
+    LayerWeights::Expert& expert = layer->experts[static_cast<size_t>(spec.expert)];
+    if (spec.role == WeightRole::gate_proj) expert.gate_proj = std::move(values);
+    if (spec.role == WeightRole::up_proj) expert.up_proj = std::move(values);
+    if (spec.role == WeightRole::down_proj) expert.down_proj = std::move(values);
+    return;
+  }
   switch (spec.role) {
     case WeightRole::embed_tokens:
       embed_tokens = std::move(values);
@@ -216,6 +250,9 @@ void LlamaWeights::set(const WeightSpec& spec, std::vector<float> values) {
       break;
     case WeightRole::down_proj:
       layer->down_proj = std::move(values);
+      break;
+    case WeightRole::router:
+      layer->router = std::move(values);
       break;
   }
 }

@@ -20,9 +20,10 @@ enum class WeightRole {
   v_bias,
   o_proj,
   post_attention_layernorm,
-  gate_proj,
+  gate_proj,  // also a mixture-of-experts expert's (WeightSpec::expert), as up and down
   up_proj,
   down_proj,
+  router,  // mixture of experts: [num_experts, hidden]
   final_norm,
   lm_head,
 };
@@ -32,12 +33,14 @@ struct WeightSpec {
   WeightRole role;
   int64_t layer = -1;          // -1 for the embedding, final norm and LM head
   std::vector<int64_t> shape;  // [out, in] for projections (nn.Linear layout), [n] for vectors
+  int64_t expert = -1;         // a mixture-of-experts expert's gate/up/down: its index
   int64_t elements() const;
 };
 
 // The tensors a Llama-family checkpoint holds for `config`, in HF order: embedding, per layer
 // (input norm, q/k/v (+ biases when qkv_bias), o, post-attention norm, gate/up/down), final
-// norm, and lm_head unless the embeddings are tied.
+// norm, and lm_head unless the embeddings are tied. A mixture-of-experts layer has the router
+// and each expert's gate/up/down (config.moe.names) where a dense one has its MLP.
 std::vector<WeightSpec> llama_weight_specs(const LlamaConfig& config);
 
 // True when `spec` is stored GPTQ-quantized in `checkpoint` (its module's qweight is there and
@@ -60,6 +63,13 @@ struct LayerWeights {
   std::vector<float> post_attention_layernorm;  // [hidden]
   std::vector<float> gate_proj, up_proj;        // [intermediate, hidden]
   std::vector<float> down_proj;                 // [hidden, intermediate]
+  // Mixture of experts (the dense MLP above is then empty): the router and the experts.
+  std::vector<float> router;  // [num_experts, hidden]
+  struct Expert {
+    std::vector<float> gate_proj, up_proj;  // [intermediate, hidden]
+    std::vector<float> down_proj;           // [hidden, intermediate]
+  };
+  std::vector<Expert> experts;
 };
 
 // All weights as fp32 (converted once at load), nn.Linear layout ([out, in], row-major).

@@ -105,8 +105,9 @@ ModelConfig parse_model_config(const nlohmann::json& config, const std::string& 
           ? require_count(config, "max_position_embeddings", context, 1, int64_t{1} << 32)
           : 0;
   m.tie_word_embeddings = optional_bool(config, "tie_word_embeddings", false, context);
-  // Qwen2 always has QKV bias; Llama-family configs say so with attention_bias.
-  m.qkv_bias = m.model_type == "qwen2" || optional_bool(config, "attention_bias", false, context);
+  // Qwen2 (and Qwen2-MoE) always has QKV bias; Llama-family configs say so with attention_bias.
+  m.qkv_bias = m.model_type == "qwen2" || m.model_type == "qwen2_moe" ||
+               optional_bool(config, "attention_bias", false, context);
   m.rope_theta = optional_number(config, "rope_theta", 10000.0, context);
   if (config.contains("rope_scaling") && config["rope_scaling"].is_object()) {
     const auto& scaling = config["rope_scaling"];
@@ -116,9 +117,23 @@ ModelConfig parse_model_config(const nlohmann::json& config, const std::string& 
     rope.factor = optional_number(scaling, "factor", 1.0, context + " rope_scaling");
     m.rope_scaling = rope;
   }
-  if (config.contains("num_local_experts") && !config["num_local_experts"].is_null()) {
-    m.num_experts = require_count(config, "num_local_experts", context, 1, 4096);
-    m.experts_per_token = require_count(config, "num_experts_per_tok", context, 1, m.num_experts);
+  // Mixtral: num_local_experts; Qwen2-MoE / Qwen3-MoE: num_experts, each expert
+  // moe_intermediate_size wide (intermediate_size is the width of the dense MLP the family can
+  // put between sparse layers).
+  const char* experts_key =
+      config.contains("num_local_experts") ? "num_local_experts" : "num_experts";
+  if (config.contains(experts_key) && !config[experts_key].is_null()) {
+    m.num_experts = require_count(config, experts_key, context, 1, 4096);
+    m.experts_per_token = require_count(config, "num_experts_per_tok", context, 1, 4096);
+    if (m.experts_per_token > m.num_experts) {
+      throw InputError(context + ": num_experts_per_tok (" + std::to_string(m.experts_per_token) +
+                       ") is more than the " + std::to_string(m.num_experts) + " experts (" +
+                       experts_key + ")");
+    }
+  }
+  if (m.is_moe() && std::string(experts_key) == "num_experts") {
+    m.intermediate_size =
+        optional_count(config, "moe_intermediate_size", m.intermediate_size, context, 1, kMaxDim);
   }
   return m;
 }

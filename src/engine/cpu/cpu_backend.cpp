@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "engine/cpu/moe.hpp"
 #include "engine/cpu/ops.hpp"
 #include "engine/host_collectives.hpp"
+#include "engine/moe_support.hpp"
 #include "engine/quant/quantize.hpp"
 #include "engine/quant/quantized_model.hpp"
 #include "engine/rope.hpp"
@@ -39,6 +41,7 @@ CpuBackend::CpuBackend(LlamaConfig config, LlamaWeights weights, int64_t block_s
   if (weights_.layers.size() != static_cast<size_t>(config_.model.num_layers)) {
     throw std::invalid_argument("CpuBackend: the weights do not match the config");
   }
+  check_moe_quantization(config_, quant_);
 }
 
 ForwardResult CpuBackend::forward(const ForwardBatch& batch) {
@@ -71,7 +74,9 @@ void CpuBackend::forward_chunk(const SequenceChunk& chunk, std::vector<float>& l
   std::vector<float> q = buffer(tokens * q_dim), k = buffer(tokens * kv_dim);
   std::vector<float> v = buffer(tokens * kv_dim), attn = buffer(tokens * q_dim);
   std::vector<float> proj = buffer(tokens * hidden);
-  std::vector<float> gate = buffer(tokens * inter), up = buffer(tokens * inter);
+  // (A mixture of experts' MLP keeps its own per-token buffers.)
+  const int64_t dense_inter = m.is_moe() ? 0 : inter;
+  std::vector<float> gate = buffer(tokens * dense_inter), up = buffer(tokens * dense_inter);
 
   for (int64_t t = 0; t < tokens; ++t) {
     const float* row = weights_.embed_tokens.data() + int64_t{chunk.tokens[t]} * hidden;
@@ -121,6 +126,11 @@ void CpuBackend::forward_chunk(const SequenceChunk& chunk, std::vector<float>& l
     // MLP block.
     for (int64_t t = 0; t < tokens; ++t) {
       cpu::rms_norm(&x[t * hidden], w.post_attention_layernorm.data(), hidden, eps, &h[t * hidden]);
+    }
+    if (m.is_moe()) {  // (never quantized: check_moe_quantization)
+      cpu::moe_mlp(h.data(), tokens, w, config_, proj.data());
+      for (int64_t i = 0; i < tokens * hidden; ++i) x[i] += proj[i];
+      continue;
     }
     if (stats_ != nullptr) {
       merge_column_absmax(h.data(), tokens, hidden,
@@ -200,6 +210,7 @@ SmoothQuantStats calibrate_smoothquant(CpuBackend& backend, int64_t tokens, uint
 void quantize_for_cpu(LlamaModel& model, int64_t block_size, const QuantConfig& quant,
                       const SmoothingFactors* smoothing) {
   const ModelConfig& m = model.config.model;
+  check_moe_quantization(model.config, quant);
   check_quant_config(quant, m.hidden_size, m.intermediate_size, m.q_dim());
   SmoothingFactors calibrated;
   if (quant.activations == DType::int8 && smoothing == nullptr) {

@@ -24,8 +24,9 @@ class ProjectionInputSink {
 // The fp32 reference forward pass of a Llama-family model, plain loops, one sequence after
 // another: embedding gather, per layer RMSNorm → Q/K/V (+ bias) → RoPE → KV write into the
 // paged cache → causal GQA attention over the cached prefix and the new tokens → O projection +
-// residual → RMSNorm → SwiGLU MLP + residual; final RMSNorm and the LM head (tied or not) on the
-// last token of each sequence, or on every new token when asked.
+// residual → RMSNorm → SwiGLU MLP (or a mixture of SwiGLU experts, cpu/moe.hpp) + residual; final
+// RMSNorm and the LM head (tied or not) on the last token of each sequence, or on every new token
+// when asked.
 //
 // Quantization (the reference the GPU's quantized paths are checked against): the weights come
 // already quantized and dequantized (apply_quantization); at run time, with fp8 weights or W8A8

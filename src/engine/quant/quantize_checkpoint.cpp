@@ -10,6 +10,7 @@
 #include "engine/bf16.hpp"
 #include "engine/checkpoint.hpp"
 #include "engine/checkpoint_files.hpp"
+#include "engine/moe_support.hpp"
 #include "engine/quant/formats.hpp"
 #include "engine/quant/gptq.hpp"
 #include "engine/quant/quantized_model.hpp"
@@ -90,6 +91,7 @@ QuantizeCheckpointResult quantize_checkpoint(const LlamaConfig& config, const Te
   QuantConfig quant;
   quant.weights = options.weights;
   quant.group_size = options.group_size;
+  check_moe_quantization(config, quant);
   check_quant_config(quant, m.hidden_size, m.intermediate_size, m.q_dim());
   const int pack = options.weights == DType::int4 ? 8 : 4;
   for (int64_t width : {m.q_dim(), m.kv_dim(), m.hidden_size, m.intermediate_size}) {
