@@ -4,7 +4,9 @@
 // (one process, the one-shot all-reduce) within bf16 rounding. A rank killed in the middle of a
 // stream stops rank 0 with an error naming it within seconds, although rank 0 may be waiting in
 // an NCCL collective for it when it dies. On a machine without GPUs these tests skip; the same
-// paths on the CPU reference are tp_process_cli_test.cpp's.
+// paths on the CPU reference are tp_process_cli_test.cpp's. A build without CUDA compiles none
+// of it.
+#ifdef INFERLAB_ENGINE_HAVE_CUDA
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -162,3 +164,4 @@ TEST(TpProcessCuda, AKilledRankStopsTheServerWithAnErrorNamingIt) {
 
 }  // namespace
 }  // namespace inferlab
+#endif  // INFERLAB_ENGINE_HAVE_CUDA

@@ -9,9 +9,6 @@
 // such launches keep the programmatic edges. C++17; CUDA sources only.
 #include <cuda_runtime.h>
 
-#include <mutex>
-#include <unordered_map>
-
 #include "engine/cuda/cuda_check.hpp"
 
 namespace inferlab::engine::cuda {
@@ -28,21 +25,20 @@ __device__ __forceinline__ void allow_dependent_grid() {
 #endif
 }
 
-// Whether `kernel` runs code that has the waits: compiled from PTX of sm_90 or later. A build for
-// older architectures only, run on a Hopper by JIT compilation, has kernels without them, which
-// must not start early. Asked once per kernel (launches are captured in graphs or are few).
-inline bool kernel_has_grid_dependency_control(const void* kernel) {
-  static std::mutex mutex;
-  static std::unordered_map<const void*, bool> known;
-  const std::lock_guard<std::mutex> lock(mutex);
-  auto it = known.find(kernel);
-  if (it != known.end()) return it->second;
-  cudaFuncAttributes attributes{};
-  const bool has = cudaFuncGetAttributes(&attributes, kernel) == cudaSuccess &&
-                   attributes.ptxVersion >= 90 && attributes.binaryVersion >= 90;
-  (void)cudaGetLastError();  // a failed query is not sticky; the launch reports real errors
-  known.emplace(kernel, has);
-  return has;
+// Whether the kernels of this build have the waits: some architecture it was compiled for is
+// sm_90 or later (nvcc's __CUDA_ARCH_LIST__, the same for every translation unit). A build for
+// older architectures only, run on a Hopper by JIT compilation of their PTX, has kernels without
+// them, which must not start early. A compile-time fact: no query at launch.
+constexpr bool build_has_grid_dependency_control() {
+#ifdef __CUDA_ARCH_LIST__
+  constexpr int architectures[] = {__CUDA_ARCH_LIST__};
+  for (int architecture : architectures) {
+    if (architecture >= 900) return true;
+  }
+  return false;
+#else
+  return true;
+#endif
 }
 
 // cudaLaunchKernelEx, with the programmatic-serialization attribute when `programmatic` (and the
@@ -61,8 +57,7 @@ void launch_maybe_programmatic(void (*kernel)(Params...), dim3 grid, dim3 block,
   attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attribute[0].val.programmaticStreamSerializationAllowed = 1;
   config.attrs = attribute;
-  programmatic =
-      programmatic && kernel_has_grid_dependency_control(reinterpret_cast<const void*>(kernel));
+  programmatic = programmatic && build_has_grid_dependency_control();
   config.numAttrs = programmatic ? 1 : 0;
   cudaError_t status = cudaLaunchKernelEx(&config, kernel, args...);
   if (status != cudaSuccess && programmatic) {
