@@ -25,6 +25,38 @@ from transformers import MixtralConfig, MixtralForCausalLM
 PREFILL, DECODE = 32, 16
 
 
+def unfuse_experts(ckpt, inter):
+    """transformers 5.x may save a layer's experts fused (`...experts.gate_up_proj` [E, 2I, H] or
+    [E, H, 2I], `...experts.down_proj` [E, H, I] or [E, I, H]); rewrite them as the per-expert
+    w1 (gate), w3 (up) and w2 (down) [out, in] tensors of the Hub's Mixtral checkpoints, the names
+    the engine reads. Orientation by shape (H and I differ here). A no-op for 4.x files."""
+    import glob
+    from safetensors.torch import load_file, save_file
+    for path in glob.glob(os.path.join(ckpt, "*.safetensors")):
+        tensors = load_file(path)
+        fused = [k for k in tensors if k.endswith(("experts.gate_up_proj", "experts.down_proj"))]
+        if not fused:
+            continue
+        for key in fused:
+            t = tensors.pop(key)
+            prefix = key.rsplit("experts.", 1)[0].replace(".mlp.", ".block_sparse_moe.")
+            for e in range(t.shape[0]):
+                m = t[e]
+                if key.endswith("gate_up_proj"):
+                    m = m if m.shape[0] == 2 * inter else m.t()  # to [2I, H]
+                    tensors[f"{prefix}experts.{e}.w1.weight"] = m[:inter].contiguous()
+                    tensors[f"{prefix}experts.{e}.w3.weight"] = m[inter:].contiguous()
+                else:
+                    m = m if m.shape[1] == inter else m.t()  # to [H, I]
+                    tensors[f"{prefix}experts.{e}.w2.weight"] = m.contiguous()
+        for key in [k for k in tensors if ".mlp.gate." in k]:  # the router, under 5.x's name
+            tensors[key.replace(".mlp.gate.", ".block_sparse_moe.gate.")] = tensors.pop(key)
+        save_file(tensors, path, metadata={"format": "pt"})
+    index = os.path.join(ckpt, "model.safetensors.index.json")
+    if os.path.exists(index):  # one shard here; a stale index would name fused tensors
+        os.remove(index)
+
+
 def main():
     binary = sys.argv[1]
     torch.manual_seed(0)
@@ -41,6 +73,7 @@ def main():
     ids = np.random.default_rng(7).integers(0, config.vocab_size, PREFILL + DECODE).tolist()
     with tempfile.TemporaryDirectory() as ckpt:
         model.save_pretrained(ckpt, safe_serialization=True)
+        unfuse_experts(ckpt, config.intermediate_size)
         json.dump(ids, open(os.path.join(ckpt, "ids.json"), "w"))
         npy = os.path.join(ckpt, "logits.npy")
         r = subprocess.run([binary, "logits", "--model", ckpt, "--tokens",
