@@ -6,9 +6,9 @@ saves it with save_pretrained (safetensors, fp32), runs `inferlab logits --devic
 tokens (prefill 32, then 16 decode steps) and transformers in fp32 on the same tokens (one
 forward over all of them), and reports, over every position, the largest absolute difference of
 the logits, the smallest cosine similarity and whether each position's argmax agrees.
-Run on a machine with PyTorch and transformers 4.x (no GPU needed): 4.x saves each expert's
-w1/w2/w3 under block_sparse_moe, the names the engine reads (5.x fuses the experts; the engine
-then names the tensors it misses).
+Run on a machine with PyTorch and transformers (no GPU needed): 4.x saves each expert's
+w1/w2/w3 under block_sparse_moe, the names the engine reads; where 5.x saves them fused,
+unfuse_experts rewrites them so (not yet run against 5.x).
 
 Usage:  python3 validation/moe_reference.py BUILD/inferlab [OUT.json]
 """
