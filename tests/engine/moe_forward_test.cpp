@@ -11,6 +11,8 @@
 #include <numeric>
 #include <vector>
 
+#include "cpu_prefill_pieces.hpp"
+#include "double_forward.hpp"
 #include "engine/cpu/cpu_backend.hpp"
 #include "engine/init_weights.hpp"
 #include "engine/llama_config.hpp"
@@ -33,105 +35,19 @@ MoeModel mixtral_model(uint64_t seed, bool renormalize_top_k = true) {
   return m;
 }
 
-using Matrix = std::vector<double>;  // row-major
+using testing::Matrix;
 
-// y[r] = W x[r] for W [out, in] (fp32 weights), in double.
-Matrix matmul(const Matrix& x, int64_t rows, const std::vector<float>& w, int64_t in, int64_t out) {
-  Matrix y(static_cast<size_t>(rows * out), 0.0);
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t o = 0; o < out; ++o) {
-      double sum = 0;
-      for (int64_t i = 0; i < in; ++i) sum += x[r * in + i] * w[static_cast<size_t>(o * in + i)];
-      y[static_cast<size_t>(r * out + o)] = sum;
-    }
-  }
-  return y;
-}
-
-Matrix rms_norm(const Matrix& x, int64_t rows, const std::vector<float>& w, double eps) {
-  const auto n = static_cast<int64_t>(w.size());
-  Matrix y(x.size());
-  for (int64_t r = 0; r < rows; ++r) {
-    double squares = 0;
-    for (int64_t i = 0; i < n; ++i) squares += x[r * n + i] * x[r * n + i];
-    const double scale = 1.0 / std::sqrt(squares / static_cast<double>(n) + eps);
-    for (int64_t i = 0; i < n; ++i) y[r * n + i] = w[static_cast<size_t>(i)] * x[r * n + i] * scale;
-  }
-  return y;
-}
-
-// HF's rotate-half RoPE on each head of width d in row r (position r), theta 10000.
-void rope(Matrix& x, int64_t rows, int64_t heads, int64_t d) {
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t h = 0; h < heads; ++h) {
-      double* v = &x[static_cast<size_t>((r * heads + h) * d)];
-      for (int64_t i = 0; i < d / 2; ++i) {
-        const double angle = static_cast<double>(r) * std::pow(10000.0, -2.0 * i / d);
-        const double a = v[i], b = v[i + d / 2];
-        v[i] = a * std::cos(angle) - b * std::sin(angle);
-        v[i + d / 2] = b * std::cos(angle) + a * std::sin(angle);
-      }
-    }
-  }
-}
-
-// One SwiGLU MLP on one row, in double.
-Matrix swiglu(const Matrix& row, const LayerWeights::Expert& e, int64_t hidden, int64_t inter) {
-  const Matrix gate = matmul(row, 1, e.gate_proj, hidden, inter);
-  const Matrix up = matmul(row, 1, e.up_proj, hidden, inter);
-  Matrix act(gate.size());
-  for (size_t i = 0; i < act.size(); ++i) act[i] = gate[i] / (1 + std::exp(-gate[i])) * up[i];
-  return matmul(act, 1, e.down_proj, inter, hidden);
-}
-
-// Every position's logits of `tokens` (a fresh sequence), in double, written the way
-// transformers' MixtralSparseMoeBlock reads: router logits, softmax over all experts, top-k
-// (stable: lower index on ties), renormalised over the k when asked, the experts' outputs
-// weighted and summed.
+// Every position's logits of `tokens` (a fresh sequence), in double (double_forward.hpp), the MLP
+// half written the way transformers' MixtralSparseMoeBlock reads: router logits, softmax over
+// all experts, top-k (stable: lower index on ties), renormalised over the k when asked, the
+// experts' SwiGLU outputs weighted and summed.
 Matrix independent_logits(const MoeModel& model, const std::vector<int32_t>& tokens) {
   const ModelConfig& m = model.config.model;
-  const int64_t n = static_cast<int64_t>(tokens.size()), hidden = m.hidden_size;
-  const int64_t heads = m.num_heads, kv_heads = m.num_kv_heads, d = m.head_dim;
-  const int64_t inter = m.intermediate_size, experts = m.num_experts;
+  const int64_t hidden = m.hidden_size, inter = m.intermediate_size, experts = m.num_experts;
   const double eps = model.config.rms_norm_eps;
-  Matrix x(static_cast<size_t>(n * hidden));
-  for (int64_t t = 0; t < n; ++t) {
-    for (int64_t i = 0; i < hidden; ++i)
-      x[t * hidden + i] = model.weights.embed_tokens[static_cast<size_t>(tokens[t] * hidden + i)];
-  }
-  for (const LayerWeights& w : model.weights.layers) {
-    const Matrix h = rms_norm(x, n, w.input_layernorm, eps);
-    Matrix q = matmul(h, n, w.q_proj, hidden, heads * d);
-    Matrix k = matmul(h, n, w.k_proj, hidden, kv_heads * d);
-    const Matrix v = matmul(h, n, w.v_proj, hidden, kv_heads * d);
-    rope(q, n, heads, d);
-    rope(k, n, kv_heads, d);
-    Matrix attn(static_cast<size_t>(n * heads * d), 0.0);
-    for (int64_t t = 0; t < n; ++t) {
-      for (int64_t head = 0; head < heads; ++head) {
-        const int64_t kv = head / (heads / kv_heads);
-        std::vector<double> p(static_cast<size_t>(t + 1));
-        for (int64_t j = 0; j <= t; ++j) {
-          double s = 0;
-          for (int64_t i = 0; i < d; ++i)
-            s += q[(t * heads + head) * d + i] * k[(j * kv_heads + kv) * d + i];
-          p[static_cast<size_t>(j)] = s / std::sqrt(static_cast<double>(d));
-        }
-        const double top = *std::max_element(p.begin(), p.end());
-        double total = 0;
-        for (double& e : p) total += (e = std::exp(e - top));
-        for (int64_t j = 0; j <= t; ++j) {
-          for (int64_t i = 0; i < d; ++i) {
-            attn[(t * heads + head) * d + i] +=
-                p[static_cast<size_t>(j)] / total * v[(j * kv_heads + kv) * d + i];
-          }
-        }
-      }
-    }
-    const Matrix o = matmul(attn, n, w.o_proj, heads * d, hidden);
-    for (size_t i = 0; i < x.size(); ++i) x[i] += o[i];
-    const Matrix h2 = rms_norm(x, n, w.post_attention_layernorm, eps);
-    const Matrix router = matmul(h2, n, w.router, hidden, experts);
+  auto moe = [&](Matrix& x, int64_t n, const LayerWeights& w) {
+    const Matrix h2 = testing::rms_norm(x, n, w.post_attention_layernorm, eps);
+    const Matrix router = testing::matmul(h2, n, w.router, hidden, experts);
     for (int64_t t = 0; t < n; ++t) {
       std::vector<double> prob(router.begin() + t * experts, router.begin() + (t + 1) * experts);
       const double top = *std::max_element(prob.begin(), prob.end());
@@ -148,13 +64,14 @@ Matrix independent_logits(const MoeModel& model, const std::vector<int32_t>& tok
       const Matrix row(h2.begin() + t * hidden, h2.begin() + (t + 1) * hidden);
       for (int64_t e : order) {
         const double weight = model.config.moe.renormalize_top_k ? prob[e] / chosen : prob[e];
-        const Matrix out = swiglu(row, w.experts[static_cast<size_t>(e)], hidden, inter);
+        const LayerWeights::Expert& expert = w.experts[static_cast<size_t>(e)];
+        const Matrix out = testing::swiglu(row, 1, expert.gate_proj, expert.up_proj,
+                                           expert.down_proj, hidden, inter);
         for (int64_t i = 0; i < hidden; ++i) x[t * hidden + i] += weight * out[i];
       }
     }
-  }
-  const Matrix normed = rms_norm(x, n, model.weights.final_norm, eps);
-  return matmul(normed, n, model.weights.output_embedding(), hidden, m.vocab_size);
+  };
+  return testing::double_forward_logits(model.config, model.weights, tokens, moe);
 }
 
 std::vector<int32_t> prompt(int64_t length) {
@@ -237,26 +154,7 @@ TEST(MoeForward, LogitsEqualAnIndependentDoubleForward) {
 // logits one prefill of all 17 gives.
 TEST(MoeForward, PrefillThenDecodeEqualsOneFullPrefill) {
   const MoeModel model = mixtral_model(11);
-  const auto tokens = prompt(17);
-  CpuBackend whole(model.config, model.weights, 4, 16);
-  CpuBackend pieces(model.config, model.weights, 4, 16);
-  const SequenceChunk all{tokens, 0, {6, 2, 9, 0, 4}, true};
-  const ForwardResult reference = whole.forward({{all}});
-  int64_t done = 0;
-  for (int64_t length : {9, 5, 1, 1, 1}) {
-    SequenceChunk chunk{
-        {tokens.begin() + done, tokens.begin() + done + length}, done, {5, 1, 3, 8, 12}, true};
-    const ForwardResult result = pieces.forward({{chunk}});
-    ASSERT_EQ(result.rows(0), length);
-    for (int64_t r = 0; r < length; ++r) {
-      const auto got = result.row(r), want = reference.row(done + r);
-      double worst = 0;
-      for (size_t i = 0; i < got.size(); ++i)
-        worst = std::max(worst, std::fabs(double{got[i]} - want[i]));
-      EXPECT_LE(worst, 1e-5) << "position " << done + r;
-    }
-    done += length;
-  }
+  testing::expect_pieces_equal_one_prefill(model.config, model.weights, prompt(17));
 }
 
 }  // namespace
