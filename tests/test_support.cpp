@@ -41,6 +41,13 @@ CommandResult run_inferlab(const std::string& args) {
   return run_command(inferlab_binary() + " " + args);
 }
 
+nlohmann::json run_inferlab_json(const std::string& args, bool quiet_stderr) {
+  const CommandResult r = run_inferlab(args + " --format json");
+  EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.err;
+  if (quiet_stderr) EXPECT_TRUE(r.err.empty()) << r.err;
+  return nlohmann::json::parse(r.out);
+}
+
 std::string test_data_dir() {
   return INFERLAB_TEST_DATA_DIR;
 }

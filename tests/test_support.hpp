@@ -43,6 +43,9 @@ struct CommandResult {
 CommandResult run_command(const std::string& command_line);
 // Runs the inferlab binary with the given argument string (shell-quoted by the caller).
 CommandResult run_inferlab(const std::string& args);
+// Runs it with " --format json" added, expects exit 0 (and, when quiet_stderr, nothing on
+// stderr) and returns stdout parsed: one JSON document, or the parse throws (failing the test).
+nlohmann::json run_inferlab_json(const std::string& args, bool quiet_stderr = true);
 
 // The engine commands' tests share these.
 // A two-layer Llama config.json object (hidden 32, 4 heads of 8, 2 KV heads, MLP 64): small

@@ -37,21 +37,12 @@ import subprocess
 import sys
 import tempfile
 
+from splits import split_of
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 H100_REFERENCE = "validation/data/torch_reference_h100_2026-11-22b.json"
 H200_REFERENCE = "validation/data/torch_reference_h200_2026-11-22.json"
 H200_SUSTAINED = "validation/data/sustained_load_h200_2026-11-23.json"
-
-
-def split_of(row):
-    """validation/torch_reference.py's rule, for step rows."""
-    hold = (row.get("model") in ("llama-3.2-3b", "odd")
-            or row.get("heads") == 24
-            or row.get("batch") in (2, 16)
-            or row.get("context") == 2048
-            or row.get("hidden") == 3072
-            or row.get("tokens") == 4096)
-    return "holdout" if hold else "fit"
 
 
 def step_split(row):

@@ -29,6 +29,8 @@ import time
 import torch
 import torch.nn.functional as F
 
+from splits import split_of  # noqa: F401 (the held-out rule; other scripts import it from here)
+
 DEV = "cuda"
 BF16 = torch.bfloat16
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -140,19 +142,6 @@ LINEAR_SHAPES = {  # (name, N, K) per model: the projections and the LM head
 }
 TOKENS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192]
 ODD_TOKENS = [3, 24, 100, 333, 777, 1500, 3000, 6000]
-
-
-def split_of(row):
-    """The held-out split, fixed here before any fitting: Llama 3.2 3B shapes, odd shapes,
-    and grid points between the fitted ones (batch 2 and 16, context 2048, hidden 3072,
-    4096 tokens). Everything else is 'fit'."""
-    hold = (row.get("model") in ("llama-3.2-3b", "odd")
-            or row.get("heads") == 24
-            or row.get("batch") in (2, 16)
-            or row.get("context") == 2048
-            or row.get("hidden") == 3072
-            or row.get("tokens") == 4096)
-    return "holdout" if hold else "fit"
 
 
 def op_grid():

@@ -16,10 +16,7 @@ namespace {
 using testing::run_inferlab;
 
 nlohmann::json run_json(const std::string& args) {
-  auto r = run_inferlab(args + " --format json");
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(r.err.empty()) << r.err;
-  return nlohmann::json::parse(r.out);  // throws (fails the test) unless one JSON document
+  return testing::run_inferlab_json(args);
 }
 
 TEST(Cli, DefaultPredictPrintsTheSummaryAndBothBreakdowns) {

@@ -13,9 +13,7 @@ namespace {
 using testing::run_inferlab;
 
 nlohmann::json run_json(const std::string& args) {
-  auto r = run_inferlab(args + " --format json");
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  return nlohmann::json::parse(r.out);
+  return testing::run_inferlab_json(args, /*quiet_stderr=*/false);
 }
 
 std::string data_file(const std::string& name) {

@@ -17,10 +17,7 @@ using testing::run_inferlab;
 using testing::test_data_dir;
 
 nlohmann::json run_json(const std::string& args) {
-  auto r = run_inferlab(args + " --format json");
-  EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.err;
-  EXPECT_TRUE(r.err.empty()) << r.err;
-  return nlohmann::json::parse(r.out);
+  return testing::run_inferlab_json(args);
 }
 
 std::string shipped(const std::string& hardware) {
