@@ -30,6 +30,10 @@
 #   pdl        the streaming GEMV's programmatic launch, off/early/late interleaved (engine_ab.py)
 #              on the 8B in bf16, int4, fp8 and the 1B in bf16 (PDL_CASES, PDL_ROUNDS)
 #   accuracy   validation/quant_accuracy.py (each format's logits against bf16, 1B and 8B)
+#   throughput serving at saturation (issue 38): `serve --executor engine` of Llama 3 8B, every
+#              request at time 0, prompts 128 / outputs 2048 and 1000 / 1000; bf16 and fp8
+#              weights (bf16 KV), 256 sequences; THROUGHPUT_WAVES x 256 requests (default 1:
+#              equal lengths keep the batch full to the end); the simulator's figure beside each
 #   profile    bench --profile for every ablation switch combination (the engine calibration's
 #              data), for PROFILE_MODELS (default llama-3-8b)
 # Results and logs go into $OUT/results.tgz (few files come back from a device call); each
@@ -217,6 +221,25 @@ if has accuracy; then
     > "$R/quant_accuracy.txt" 2>&1
   note "accuracy rc=$?"
   tail -16 "$R/quant_accuracy.txt" >> "$OUT/summary.txt"
+fi
+if has throughput; then
+  # name|serve flags|sequences
+  runs=("bf16|--weights bf16|256" "fp8|--weights fp8|256")
+  for run in "${runs[@]}"; do
+    IFS='|' read -r name flags seqs <<< "$run"
+    for io in 128:2048 1000:1000; do
+      requests=$((seqs * ${THROUGHPUT_WAVES:-1}))
+      common=(--model llama-3-8b --hardware h200 --framework inferlab --rate 0
+              --requests $requests --input-dist fixed:${io%:*} --output-dist fixed:${io#*:}
+              --max-num-seqs $seqs --format json $flags)
+      tag=throughput_${name}_${io/:/_}
+      timeout 200 "$BIN/inferlab" serve --executor engine --device cuda "${common[@]}" \
+        > "$R/$tag.json" 2> "$R/$tag.err"
+      rc=$?
+      "$BIN/inferlab" serve "${common[@]}" > "$R/${tag}_sim.json" 2> "$R/${tag}_sim.err"
+      note "throughput $name $io rc=$rc $(python3 -c "import json;d=json.load(open('$R/$tag.json'));s=json.load(open('$R/${tag}_sim.json'));print('out tok/s %.0f (sim %.0f), %.1f s, %d preemptions' % (d['output_tokens_per_s'], s['output_tokens_per_s'], d['duration_s'], d['preemptions']))" 2>/dev/null)"
+    done
+  done
 fi
 if has profile; then
   # The ablation's switch combinations (bench_ablation.cpp's kAblation), one file each.

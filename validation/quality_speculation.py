@@ -26,8 +26,15 @@ Predictions with alpha:
   formula: speculative_speedup (engine/speculative.hpp) with the costs `bench --speculative`
     measured on the same GPU: tokens per round over (k · draft step + verify) in decode steps.
 
+The simulator's inputs per mode: the measured proposals a round where fewer than k
+(simulator_propose; prompt lookup proposes nothing where the context holds no match) and the
+acceptance that keeps the measured tokens a round with them (simulator_alpha); `alpha` is the
+same for k proposals every round.
+
 usage: python3 validation/quality_speculation.py --runs DIR --inferlab BIN --target CKPT
            --draft CKPT --hardware NAME [--k 4] [--new-tokens 128] [--requests 64] > JSON
+       python3 validation/quality_speculation.py --from SUMMARY.json --inferlab BIN --target CKPT
+           --draft CKPT --hardware NAME > JSON      (the simulator again over measured rows)
 """
 import argparse
 import glob
@@ -45,20 +52,30 @@ def load(path):
         return None
 
 
-def alpha_for(accepted_per_round, k):
-    """alpha with alpha (1 − alpha^k) / (1 − alpha) = accepted_per_round, by bisection."""
+def kept_per_round(a, proposed_mean):
+    """Draft tokens kept a round when each is accepted with probability a until the first
+    rejection, and a round proposes floor(P) or ceil(P) tokens with mean P (the simulator's
+    draws, serve/simulated_executor.cpp)."""
+    low = int(proposed_mean)
+    frac = proposed_mean - low
+
+    def kept(n):
+        return sum(a ** i for i in range(1, n + 1))
+
+    return (1 - frac) * kept(low) + frac * kept(low + 1)
+
+
+def alpha_for(accepted_per_round, proposed_mean):
+    """alpha with kept_per_round(alpha, P) = accepted_per_round, by bisection (P = k: the
+    simulator's model of a drafter that proposes k tokens every round)."""
     if accepted_per_round <= 0:
         return 0.0
-    if accepted_per_round >= k:
+    if accepted_per_round >= proposed_mean:
         return 1.0
-
-    def kept(a):
-        return sum(a ** i for i in range(1, k + 1))
-
     lo, hi = 0.0, 1.0
     for _ in range(60):
         mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if kept(mid) < accepted_per_round else (lo, mid)
+        lo, hi = (mid, hi) if kept_per_round(mid, proposed_mean) < accepted_per_round else (lo, mid)
     return (lo + hi) / 2
 
 
@@ -99,6 +116,10 @@ def summarize_mode(args, mode, docs, base_runs, plain, decode_rate):
                draft_ms=sum(s["draft_ms"] for s in spec))
     alpha = alpha_for(row["accepted_per_round"], args.k)
     row["alpha"] = alpha
+    # The simulator's inputs: the measured proposals a round where fewer than k (prompt lookup
+    # without a match proposes nothing), the acceptance that keeps the measured tokens with them.
+    row["simulator_propose"] = min(float(args.k), row["proposed_per_round"]) if rounds else args.k
+    row["simulator_alpha"] = alpha_for(row["accepted_per_round"], row["simulator_propose"])
     costs = load(os.path.join(args.runs, "costs_%s.json" % mode))
     if costs:
         step = costs["decode_step"]["median_ms"]
@@ -132,9 +153,55 @@ def simulate(args, speculative, prompt_tokens):
             "draft_acceptance": d.get("draft_acceptance"), "cost_model": d.get("cost_model")}
 
 
+def predict(args, out):
+    """The simulator's speed-ups beside the measured ones in `out` (modes and warm_modes): the
+    plain run and each mode with its measured proposals and acceptance."""
+    p = round(out["prompt_tokens_mean"])
+    sim = {"plain": simulate(args, "", p)}
+    for mode in ("ngram", "draft"):
+        # The acceptance of the warm runs where there are (the same tokens as the cold ones' under
+        # greedy decoding), the simulator's with it, set beside both measurements.
+        rows = [r for r in (out["warm_modes"].get(mode), out["modes"].get(mode)) if r]
+        if not rows:
+            continue
+        who = "ngram" if mode == "ngram" else "draft=" + args.draft
+        first = rows[0]
+        propose = first.get("simulator_propose", args.k)
+        alpha = first.get("simulator_alpha", first["alpha"])
+        spec = "%s,k=%d,accept=%.6f" % (who, args.k, alpha)
+        if propose < args.k:
+            spec += ",propose=%.4f" % propose
+        sim[mode] = simulate(args, spec, p)
+        if "tpot_ms" in sim[mode] and "tpot_ms" in sim["plain"]:
+            predicted = sim["plain"]["tpot_ms"] / sim[mode]["tpot_ms"]
+            for row in rows:
+                row["simulator_speedup"] = predicted
+                if row.get("measured_speedup"):
+                    row["simulator_over_measured"] = predicted / row["measured_speedup"]
+    out["simulator"] = sim
+
+
+def repredict(args):
+    """--from SUMMARY: the simulator again over a summary this script wrote (the measured rows as
+    they are), for a changed predictor without new runs on the GPU."""
+    out = load(args.from_summary)
+    if not out or "modes" not in out:
+        raise SystemExit("quality_speculation.py: error: %s is not a summary" % args.from_summary)
+    for rows in (out["modes"], out.get("warm_modes", {})):
+        for mode, row in rows.items():
+            if mode != "plain" and row.get("rounds"):
+                row["simulator_propose"] = min(float(args.k), row["proposed_per_round"])
+                row["simulator_alpha"] = alpha_for(row["accepted_per_round"],
+                                                   row["simulator_propose"])
+    predict(args, out)
+    print(json.dumps(out, indent=1))
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--runs", required=True)
+    ap.add_argument("--runs")
+    ap.add_argument("--from", dest="from_summary",
+                    help="a summary of this script: predict again, no runs read")
     ap.add_argument("--inferlab", required=True)
     ap.add_argument("--target", required=True)
     ap.add_argument("--draft", required=True)
@@ -143,6 +210,10 @@ def main():
     ap.add_argument("--new-tokens", type=int, default=128)
     ap.add_argument("--requests", type=int, default=64)
     args = ap.parse_args()
+    if args.from_summary:
+        return repredict(args)
+    if not args.runs:
+        ap.error("--runs or --from is required")
 
     runs = {}  # (warm, mode) -> {prompt: doc}
     for path in glob.glob(os.path.join(args.runs, "*_*.json")):
@@ -173,29 +244,13 @@ def main():
     plain_per_token = decode_rate(list(plain.values()))
 
     if out["prompt_tokens_mean"] is not None:
-        p = round(out["prompt_tokens_mean"])
-        sim = {"plain": simulate(args, "", p)}
-        for mode in ("ngram", "draft"):
-            # The acceptance of the warm runs where there are (the same tokens as the cold ones'
-            # under greedy decoding), the simulator's with it, set beside both measurements.
-            rows = [r for r in (out["warm_modes"].get(mode), out["modes"].get(mode)) if r]
-            if not rows:
-                continue
-            who = "ngram" if mode == "ngram" else "draft=" + args.draft
-            sim[mode] = simulate(args, "%s,k=%d,accept=%.6f" % (who, args.k, rows[0]["alpha"]), p)
-            if "tpot_ms" in sim[mode] and "tpot_ms" in sim["plain"]:
-                predicted = sim["plain"]["tpot_ms"] / sim[mode]["tpot_ms"]
-                for row in rows:
-                    row["simulator_speedup"] = predicted
-                    if row.get("measured_speedup"):
-                        row["simulator_over_measured"] = predicted / row["measured_speedup"]
-        out["simulator"] = sim
-        if plain_per_token and "tpot_ms" in sim["plain"]:
-            out["plain_tpot_ms_measured_vs_simulated"] = [plain_per_token * 1e3,
-                                                          sim["plain"]["tpot_ms"]]
+        predict(args, out)
+        plain_tpot = out["simulator"]["plain"].get("tpot_ms")
+        if plain_per_token and plain_tpot:
+            out["plain_tpot_ms_measured_vs_simulated"] = [plain_per_token * 1e3, plain_tpot]
         warm_plain = decode_rate(list(runs.get((True, "plain"), {}).values()))
-        if warm_plain and "tpot_ms" in sim["plain"]:
-            out["plain_tpot_ms_warm_vs_simulated"] = [warm_plain * 1e3, sim["plain"]["tpot_ms"]]
+        if warm_plain and plain_tpot:
+            out["plain_tpot_ms_warm_vs_simulated"] = [warm_plain * 1e3, plain_tpot]
     print(json.dumps(out, indent=1))
 
 

@@ -6,6 +6,7 @@
 #include "cli/bench_args.hpp"
 #include "engine/cuda_backend.hpp"
 #include "engine/engine_profile.hpp"
+#include "fit/engine_profile.hpp"
 #include "report/engine_profile_report.hpp"
 #include "util/error.hpp"
 
@@ -24,8 +25,8 @@ std::string utc_now() {
 
 void run_profile(const BenchArgs& a, OutputFormat format) {
   EngineOptions options = batch_engine_options(a);
-  const engine::ProfileGrid grid = a.profile_grid == "long" ? engine::ProfileGrid::long_context
-                                                            : engine::ProfileGrid::standard;
+  const engine::ProfileGrid grid =
+      a.profile_grid == "long" ? engine::ProfileGrid::long_context : engine::ProfileGrid::standard;
   const int64_t kMaxTokens = engine::profile_max_batch_tokens(grid);
   constexpr int64_t kMaxSequences = 64;
   // The grid keeps to what the pool holds: on a GPU the largest point's need where memory allows,
@@ -44,7 +45,9 @@ void run_profile(const BenchArgs& a, OutputFormat format) {
   if (points.empty()) throw InputError("bench --profile: no grid point fits this KV cache");
   const auto measured = engine::run_engine_profile(*backend, points, a.warmup, a.repeats, a.seed);
   EngineProfileSetup setup;
-  setup.model = backend->config().model.name;
+  // A shipped name as such; a config or checkpoint folder as the path given, which
+  // `fit`/`validate --engine` read the shapes from (engine_profile.hpp resolves it).
+  setup.model = profile_model_field(a.model, backend->config().model.name);
   setup.hardware = options.device == "cuda" ? hardware_for_compare(a, device_name) : "cpu";
   setup.device_name = device_name;
   setup.measured_at = utc_now();

@@ -94,13 +94,14 @@ SchedulerConfig make_scheduler_config(const ServeArgs& a, int64_t model_context)
   const SpeculativeArgs spec = parse_speculative(a.speculative);
   c.speculative.k = spec.k;
   c.speculative.acceptance = spec.acceptance;
+  c.speculative.proposed_mean = spec.proposed_mean;
   c.seed = a.seed;
   return c;
 }
 
 SpeculativeArgs parse_speculative(const std::string& text) {
   const SpeculativeSpec spec = parse_speculative_spec(text);
-  return {spec.draft, spec.k, spec.acceptance.value_or(0.0)};
+  return {spec.draft, spec.k, spec.acceptance.value_or(0.0), spec.proposed_mean.value_or(0.0)};
 }
 
 std::unique_ptr<ModelConfig> load_draft_model(const ServeArgs& args) {

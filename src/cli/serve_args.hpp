@@ -44,9 +44,11 @@ struct SpeculativeArgs {
   std::string draft_model;
   int k = 0;
   double acceptance = 0.0;
+  double proposed_mean = 0.0;  // 0: k
 };
 // --speculative in the one grammar (serve/speculative_spec.hpp); empty text: off. The simulator
-// takes accept=P (default 0); the engine executor measures its own and ignores it.
+// takes accept=P (default 0) and propose=L (default k); the engine executor measures its own
+// and ignores them.
 SpeculativeArgs parse_speculative(const std::string& text);
 // The draft model --speculative names; null without speculation.
 std::unique_ptr<ModelConfig> load_draft_model(const ServeArgs& args);

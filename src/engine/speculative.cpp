@@ -20,21 +20,6 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-int64_t parse_count(const std::string& key, const std::string& value, int64_t lo, int64_t hi) {
-  size_t used = 0;
-  int64_t n = 0;
-  try {
-    n = std::stoll(value, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != value.size() || n < lo || n > hi) {
-    throw InputError("--speculative: " + key + " must be an integer in [" + std::to_string(lo) +
-                     ", " + std::to_string(hi) + "], got '" + value + "'");
-  }
-  return n;
-}
-
 double probability_of(const Distribution& distribution, int32_t token) {
   for (const auto& [t, p] : distribution) {
     if (t == token) return p;
@@ -73,6 +58,11 @@ SpeculativeOptions parse_speculative(const std::string& text, std::string& draft
     throw InputError(
         "--speculative accept= is the simulator's assumed acceptance; the engine measures its "
         "own (drop accept=)");
+  }
+  if (spec.proposed_mean) {
+    throw InputError(
+        "--speculative propose= is the simulator's assumed proposal length; the engine proposes "
+        "what it finds (drop propose=)");
   }
   SpeculativeOptions options;
   options.drafter =

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <filesystem>
 #include <set>
 
 #include "model/engine_blocks.hpp"
@@ -123,6 +124,7 @@ EngineProfile parse_engine_profile(const nlohmann::json& document, const std::st
   profile.model = require_string(document, "model", context);
   profile.hardware = require_string(document, "hardware", context);
   if (profile.model.empty()) throw InputError(context + ": field 'model' is empty");
+  profile.model = resolve_profile_model(profile.model, path);
   if (profile.hardware.empty()) throw InputError(context + ": field 'hardware' is empty");
   profile.device_name = optional_string(document, "device_name", "", context);
   profile.measured_at = optional_string(document, "measured_at", "", context);
@@ -163,6 +165,30 @@ std::string common_hardware(const std::vector<EngineProfile>& profiles) {
     }
   }
   return profiles.front().hardware;
+}
+
+std::string profile_model_field(const std::string& model_argument, const std::string& loaded_name) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(model_argument, ec)) {
+    return (std::filesystem::path(model_argument) / "config.json").string();
+  }
+  const bool path_like =
+      model_argument.find('/') != std::string::npos || model_argument.ends_with(".json");
+  return path_like ? model_argument : loaded_name;
+}
+
+std::string resolve_profile_model(const std::string& model, const std::string& profile_path) {
+  const bool path_like = model.find('/') != std::string::npos || model.ends_with(".json");
+  const std::filesystem::path given(model);
+  std::error_code ec;
+  if (!path_like || given.is_absolute() || std::filesystem::exists(given, ec)) return model;
+  std::filesystem::path folder = std::filesystem::absolute(profile_path, ec).parent_path();
+  for (; !folder.empty(); folder = folder.parent_path()) {
+    const std::filesystem::path candidate = folder / given;
+    if (std::filesystem::exists(candidate, ec)) return candidate.lexically_normal().string();
+    if (folder == folder.root_path()) break;
+  }
+  return model;
 }
 
 }  // namespace inferlab

@@ -47,6 +47,17 @@ struct EngineProfile {
   std::vector<EngineProfilePoint> points;
 };
 
+// The profile's `model` field for a bench run of `model_argument`: a shipped name as such; a
+// config.json path or a checkpoint folder as the path to its config.json, as given (the shipped
+// name of a path would name no shipped model). `loaded_name` is the name the loader gave.
+std::string profile_model_field(const std::string& model_argument, const std::string& loaded_name);
+
+// Where a profile's path-like `model` is: as given (from the working folder), else relative to
+// the profile file's folder or any folder above it (a bench run writes the path it was given,
+// e.g. from a repository's root, and the file is read from anywhere in it); unchanged when none
+// exists (loading it then names the path).
+std::string resolve_profile_model(const std::string& model, const std::string& profile_path);
+
 // Parses one file's document. Every bad field is an InputError naming the file (`path`) and
 // the field ("engine profile 'F': points[3].kernels[1]: field 'ms' must be a number, ...").
 EngineProfile parse_engine_profile(const nlohmann::json& document, const std::string& path);

@@ -38,6 +38,9 @@ struct IterationOutcome {
   // simulator's own executor: duration_s); negative where nothing priced it.
   double priced_s = -1.0;
   std::vector<int64_t> advance;
+  // Per work item, the draft tokens a decode proposed where the executor chose fewer than the
+  // scheduler reserved (the simulator with a mean proposal length); empty: new_tokens − 1.
+  std::vector<int64_t> proposed;
 };
 
 // Carries out the iterations the scheduler forms (DESIGN: one scheduler, two executors). The

@@ -307,7 +307,8 @@ Scheduler::UpdateCounts Scheduler::update(const ScheduledIteration& iteration,
       ++counts.decode_seqs;
       const int64_t advance = outcome.advance[i];
       if (w.new_tokens > 1) {
-        result_.draft_tokens_proposed += w.new_tokens - 1;
+        result_.draft_tokens_proposed +=
+            outcome.proposed.empty() ? w.new_tokens - 1 : outcome.proposed[i];
         result_.draft_tokens_accepted += advance - 1;
       }
       s->computed += advance;

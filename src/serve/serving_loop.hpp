@@ -28,6 +28,10 @@ enum class PreemptionMode { recompute, swap };
 struct SpeculativeConfig {
   int k = 0;                // draft tokens per step; 0: off
   double acceptance = 0.0;  // probability each draft token is accepted
+  // Mean draft tokens proposed a step, in (0, k]; 0: k every step. Prompt lookup proposes
+  // fewer where the context holds no match (the simulated executor's draws, not the scheduler's
+  // reservation, which stays k + 1).
+  double proposed_mean = 0.0;
 };
 
 struct SchedulerConfig {

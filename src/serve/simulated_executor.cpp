@@ -1,5 +1,8 @@
 #include "serve/simulated_executor.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 namespace inferlab {
 
 SimulatedExecutor::SimulatedExecutor(const IterationCost& cost, const SchedulerConfig& config)
@@ -29,6 +32,15 @@ IterationBatch iteration_batch(const ScheduledIteration& iteration,
   return batch;
 }
 
+int64_t SimulatedExecutor::proposed_drafts(int64_t reserved) {
+  const double mean = speculative_.proposed_mean;
+  if (!(mean > 0.0) || mean >= static_cast<double>(speculative_.k)) return reserved;
+  // floor(mean) or one more, with the probabilities that make the mean `mean`.
+  const auto low = static_cast<int64_t>(std::floor(mean));
+  std::bernoulli_distribution one_more(mean - static_cast<double>(low));
+  return std::min(reserved, low + (one_more(rng_) ? 1 : 0));
+}
+
 int64_t SimulatedExecutor::accepted_drafts(int64_t proposed) {
   std::bernoulli_distribution accept(speculative_.acceptance);
   int64_t n = 0;
@@ -37,17 +49,34 @@ int64_t SimulatedExecutor::accepted_drafts(int64_t proposed) {
 }
 
 IterationOutcome SimulatedExecutor::execute(const ScheduledIteration& iteration) {
+  IterationBatch batch = iteration_batch(iteration, speculative_);
+  // A decode verifies what it proposes this step and the token before it: the scheduler
+  // reserved k + 1 positions, a drafter that proposes fewer runs a narrower pass.
+  std::vector<int64_t> proposed(iteration.work.size(), 0);
+  int64_t most_proposed = 0;
+  for (size_t i = 0; i < iteration.work.size(); ++i) {
+    const Work& w = iteration.work[i];
+    if (!w.decode || w.new_tokens <= 1) continue;
+    proposed[i] = proposed_drafts(w.new_tokens - 1);
+    const int64_t unused = w.new_tokens - 1 - proposed[i];
+    batch.seqs[i].new_tokens -= unused;
+    batch.seqs[i].context -= unused;
+    most_proposed = std::max(most_proposed, proposed[i]);
+  }
+  // With a mean proposal length the draft model runs as many steps as the longest proposal.
+  if (speculative_.proposed_mean > 0.0 && batch.speculative_k > 0) {
+    batch.speculative_k = static_cast<int>(most_proposed);
+  }
+
   IterationOutcome outcome;
-  outcome.duration_s = cost_.time_s(iteration_batch(iteration, speculative_));
+  outcome.duration_s = cost_.time_s(batch);
   outcome.device_s = outcome.duration_s;
   outcome.priced_s = outcome.duration_s;
-  for (const auto& w : iteration.work) {
-    if (w.decode) {
-      outcome.advance.push_back(w.new_tokens > 1 ? 1 + accepted_drafts(w.new_tokens - 1) : 1);
-    } else {
-      outcome.advance.push_back(w.new_tokens);
-    }
+  for (size_t i = 0; i < iteration.work.size(); ++i) {
+    const Work& w = iteration.work[i];
+    outcome.advance.push_back(w.decode ? 1 + accepted_drafts(proposed[i]) : w.new_tokens);
   }
+  if (speculative_.proposed_mean > 0.0) outcome.proposed = std::move(proposed);
   return outcome;
 }
 

@@ -14,13 +14,16 @@ IterationBatch iteration_batch(const ScheduledIteration& iteration,
 
 // The simulator's executor: an iteration takes what the cost model says, and each draft token
 // of a speculative step is accepted with the configured probability until the first rejection
-// (Leviathan et al. 2023), drawn from a generator seeded with config.seed.
+// (Leviathan et al. 2023), drawn from a generator seeded with config.seed. With a mean proposal
+// length under k (prompt lookup without a match proposes nothing) each step proposes floor or
+// ceil of it, drawn from the same generator, and its verification is priced at that width.
 class SimulatedExecutor : public Executor {
  public:
   SimulatedExecutor(const IterationCost& cost, const SchedulerConfig& config);
   IterationOutcome execute(const ScheduledIteration& iteration) override;
 
  private:
+  int64_t proposed_drafts(int64_t reserved);
   int64_t accepted_drafts(int64_t proposed);
 
   const IterationCost& cost_;

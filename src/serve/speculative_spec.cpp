@@ -44,8 +44,15 @@ SpeculativeSpec parse_speculative_spec(const std::string& text) {
         throw InputError("--speculative accept must be in [0, 1], got '" + value + "'");
       }
       spec.acceptance = *parsed;
+    } else if (key == "propose") {
+      const auto parsed = parse_number(value);
+      if (!parsed || !(*parsed > 0.0 && *parsed <= 16.0)) {
+        throw InputError("--speculative propose must be in (0, k], got '" + value + "'");
+      }
+      spec.proposed_mean = *parsed;
     } else {
-      throw InputError("--speculative: unknown key '" + key + "'; known: draft, k, n, accept");
+      throw InputError("--speculative: unknown key '" + key +
+                       "'; known: draft, k, n, accept, propose");
     }
   }
   if (spec.draft.empty()) {
@@ -53,6 +60,10 @@ SpeculativeSpec parse_speculative_spec(const std::string& text) {
   }
   if (n_given && !spec.ngram()) throw InputError("--speculative n= is prompt lookup's (ngram)");
   if (spec.k == 0) spec.k = 4;
+  if (spec.proposed_mean && *spec.proposed_mean > spec.k) {
+    throw InputError("--speculative propose must be in (0, k], got more than k=" +
+                     std::to_string(spec.k));
+  }
   return spec;
 }
 

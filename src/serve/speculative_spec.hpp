@@ -7,6 +7,8 @@
 //   n=N                                   prompt lookup's longest n-gram, 1-16 (default 3)
 //   accept=P                              the simulator's acceptance per draft token, [0, 1]
 //                                         (the engine measures its own)
+//   propose=L                             the simulator's mean draft tokens proposed a step,
+//                                         (0, k] (default k; the engine measures its own)
 #include <optional>
 #include <string>
 
@@ -17,6 +19,7 @@ struct SpeculativeSpec {
   int k = 0;          // 0: off
   int ngram_max = 3;
   std::optional<double> acceptance;
+  std::optional<double> proposed_mean;
   bool enabled() const { return k > 0; }
   bool ngram() const { return draft == "ngram"; }
 };

@@ -14,6 +14,7 @@
 #include "engine/generate.hpp"
 #include "engine/init_weights.hpp"
 #include "engine/speculative_bench.hpp"
+#include "serve/speculative_spec.hpp"
 #include "test_support.hpp"
 #include "util/error.hpp"
 
@@ -249,9 +250,24 @@ TEST(Speculative, ParsesItsSpecAndRefusesBadOnes) {
   EXPECT_EQ(o.drafter, SpeculativeOptions::Drafter::model);
   EXPECT_EQ(o.k, 3);
   EXPECT_EQ(draft, "llama-3.2-1b");
-  for (const char* bad : {"", "eagle,k=2", "ngram,k=0", "ngram,k=17", "ngram,k=x", "draft=,k=2",
-                          "ngram,q=1", "draft=m,n=2"}) {
+  for (const char* bad :
+       {"", "eagle,k=2", "ngram,k=0", "ngram,k=17", "ngram,k=x", "draft=,k=2", "ngram,q=1",
+        "draft=m,n=2", "ngram,k=4,propose=2", "ngram,k=4,accept=0.5"}) {
     EXPECT_THROW(parse_speculative(bad, draft), InputError) << bad;
+  }
+}
+
+// The simulator's items: accept= and propose= (the engine refuses both, above).
+TEST(Speculative, TheSimulatorsProposalLengthIsInZeroToK) {
+  const SpeculativeSpec spec = parse_speculative_spec("ngram,k=4,accept=0.6,propose=2.85");
+  EXPECT_EQ(spec.k, 4);
+  EXPECT_DOUBLE_EQ(*spec.acceptance, 0.6);
+  EXPECT_DOUBLE_EQ(*spec.proposed_mean, 2.85);
+  EXPECT_DOUBLE_EQ(*parse_speculative_spec("ngram,propose=4").proposed_mean, 4.0);  // k = 4
+  EXPECT_FALSE(parse_speculative_spec("ngram,k=4").proposed_mean.has_value());
+  for (const char* bad : {"ngram,k=4,propose=0", "ngram,k=4,propose=4.5", "ngram,k=2,propose=3",
+                          "ngram,propose=-1", "ngram,propose=x", "ngram,propose="}) {
+    EXPECT_THROW(parse_speculative_spec(bad), InputError) << bad;
   }
 }
 

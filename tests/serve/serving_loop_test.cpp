@@ -217,6 +217,36 @@ TEST(ServeEngine, SpeculativeMeanTokensPerStepMatchesTheory) {
               0.01);  // accepted share of drafts
 }
 
+TEST(ServeEngine, SpeculativeStepsVerifyOnlyWhatIsProposed) {
+  // k = 4 reserved, 2 proposed a step (propose=2), all accepted: each verification is 3 tokens
+  // (1.03 s) and emits 3; the 30 tokens after the prefill's first take 10 steps:
+  // 1.04 + 10 x 1.03 = 11.34 s (k proposals every step: 6 steps of 1.05, 7.34 s).
+  LinearCost cost;
+  SchedulerConfig c = config(SchedulePolicy::vllm);
+  c.speculative = {4, 1.0, 2.0};
+  auto r = simulate_serving({request(0, 4, 31)}, c, cost);
+  EXPECT_EQ(r.iterations.size(), 11u);
+  EXPECT_NEAR(r.requests[0].finish_s, 11.34, 1e-9);
+  EXPECT_EQ(r.draft_tokens_proposed, 20);
+  EXPECT_EQ(r.draft_tokens_accepted, 20);
+  c.speculative = {4, 1.0};
+  EXPECT_NEAR(simulate_serving({request(0, 4, 31)}, c, cost).requests[0].finish_s, 7.34, 1e-9);
+}
+
+TEST(ServeEngine, AFractionalProposalLengthMixesTwoWidths) {
+  // propose=2.5, nothing accepted: every step emits one token and proposes 2 or 3 with equal
+  // odds, a verification of 3 or 4 tokens (1.03 or 1.04 s): 20000 steps take 20000 x 1.035 =
+  // 20700 s (the draws' spread: 0.005 x sqrt(20000) = 0.7 s) and propose 50000 tokens (+-71).
+  LinearCost cost;
+  SchedulerConfig c = config(SchedulePolicy::vllm, 100000, 16);
+  c.speculative = {4, 0.0, 2.5};
+  auto r = simulate_serving({request(0, 1, 20001)}, c, cost);
+  ASSERT_EQ(r.iterations.size(), 20001u);
+  EXPECT_NEAR(r.requests[0].finish_s - r.requests[0].first_token_s, 20700.0, 3.0);
+  EXPECT_NEAR(static_cast<double>(r.draft_tokens_proposed), 50000.0, 300.0);
+  EXPECT_EQ(r.draft_tokens_accepted, 0);
+}
+
 TEST(ServeEngine, StaticBatchWaitsForTheWholeBatch) {
   // Batches of 2: A (out 3) and B (out 1) run together; C arrives at 0.1 and waits until A
   // (the longest) is done. it1 prefill A+B: 1.04; it2 decode A: 2.05; it3 decode A: 3.06;

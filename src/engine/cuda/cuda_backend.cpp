@@ -46,6 +46,25 @@ int64_t BackendBuffers::bytes() const {
          sampled_rows * static_cast<int64_t>(sizeof(int32_t) + sizeof(RowSampling));
 }
 
+size_t attention_workspace_bytes(const ModelConfig& m, const CudaBackendOptions& o,
+                                 int64_t context) {
+  const auto heads = static_cast<int>(m.num_heads), head_dim = static_cast<int>(m.head_dim);
+  const auto workspace = [&](int64_t tokens, bool naive) {
+    return paged_attention_workspace_bytes(static_cast<int>(tokens), heads, head_dim,
+                                           static_cast<int>(context), naive);
+  };
+  // Every decoding sequence's splits at the longest context; and a pass of a few tokens a
+  // sequence (speculative verification, a draft's catch-up) runs the decode kernel over its
+  // tokens, each a sequence of one query with its own splits (cuda_forward.cpp): up to
+  // kTokenViewMaxTokens of them. Sized for the sequences alone, a verification of k + 1 tokens
+  // past a short context fell back to the tiled prefill kernel (a 174M model of context 1024 at
+  // one sequence: 5 tokens need 40 rows of partials, the sequences' sizing gave 16).
+  const int64_t sequences = std::min(o.max_sequences, o.max_batch_tokens);
+  const int64_t by_token = std::min(kTokenViewMaxTokens, o.max_batch_tokens);
+  return std::max(workspace(sequences, o.naive_attention),
+                  o.naive_attention ? size_t{0} : workspace(by_token, false));
+}
+
 BackendBuffers buffers_for(const LlamaConfig& config, const CudaBackendOptions& o) {
   const ModelConfig& m = config.model;
   const int64_t t = o.max_batch_tokens, rows = logit_rows_capacity(o);
@@ -60,10 +79,7 @@ BackendBuffers buffers_for(const LlamaConfig& config, const CudaBackendOptions& 
   const int64_t ranks = tensor_parallel_ranks(o);
   if (ranks > 1) b.tp_logits_elements = rows * lm_head_rows(config, o) * (1 + ranks);
   const int64_t context = max_context(config);
-  b.attention_workspace = paged_attention_workspace_bytes(
-      static_cast<int>(std::min(o.max_sequences, o.max_batch_tokens)),
-      static_cast<int>(m.num_heads), static_cast<int>(m.head_dim), static_cast<int>(context),
-      o.naive_attention);
+  b.attention_workspace = attention_workspace_bytes(m, o, context);
   // One id per sequence (forward_sample) or per logit row of a pass (forward_sample_rows: at
   // most one per token); a sampling launch takes a sequence per row, or an LM-head chunk.
   b.sampled_rows = std::max({rows, o.max_sequences, t});

@@ -57,6 +57,10 @@ struct BackendBuffers {
   int64_t bytes() const;
 };
 BackendBuffers buffers_for(const LlamaConfig& config, const CudaBackendOptions& options);
+// The attention workspace: the decode kernel's split partials for every sequence at `context`,
+// and for a by-token pass of up to kTokenViewMaxTokens tokens (model/engine_decode_plan.hpp).
+size_t attention_workspace_bytes(const ModelConfig& model, const CudaBackendOptions& options,
+                                 int64_t context);
 // The tensor-parallel ranks `options` runs among (1 without collectives) and the LM head's rows
 // on each (the vocabulary on one GPU; ceil(vocab / ranks) under tensor parallelism).
 int64_t tensor_parallel_ranks(const CudaBackendOptions& options);

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# The measurements the predictor's open gaps ask for, on one GPU (issues 37, 38, 39, 40):
+#   bash validation/calibration_gpu.sh [BIN_DIR] [STAGES]     (BIN_DIR default build/gpurun)
+# STAGES, comma-separated, in this order (default tests,moe,small):
+#   tests   the GPU tests (CUDA kernels against the CPU reference, the backend's logits, the
+#           probe's host file): inferlab_tests --gtest_filter=$TEST_FILTER
+#   moe     validation/moe_reference.py: the CPU reference's mixture of experts against
+#           transformers' Mixtral in fp32 (CPU only; runs beside `tests`)
+#   small   bench --profile (standard grid, CUDA graphs on, bf16) of the trained-model shapes of
+#           issue 37 with random weights (validation/configs/small-llama-{target-12l,draft-2l}.json,
+#           the shapes train_small_llama.py trains, a longer position limit so the grid's contexts
+#           fit), and `bench --speculative ngram,k=K` of the target at context 270 for K = 1-4:
+#           the verification of 2-5 tokens beside a decode step, each width measured
+#   host    validation/host_gpu.sh (the host rule's measurements, ~3 minutes; its own $OUT/host)
+#   int4    bench --profile of Llama 3 8B, CUDA graphs on, int4 weights (the engine calibration
+#           after the int4 GEMV's change); int4kv the same with an fp8 KV cache
+#   small1  bench --profile of the 12-layer shape alone (the profile's model field: the path)
+#   pdlfp8  validation/engine_ab.py: fp8 8B decode at batch 1 with the streaming GEMV's PDL off,
+#           early and late (two rounds)
+#   prefillcompile  validation/engine_speed.py: Llama 3 8B prefill of 2048 tokens, the engine
+#           beside PyTorch + CUDA graphs and torch.compile (gpt-fast's recipe; its compilation
+#           takes minutes: run it last, under PREFILL_COMPILE_TIMEOUT seconds, default 420)
+# Results under $OUT/calibration (default /tmp/calibration_gpu_out/calibration; host's in its
+# host/ folder); every part under
+# `timeout`, a failed part logged and the rest run. Exit 2 without a GPU or the binary.
+set -u
+cd "$(dirname "$0")/.." || exit 2
+bin=${1:-build/gpurun}
+stages=${2:-tests,moe,small}
+root=${OUT:-/tmp/calibration_gpu_out}
+out=$root/calibration
+mkdir -p "$out"
+if [ ! -x "$bin/inferlab" ] && [ "$bin" = build/gpurun ] && [ -f build/gpurun.tar.xz ]; then
+  tar xJf build/gpurun.tar.xz -C build
+fi
+if [ ! -x "$bin/inferlab" ]; then
+  echo "calibration_gpu.sh: error: no $bin/inferlab; build the bundle (validation/make_gpu_bundle.sh)" >&2
+  exit 2
+fi
+bin=$(cd "$bin" && pwd)
+if ! nvidia-smi -L >/dev/null 2>&1; then
+  echo "calibration_gpu.sh: error: no NVIDIA GPU is visible (nvidia-smi -L failed)" >&2
+  exit 2
+fi
+# shellcheck source=gpu_common.sh
+source validation/gpu_common.sh
+gpu_env "$bin"
+export INFERLAB_TEST_BINARY=$bin/inferlab
+has() { [[ ",$stages," == *",$1,"* ]]; }
+log() { echo "[calibration_gpu $(date -u +%H:%M:%S)] $*" | tee -a "$out/progress.txt"; }
+{
+  date -u +%Y-%m-%dT%H:%M:%SZ
+  nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv
+  python3 -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)" 2>&1
+} >"$out/gpu.txt"
+
+moe_pid=
+if has moe; then
+  (timeout 240 python3 validation/moe_reference.py "$bin/inferlab" "$out/moe.json" \
+    >"$out/moe.log" 2>&1; echo "exit $?" >>"$out/moe.log") &
+  moe_pid=$!
+fi
+if has tests; then
+  filter=${TEST_FILTER:-'Cuda*:Gpu*:StreamGemv*:GemvPlan*:TensorParallelCuda*:-CudaServingStress*'}
+  timeout 300 "$bin/inferlab_tests" --gtest_filter="$filter" >"$out/gpu_tests.txt" 2>&1
+  log "tests exit $? ($(grep -E '^\[  (PASSED|FAILED) ' "$out/gpu_tests.txt" | tr '\n' ' '))"
+fi
+[ -n "$moe_pid" ] && wait "$moe_pid" && log "moe: $(tail -2 "$out/moe.log" | tr '\n' ' ')"
+
+if has small; then
+  for m in target-12l draft-2l; do
+    timeout 150 "$bin/inferlab" bench --profile --model "validation/configs/small-llama-$m.json" \
+      --device cuda --repeats 3 --warmup 1 --cuda-graphs on --format json \
+      >"$out/profile_small-llama-$m.json" 2>"$out/profile_small-llama-$m.err"
+    log "profile small-llama-$m exit $?"
+  done
+  for k in 1 2 3 4; do
+    timeout 90 "$bin/inferlab" bench --model validation/configs/small-llama-target-12l.json \
+      --device cuda --input 264 --repeats 30 --cuda-graphs on --speculative "ngram,k=$k" \
+      --format json >"$out/spec_costs_ngram_k$k.json" 2>"$out/spec_costs_ngram_k$k.err"
+    log "bench --speculative ngram,k=$k exit $?"
+  done
+fi
+if has host; then
+  OUT=$out timeout 560 bash validation/host_gpu.sh "$bin" >"$out/host_gpu.log" 2>&1
+  log "host exit $?"
+fi
+if has int4; then
+  timeout 200 "$bin/inferlab" bench --profile --model llama-3-8b --device cuda --repeats 3 \
+    --warmup 1 --cuda-graphs on --weights int4 --format json \
+    >"$out/profile_llama-3-8b_int4.json" 2>"$out/profile_llama-3-8b_int4.err"
+  log "profile llama-3-8b int4 exit $?"
+fi
+if has int4kv; then
+  timeout 200 "$bin/inferlab" bench --profile --model llama-3-8b --device cuda --repeats 3 \
+    --warmup 1 --cuda-graphs on --weights int4 --kv fp8 --format json \
+    >"$out/profile_llama-3-8b_int4_kv_fp8.json" 2>"$out/profile_llama-3-8b_int4_kv_fp8.err"
+  log "profile llama-3-8b int4 kv fp8 exit $?"
+fi
+if has small1; then
+  timeout 150 "$bin/inferlab" bench --profile --model validation/configs/small-llama-target-12l.json \
+    --device cuda --repeats 3 --warmup 1 --cuda-graphs on --format json \
+    >"$out/profile_small-llama-target-12l_again.json" 2>"$out/profile_small-llama-target-12l_again.err"
+  log "profile small-llama-target-12l again exit $?"
+fi
+if has pdlfp8; then
+  timeout 200 python3 validation/engine_ab.py "$bin/inferlab" "$out/pdl_fp8.json" \
+    INFERLAB_ENGINE_GEMV_PDL=off,early,late llama-3-8b:decode:1:1024:fp8 2 \
+    >"$out/pdl_fp8.log" 2>&1
+  log "pdl fp8 exit $?"
+fi
+if has prefillcompile; then
+  ENGINE_SPEED_CASES=llama-3-8b:prefill:1:2048 ENGINE_SPEED_COMPILE=1 \
+    INFERLAB_BENCH_EXTRA="--cuda-graphs on" timeout "${PREFILL_COMPILE_TIMEOUT:-420}" \
+    python3 validation/engine_speed.py "$bin/inferlab" "$out/engine_speed_prefill_compile.json" \
+    >"$out/engine_speed_prefill_compile.log" 2>&1
+  log "prefill compile exit $?"
+fi
+log done
