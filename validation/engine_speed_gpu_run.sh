@@ -236,7 +236,10 @@ if has throughput; then
       timeout 200 "$BIN/inferlab" serve --executor engine --device cuda "${common[@]}" \
         > "$R/$tag.json" 2> "$R/$tag.err"
       rc=$?
-      "$BIN/inferlab" serve "${common[@]}" > "$R/${tag}_sim.json" 2> "$R/${tag}_sim.err"
+      # The simulator on the engine's own pool of KV blocks.
+      kv=$(python3 -c "import json;k=json.load(open('$R/$tag.json'))['kv_cache'];print(k['blocks']*k['block_tokens'])" 2>/dev/null)
+      "$BIN/inferlab" serve "${common[@]}" ${kv:+--kv-tokens $kv} > "$R/${tag}_sim.json" \
+        2> "$R/${tag}_sim.err" || note "throughput $name $io: the simulator failed ($(tail -1 "$R/${tag}_sim.err"))"
       note "throughput $name $io rc=$rc $(python3 -c "import json;d=json.load(open('$R/$tag.json'));s=json.load(open('$R/${tag}_sim.json'));print('out tok/s %.0f (sim %.0f), %.1f s, %d preemptions' % (d['output_tokens_per_s'], s['output_tokens_per_s'], d['duration_s'], d['preemptions']))" 2>/dev/null)"
     done
   done

@@ -116,10 +116,7 @@ def summarize_mode(args, mode, docs, base_runs, plain, decode_rate):
                draft_ms=sum(s["draft_ms"] for s in spec))
     alpha = alpha_for(row["accepted_per_round"], args.k)
     row["alpha"] = alpha
-    # The simulator's inputs: the measured proposals a round where fewer than k (prompt lookup
-    # without a match proposes nothing), the acceptance that keeps the measured tokens with them.
-    row["simulator_propose"] = min(float(args.k), row["proposed_per_round"]) if rounds else args.k
-    row["simulator_alpha"] = alpha_for(row["accepted_per_round"], row["simulator_propose"])
+    set_simulator_inputs(mode, row, args.k)
     costs = load(os.path.join(args.runs, "costs_%s.json" % mode))
     if costs:
         step = costs["decode_step"]["median_ms"]
@@ -153,6 +150,20 @@ def simulate(args, speculative, prompt_tokens):
             "draft_acceptance": d.get("draft_acceptance"), "cost_model": d.get("cost_model")}
 
 
+def set_simulator_inputs(mode, row, k):
+    """The simulator's inputs for a measured mode: prompt lookup's proposals a round where fewer
+    than k (it proposes nothing where the context holds no match; a draft model proposes k but
+    near a request's end, which the simulator's scheduler caps itself, so it keeps k), and the
+    acceptance that keeps the measured tokens a round with them. The rounds' proposals include
+    the requests' last rounds, capped at the tokens left: prompt lookup's mean is low by about
+    that (a round or two of ~50 a request here)."""
+    propose = float(k)
+    if mode == "ngram" and row.get("rounds"):
+        propose = min(float(k), row["proposed_per_round"])
+    row["simulator_propose"] = propose
+    row["simulator_alpha"] = alpha_for(row["accepted_per_round"], propose) if propose > 0 else 0.0
+
+
 def predict(args, out):
     """The simulator's speed-ups beside the measured ones in `out` (modes and warm_modes): the
     plain run and each mode with its measured proposals and acceptance."""
@@ -161,7 +172,8 @@ def predict(args, out):
     for mode in ("ngram", "draft"):
         # The acceptance of the warm runs where there are (the same tokens as the cold ones' under
         # greedy decoding), the simulator's with it, set beside both measurements.
-        rows = [r for r in (out["warm_modes"].get(mode), out["modes"].get(mode)) if r]
+        rows = [r for r in (out.get("warm_modes", {}).get(mode), out.get("modes", {}).get(mode))
+                if r]
         if not rows:
             continue
         who = "ngram" if mode == "ngram" else "draft=" + args.draft
@@ -169,9 +181,12 @@ def predict(args, out):
         propose = first.get("simulator_propose", args.k)
         alpha = first.get("simulator_alpha", first["alpha"])
         spec = "%s,k=%d,accept=%.6f" % (who, args.k, alpha)
-        if propose < args.k:
+        if 0 < propose < args.k:
             spec += ",propose=%.4f" % propose
         sim[mode] = simulate(args, spec, p)
+        for row in rows:  # no stale prediction stays beside a failed one
+            row.pop("simulator_speedup", None)
+            row.pop("simulator_over_measured", None)
         if "tpot_ms" in sim[mode] and "tpot_ms" in sim["plain"]:
             predicted = sim["plain"]["tpot_ms"] / sim[mode]["tpot_ms"]
             for row in rows:
@@ -185,15 +200,21 @@ def repredict(args):
     """--from SUMMARY: the simulator again over a summary this script wrote (the measured rows as
     they are), for a changed predictor without new runs on the GPU."""
     out = load(args.from_summary)
-    if not out or "modes" not in out:
-        raise SystemExit("quality_speculation.py: error: %s is not a summary" % args.from_summary)
+    if not out or "modes" not in out or out.get("prompt_tokens_mean") is None:
+        raise SystemExit("quality_speculation.py: error: %s is not a summary with runs"
+                         % args.from_summary)
+    # The summary's own run parameters unless given.
+    args.k = args.k or out.get("k", 4)
+    args.new_tokens = args.new_tokens or out.get("new_tokens", 128)
     for rows in (out["modes"], out.get("warm_modes", {})):
         for mode, row in rows.items():
-            if mode != "plain" and row.get("rounds"):
-                row["simulator_propose"] = min(float(args.k), row["proposed_per_round"])
-                row["simulator_alpha"] = alpha_for(row["accepted_per_round"],
-                                                   row["simulator_propose"])
+            if mode != "plain" and "accepted_per_round" in row:
+                set_simulator_inputs(mode, row, args.k)
     predict(args, out)
+    plain_tpot = out["simulator"]["plain"].get("tpot_ms")
+    for key in ("plain_tpot_ms_measured_vs_simulated", "plain_tpot_ms_warm_vs_simulated"):
+        if key in out:
+            out[key] = [out[key][0], plain_tpot]
     print(json.dumps(out, indent=1))
 
 
@@ -206,14 +227,16 @@ def main():
     ap.add_argument("--target", required=True)
     ap.add_argument("--draft", required=True)
     ap.add_argument("--hardware", required=True)
-    ap.add_argument("--k", type=int, default=4)
-    ap.add_argument("--new-tokens", type=int, default=128)
+    ap.add_argument("--k", type=int, help="default 4 (--from: the summary's)")
+    ap.add_argument("--new-tokens", type=int, help="default 128 (--from: the summary's)")
     ap.add_argument("--requests", type=int, default=64)
     args = ap.parse_args()
     if args.from_summary:
         return repredict(args)
     if not args.runs:
         ap.error("--runs or --from is required")
+    args.k = args.k or 4
+    args.new_tokens = args.new_tokens or 128
 
     runs = {}  # (warm, mode) -> {prompt: doc}
     for path in glob.glob(os.path.join(args.runs, "*_*.json")):

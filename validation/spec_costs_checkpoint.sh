@@ -14,7 +14,10 @@ mkdir -p "$out"
 # shellcheck source=gpu_common.sh
 source validation/gpu_common.sh
 gpu_env "$bin"
+[ -x "$bin/inferlab" ] || { echo "spec_costs_checkpoint.sh: error: no $bin/inferlab" >&2; exit 2; }
+nvidia-smi -L >/dev/null 2>&1 || { echo "spec_costs_checkpoint.sh: error: no GPU" >&2; exit 2; }
 ckpt=$(mktemp -d)
+trap 'rm -rf "$ckpt"' EXIT
 python3 - "$ckpt" <<'PY' >"$out/save.log" 2>&1
 import sys, torch
 from transformers import LlamaConfig, LlamaForCausalLM
@@ -51,4 +54,3 @@ for path in sorted(glob.glob(os.path.join(sys.argv[1], "*_k*_r*.json"))):
     except (OSError, ValueError, KeyError) as err:
         print(os.path.basename(path), "no result:", err)
 PY
-rm -rf "$ckpt"

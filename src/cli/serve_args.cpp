@@ -49,8 +49,9 @@ void add_serve_options(CLI::App* app, ServeArgs& a, bool with_rate) {
                   "(default: the model's context)");
   app->add_option(
       "--speculative", a.speculative,
-      "Speculative decoding: draft=MODEL,k=K,accept=P (draft=ngram: prompt lookup, no draft "
-      "model; --executor engine runs the draft model or the lookup and measures the acceptance)");
+      "Speculative decoding: draft=MODEL,k=K,accept=P[,propose=L] (draft=ngram: prompt lookup, no "
+      "draft model; propose=L: the simulator's mean proposals a step, <= k; --executor engine "
+      "runs the draft model or the lookup and measures the acceptance)");
 }
 
 std::vector<ServeRequest> make_workload(const ServeArgs& a, double rate) {

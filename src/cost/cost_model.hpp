@@ -52,6 +52,9 @@ struct FittedStepCosts {
   double eager_step_s = 0.0;
   double graph_per_kernel_s = 0.0;
   double graph_step_s = 0.0;
+  // EngineCosts::graph_programmatic_per_kernel_s: what a programmatically launched kernel saves
+  // more in a graph.
+  double graph_programmatic_per_kernel_s = 0.0;
   // EngineCosts::matrix_clock_gain: compute-bound tensor-core kernels run faster by this much
   // times the share of the step the tensor cores are idle.
   double matrix_clock_gain = 0.0;

@@ -169,9 +169,8 @@ std::string common_hardware(const std::vector<EngineProfile>& profiles) {
 
 std::string profile_model_field(const std::string& model_argument, const std::string& loaded_name) {
   std::error_code ec;
-  if (std::filesystem::is_directory(model_argument, ec)) {
-    return (std::filesystem::path(model_argument) / "config.json").string();
-  }
+  const std::filesystem::path config = std::filesystem::path(model_argument) / "config.json";
+  if (std::filesystem::is_regular_file(config, ec)) return config.string();  // a checkpoint
   const bool path_like =
       model_argument.find('/') != std::string::npos || model_argument.ends_with(".json");
   return path_like ? model_argument : loaded_name;
@@ -182,7 +181,8 @@ std::string resolve_profile_model(const std::string& model, const std::string& p
   const std::filesystem::path given(model);
   std::error_code ec;
   if (!path_like || given.is_absolute() || std::filesystem::exists(given, ec)) return model;
-  std::filesystem::path folder = std::filesystem::absolute(profile_path, ec).parent_path();
+  std::filesystem::path folder =
+      std::filesystem::absolute(profile_path, ec).lexically_normal().parent_path();
   for (; !folder.empty(); folder = folder.parent_path()) {
     const std::filesystem::path candidate = folder / given;
     if (std::filesystem::exists(candidate, ec)) return candidate.lexically_normal().string();

@@ -186,11 +186,13 @@ std::map<std::string, std::vector<EngineKernelSample>> class_samples(
 
 struct StepFit {
   double graph_per_kernel_s = 0.0, graph_step_s = 0.0, eager_step_s = 0.0, host_per_kernel_s = 0.0;
+  double graph_programmatic_per_kernel_s = 0.0;
 };
 
 void set_step_constants(const StepFit& steps, EngineCosts& costs) {
   costs.graph_per_kernel_s = steps.graph_per_kernel_s;
   costs.graph_step_s = steps.graph_step_s;
+  costs.graph_programmatic_per_kernel_s = steps.graph_programmatic_per_kernel_s;
   costs.eager_step_s = steps.eager_step_s;
   costs.host_per_kernel_s = steps.host_per_kernel_s;
 }
@@ -201,27 +203,34 @@ std::string path_of_key(const std::string& key) {
 }
 
 struct GraphStep {
-  double gpu_s, kernels, step_s;
+  double gpu_s, kernels, programmatic, step_s;
 };
 
-// Graph steps: step = gpu + kernels x g + c, (g, c) by relative least squares with a weak pull
-// of both towards 0 (g in units of a microsecond).
+// Graph steps: step = gpu + kernels x g + programmatic kernels x g_p + c, (g, g_p, c) by
+// relative least squares with a weak pull of each towards 0 (g, g_p in units of a
+// microsecond). Without programmatic kernels in the data g_p stays 0 and (g, c) come out as
+// they did before it existed.
 void fit_graph_constants(const std::vector<GraphStep>& steps, StepFit& fit) {
-  std::vector<std::vector<double>> a(2, std::vector<double>(2, 0.0));
-  std::vector<double> b(2, 0.0);
+  bool programmatic = false;
+  for (const GraphStep& s : steps) programmatic = programmatic || s.programmatic > 0.0;
+  const int n = programmatic ? 3 : 2;
+  std::vector<std::vector<double>> a(n, std::vector<double>(n, 0.0));
+  std::vector<double> b(n, 0.0);
   for (const GraphStep& s : steps) {
-    const double row[2] = {s.kernels / s.step_s, 1.0 / s.step_s};
+    const double row[3] = {s.kernels / s.step_s, 1.0 / s.step_s, s.programmatic / s.step_s};
     const double constant = s.gpu_s / s.step_s - 1.0;
-    for (int i = 0; i < 2; ++i) {
-      for (int j = 0; j < 2; ++j) a[i][j] += row[i] * row[j];
+    for (int i = 0; i < n; ++i) {
+      for (int j = 0; j < n; ++j) a[i][j] += row[i] * row[j];
       b[i] -= row[i] * constant;
     }
   }
   a[0][0] += kStepPriorWeight / (1e-6 * 1e-6);
   a[1][1] += kStepPriorWeight / (kStepConstantScale_s * kStepConstantScale_s);
+  if (programmatic) a[2][2] += kStepPriorWeight / (1e-6 * 1e-6);
   const auto x = solve(a, b);
   fit.graph_per_kernel_s = x[0];
   fit.graph_step_s = x[1];
+  fit.graph_programmatic_per_kernel_s = programmatic ? x[2] : 0.0;
 }
 
 // Closed-form constant c minimising sum ((pred + c) / s - 1)^2 + ridge.
@@ -244,7 +253,8 @@ StepFit fit_step_constants(const std::vector<FitPoint>& points, const CostModel&
     // gpu_s; the eager replay is done here for each host time
     StepPrediction step = predict_engine_step(*p.setup, *p.point, cost, /*cuda_graphs=*/true);
     if (p.graph()) {
-      graph.push_back({step.gpu_s, static_cast<double>(step.kernels), p.point->step_s});
+      graph.push_back({step.gpu_s, static_cast<double>(step.kernels),
+                       static_cast<double>(step.programmatic_kernels), p.point->step_s});
     } else {
       eager.emplace_back(std::move(step), p.point->step_s);
       eager_layers.push_back(p.setup->model.num_layers);

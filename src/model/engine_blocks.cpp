@@ -374,6 +374,7 @@ class EngineBuilder {
           gemm.activation_bytes -= rows * out / 2.0 * out_bytes;
           break;
       }
+      gemm.programmatic_launch = stream && engine_gemv_stream_programmatic(p_.weights);
       const bool plain = pr.fused == Fused::none;
       gemm.tag =
           tag(pr.kernel_class,

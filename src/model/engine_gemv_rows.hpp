@@ -8,10 +8,21 @@
 // sources include it.
 #include <cstdint>
 
+#include "util/dtype.hpp"
+
 namespace inferlab {
 
 inline constexpr int64_t kEngineGemvRowsBf16 = 2;
 inline constexpr int64_t kEngineGemvRowsQuantized = 32;
+
+// The weight formats whose streaming GEMV (1-2 rows) is launched with programmatic dependent
+// launch by default: its blocks start while the previous kernel finishes, which an issue-bound
+// GEMV turns into time (int4 3.156 -> 2.971 ms a Llama 3 8B step on the H200; bf16 and fp8 ran
+// slower with it: MEASUREMENTS §45, §46). engine/cuda/gemv_stream.cu's default and the
+// prediction's kernel list (model/engine_blocks.cpp) read it here.
+inline constexpr bool engine_gemv_stream_programmatic(DType weights) {
+  return weights == DType::int4;
+}
 
 // Tensor parallelism: all-reduces of at most this many bytes take the engine's one-shot kernel
 // over NVLink, larger ones NCCL (engine/cuda/rank_collectives.hpp; the default of

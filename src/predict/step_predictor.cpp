@@ -94,6 +94,7 @@ StepPrediction predict_step(const StepContext& c, const StepShape& shape) {
     if (c.price_isolated) priced.isolated_s = c.cost->isolated_time_s(op);
     step.gpu_s += priced.total_s();
     step.kernels += op.count * op.kernels;
+    if (op.programmatic_launch) step.programmatic_kernels += op.count * op.kernels;
     step.ops.push_back(priced);
   }
   apply_sustained_slowdown(c.cost->sustained_compute_slowdown(), step);
@@ -107,6 +108,8 @@ StepPrediction predict_step(const StepContext& c, const StepShape& shape) {
     step.time_s =
         c.cuda_graphs
             ? step.gpu_s + static_cast<double>(step.kernels) * fitted->graph_per_kernel_s +
+                  static_cast<double>(step.programmatic_kernels) *
+                      fitted->graph_programmatic_per_kernel_s +
                   fitted->graph_step_s
             : replay_launch_queue(step.ops, c.model->num_layers, fitted->host_per_kernel_s) +
                   fitted->eager_step_s;

@@ -20,9 +20,10 @@ struct PricedOp {
 
 struct StepPrediction {
   std::vector<PricedOp> ops;
-  double gpu_s = 0.0;   // sum of kernel times: the step under a CUDA graph
-  double time_s = 0.0;  // wall time, host launch overhead included
-  int64_t kernels = 0;  // launches per step
+  double gpu_s = 0.0;                // sum of kernel times: the step under a CUDA graph
+  double time_s = 0.0;               // wall time, host launch overhead included
+  int64_t kernels = 0;               // launches per step
+  int64_t programmatic_kernels = 0;  // of them launched programmatically (Op::programmatic_launch)
 };
 
 // Everything fixed for one run: model, device, precision, kernel plan, sharding, host mode.

@@ -121,9 +121,10 @@ std::string engine_fit_text(const EngineFit& fit) {
   std::string text = fit_table(fit, false).to_text();
   text += fmt::format(
       "\nsteps: profile mark {:.3f} us per call; eager: host {:.3f} us per launch, {:+.1f} us per "
-      "step; CUDA graph: {:+.3f} us per kernel, {:+.1f} us per step\n",
+      "step; CUDA graph: {:+.3f} us per kernel ({:+.3f} more per programmatic launch), {:+.1f} us "
+      "per step\n",
       c.profile_mark_s * 1e6, c.host_per_kernel_s * 1e6, c.eager_step_s * 1e6,
-      c.graph_per_kernel_s * 1e6, c.graph_step_s * 1e6);
+      c.graph_per_kernel_s * 1e6, c.graph_programmatic_per_kernel_s * 1e6, c.graph_step_s * 1e6);
   if (c.fit_summary.contains("fit_steps")) {
     for (const auto& [phase, s] : c.fit_summary["fit_steps"].items()) {
       text += fmt::format("fit split {}: {} steps, MAPE {:.1f}%\n", phase, s["points"].get<int>(),

@@ -32,13 +32,18 @@ IterationBatch iteration_batch(const ScheduledIteration& iteration,
   return batch;
 }
 
-int64_t SimulatedExecutor::proposed_drafts(int64_t reserved) {
+bool SimulatedExecutor::proposes_fewer() const {
   const double mean = speculative_.proposed_mean;
-  if (!(mean > 0.0) || mean >= static_cast<double>(speculative_.k)) return reserved;
+  return mean > 0.0 && mean < static_cast<double>(speculative_.k);
+}
+
+int64_t SimulatedExecutor::proposed_drafts() {
+  if (!proposes_fewer()) return speculative_.k;
   // floor(mean) or one more, with the probabilities that make the mean `mean`.
+  const double mean = speculative_.proposed_mean;
   const auto low = static_cast<int64_t>(std::floor(mean));
   std::bernoulli_distribution one_more(mean - static_cast<double>(low));
-  return std::min(reserved, low + (one_more(rng_) ? 1 : 0));
+  return low + (one_more(rng_) ? 1 : 0);
 }
 
 int64_t SimulatedExecutor::accepted_drafts(int64_t proposed) {
@@ -51,20 +56,23 @@ int64_t SimulatedExecutor::accepted_drafts(int64_t proposed) {
 IterationOutcome SimulatedExecutor::execute(const ScheduledIteration& iteration) {
   IterationBatch batch = iteration_batch(iteration, speculative_);
   // A decode verifies what it proposes this step and the token before it: the scheduler
-  // reserved k + 1 positions, a drafter that proposes fewer runs a narrower pass.
+  // reserved k + 1 positions, a drafter that proposes fewer runs a narrower pass. One width a
+  // step for every sequence, so that a batch's passes stay one graph shape (the engine pads
+  // its sequences' proposals to one width too).
+  const int64_t this_step = proposed_drafts();
   std::vector<int64_t> proposed(iteration.work.size(), 0);
   int64_t most_proposed = 0;
   for (size_t i = 0; i < iteration.work.size(); ++i) {
     const Work& w = iteration.work[i];
     if (!w.decode || w.new_tokens <= 1) continue;
-    proposed[i] = proposed_drafts(w.new_tokens - 1);
+    proposed[i] = std::min(w.new_tokens - 1, this_step);
     const int64_t unused = w.new_tokens - 1 - proposed[i];
     batch.seqs[i].new_tokens -= unused;
     batch.seqs[i].context -= unused;
     most_proposed = std::max(most_proposed, proposed[i]);
   }
   // With a mean proposal length the draft model runs as many steps as the longest proposal.
-  if (speculative_.proposed_mean > 0.0 && batch.speculative_k > 0) {
+  if (proposes_fewer() && batch.speculative_k > 0) {
     batch.speculative_k = static_cast<int>(most_proposed);
   }
 
@@ -76,7 +84,7 @@ IterationOutcome SimulatedExecutor::execute(const ScheduledIteration& iteration)
     const Work& w = iteration.work[i];
     outcome.advance.push_back(w.decode ? 1 + accepted_drafts(proposed[i]) : w.new_tokens);
   }
-  if (speculative_.proposed_mean > 0.0) outcome.proposed = std::move(proposed);
+  if (proposes_fewer()) outcome.proposed = std::move(proposed);
   return outcome;
 }
 

@@ -16,14 +16,17 @@ IterationBatch iteration_batch(const ScheduledIteration& iteration,
 // of a speculative step is accepted with the configured probability until the first rejection
 // (Leviathan et al. 2023), drawn from a generator seeded with config.seed. With a mean proposal
 // length under k (prompt lookup without a match proposes nothing) each step proposes floor or
-// ceil of it, drawn from the same generator, and its verification is priced at that width.
+// ceil of it, one draw a step for all sequences from the same generator, and its verification
+// is priced at that width, as `generate` runs it (the serving engine pads prompt lookup's
+// proposals to k: leave the mean out to price that).
 class SimulatedExecutor : public Executor {
  public:
   SimulatedExecutor(const IterationCost& cost, const SchedulerConfig& config);
   IterationOutcome execute(const ScheduledIteration& iteration) override;
 
  private:
-  int64_t proposed_drafts(int64_t reserved);
+  bool proposes_fewer() const;
+  int64_t proposed_drafts();
   int64_t accepted_drafts(int64_t proposed);
 
   const IterationCost& cost_;

@@ -157,6 +157,40 @@ TEST(EngineProfile, EachBadFieldIsAnInputErrorNamingTheFileAndField) {
   }
 }
 
+// A bench run of a config or checkpoint folder writes the path it was given; the reader finds a
+// relative one from the working folder, or from the profile's folder or one above it.
+TEST(EngineProfile, AConfigPathModelIsFoundFromTheProfilesFolder) {
+  const std::filesystem::path root =
+      std::filesystem::temp_directory_path() / "inferlab_profile_model";
+  std::filesystem::remove_all(root);
+  std::filesystem::create_directories(root / "configs");
+  std::filesystem::create_directories(root / "checkpoint");
+  std::filesystem::create_directories(root / "validation" / "data");
+  std::ofstream(root / "configs" / "tiny.json") << "{}";
+  std::ofstream(root / "checkpoint" / "config.json") << "{}";
+  std::filesystem::create_directories(root / "llama-3-8b");  // a folder without config.json
+  EXPECT_EQ(profile_model_field("llama-3.2-1b", "llama-3.2-1b"), "llama-3.2-1b");
+  EXPECT_EQ(profile_model_field("configs/tiny.json", "tiny"), "configs/tiny.json");
+  EXPECT_EQ(profile_model_field((root / "checkpoint").string(), "checkpoint"),
+            (root / "checkpoint" / "config.json").string());
+  EXPECT_EQ(profile_model_field((root / "llama-3-8b").string(), "llama-3-8b"),
+            (root / "llama-3-8b").string());  // path-like: as given, not a checkpoint's config
+
+  const std::string profile = (root / "validation" / "data" / "p.json").string();
+  // Two folders above the profile: the repository's root of a run from there.
+  EXPECT_EQ(resolve_profile_model("configs/tiny.json", profile),
+            (root / "configs" / "tiny.json").string());
+  EXPECT_EQ(resolve_profile_model("llama-3-8b", profile), "llama-3-8b");  // a shipped name
+  EXPECT_EQ(resolve_profile_model("configs/absent.json", profile), "configs/absent.json");
+  const std::string absolute = (root / "configs" / "tiny.json").string();
+  EXPECT_EQ(resolve_profile_model(absolute, profile), absolute);
+  // Through the loader: the example with its model field set to the relative path.
+  nlohmann::json doc = example();
+  doc["model"] = "configs/tiny.json";
+  EXPECT_EQ(parse_engine_profile(doc, profile).model, (root / "configs" / "tiny.json").string());
+  std::filesystem::remove_all(root);
+}
+
 TEST(EngineProfile, UnreadableFilesAreInputErrors) {
   const auto dir = std::filesystem::temp_directory_path() / "inferlab_engine_profile_test";
   std::filesystem::create_directories(dir);

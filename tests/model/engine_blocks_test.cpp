@@ -147,6 +147,33 @@ TEST(EngineBlocks, FusionRemovesTheLayersNormsAndSiluMulOnTheGemvPath) {
   EXPECT_DOUBLE_EQ(down.activation_bytes, 256.0 * 2 + 128.0 * 2 + 128.0 * 2);
 }
 
+// The engine launches its int4 streaming GEMVs (one or two rows) programmatically, nothing else
+// (model/engine_gemv_rows.hpp): the calibration prices what that overlap saves in a graph.
+TEST(EngineBlocks, OnlyTheInt4StreamingGemvsLaunchProgrammatically) {
+  auto programmatic = [](const std::vector<Op>& ops) {
+    std::vector<std::string> names;
+    for (const Op& op : ops) {
+      if (op.programmatic_launch) names.push_back(op.name);
+    }
+    return names;
+  };
+  const std::vector<std::string> projections = {"qkv_proj", "o_proj", "gate_up_proj", "down_proj",
+                                                "lm_head"};
+  EXPECT_EQ(programmatic(step(kDecode1, precision(DType::int4), engine_plan(true, true))),
+            projections);
+  EXPECT_EQ(programmatic(step(kDecode1, precision(DType::int4), engine_plan(true, false))),
+            projections);
+  EXPECT_TRUE(
+      programmatic(step(kDecode1, precision(DType::bf16), engine_plan(true, true))).empty());
+  EXPECT_TRUE(programmatic(step(kDecode1, precision(DType::fp8), engine_plan(true, true))).empty());
+  // Three rows take the tensor-core GEMV: not so. A prefill's projections run on cuBLASLt, its
+  // LM head on the last row only: the streaming GEMV again.
+  const StepShape decode3{Phase::decode, 3, 1, 100};
+  EXPECT_TRUE(programmatic(step(decode3, precision(DType::int4), engine_plan(true, true))).empty());
+  EXPECT_EQ(programmatic(step(kPrefill, precision(DType::int4), engine_plan(true, true))),
+            std::vector<std::string>{"lm_head"});
+}
+
 TEST(EngineBlocks, FusionLeavesPrefillAndCublasPathsAlone) {
   EXPECT_EQ(listing(step(kPrefill, precision(DType::bf16), engine_plan(true, true))),
             listing(step(kPrefill, precision(DType::bf16), engine_plan(true, false))));

@@ -172,10 +172,16 @@ double EngineCostModel::isolated_time_s(const Op& op) const {
 }
 
 std::optional<FittedStepCosts> EngineCostModel::fitted_step_costs() const {
-  return FittedStepCosts{costs_.host_per_kernel_s,  costs_.eager_step_s,
-                         costs_.graph_per_kernel_s, costs_.graph_step_s,
-                         costs_.matrix_clock_gain,  costs_.decode_cta_bps,
-                         costs_.ceilings.sm_count};
+  FittedStepCosts c;
+  c.host_per_kernel_s = costs_.host_per_kernel_s;
+  c.eager_step_s = costs_.eager_step_s;
+  c.graph_per_kernel_s = costs_.graph_per_kernel_s;
+  c.graph_step_s = costs_.graph_step_s;
+  c.graph_programmatic_per_kernel_s = costs_.graph_programmatic_per_kernel_s;
+  c.matrix_clock_gain = costs_.matrix_clock_gain;
+  c.decode_cta_bps = costs_.decode_cta_bps;
+  c.sm_count = costs_.ceilings.sm_count;
+  return c;
 }
 
 nlohmann::json EngineCostModel::describe(const Op& op) const {

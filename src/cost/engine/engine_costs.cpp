@@ -83,6 +83,7 @@ nlohmann::json engine_costs_to_json(const EngineCosts& costs) {
             {"eager_step_s", costs.eager_step_s},
             {"graph_per_kernel_s", costs.graph_per_kernel_s},
             {"graph_step_s", costs.graph_step_s},
+            {"graph_programmatic_per_kernel_s", costs.graph_programmatic_per_kernel_s},
             {"matrix_clock_gain", costs.matrix_clock_gain},
             {"decode_cta_bps", costs.decode_cta_bps}}},
           {"kernels", kernels},
@@ -135,6 +136,11 @@ EngineCosts engine_costs_from_json(const nlohmann::json& json, const std::string
   c.eager_step_s = checked(steps, "eager_step_s", -kMaxTime_s, kMaxTime_s, sctx);
   c.graph_per_kernel_s = checked(steps, "graph_per_kernel_s", -1e-4, 1e-4, sctx);
   c.graph_step_s = checked(steps, "graph_step_s", -kMaxTime_s, kMaxTime_s, sctx);
+  // (Absent from files fitted before programmatic launch was priced: none.)
+  if (steps.contains("graph_programmatic_per_kernel_s")) {
+    c.graph_programmatic_per_kernel_s =
+        checked(steps, "graph_programmatic_per_kernel_s", -1e-4, 1e-4, sctx);
+  }
   // (Absent from files fitted before the clock term: none.)
   if (steps.contains("matrix_clock_gain")) {
     c.matrix_clock_gain = checked(steps, "matrix_clock_gain", 0, kMaxClockGain, sctx);

@@ -71,6 +71,11 @@ struct EngineCosts {
   double eager_step_s = 0.0;
   double graph_per_kernel_s = 0.0;
   double graph_step_s = 0.0;
+  // What a kernel launched with programmatic dependent launch (Op::programmatic_launch) saves
+  // in a graph beyond graph_per_kernel_s: its start overlaps the previous kernel's end, which
+  // the profiled passes (eager, an event after each call) cannot show. Fitted on the graph steps
+  // that have such kernels; 0 where none were profiled.
+  double graph_programmatic_per_kernel_s = 0.0;
   // The tensor cores' clock under power limits: a step's compute-bound tensor-core kernels
   // (cuBLASLt GEMMs, the tiled prefill attention) take their compute term times
   //   1 - matrix_clock_gain x (1 - duty),

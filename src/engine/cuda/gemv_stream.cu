@@ -522,10 +522,9 @@ bool gemv_stream_supported(int64_t rows, const DeviceMatrix& w) {
 }
 
 GemvStreamPdl gemv_stream_default_pdl(const DeviceMatrix& w) {
-  // Llama 3 8B decode steps on the H200 (MEASUREMENTS §45), off / early / late: int4 3.156 /
-  // 2.971 / 3.047 ms, bf16 4.365 / 4.722 / 4.682 ms (slower either way); fp8 not measured yet,
-  // so off.
-  return w.format == DType::int4 ? GemvStreamPdl::early : GemvStreamPdl::off;
+  // Llama 3 8B decode steps on the H200, off / early / late: int4 3.156 / 2.971 / 3.047 ms,
+  // bf16 4.365 / 4.722 / 4.682 ms (MEASUREMENTS §45), fp8 3.017 / 3.217 / 3.010 ms (§46).
+  return engine_gemv_stream_programmatic(w.format) ? GemvStreamPdl::early : GemvStreamPdl::off;
 }
 
 void launch_gemv_stream(const GemvStreamCall& c, cudaStream_t stream) {
