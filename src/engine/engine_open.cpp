@@ -14,6 +14,7 @@
 #include "engine/cuda_backend.hpp"
 #include "engine/init_weights.hpp"
 #include "engine/moe_support.hpp"
+#include "engine/quant/moe_quantization.hpp"
 #include "engine/quant/quantized_model.hpp"
 #include "engine/speculative.hpp"
 #include "engine/tensor_source.hpp"

@@ -6,7 +6,7 @@
 #include "engine/cpu/moe.hpp"
 #include "engine/cpu/ops.hpp"
 #include "engine/host_collectives.hpp"
-#include "engine/moe_support.hpp"
+#include "engine/quant/moe_quantization.hpp"
 #include "engine/quant/quantize.hpp"
 #include "engine/quant/quantized_model.hpp"
 #include "engine/rope.hpp"
