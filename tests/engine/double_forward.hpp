@@ -4,9 +4,12 @@
 // 10000, position = row), causal GQA softmax(q·k / sqrt(d)) V, O + residual, then the caller's
 // MLP half (dense SwiGLU, experts, ...); final RMSNorm and the LM head. Written from the
 // definitions, sharing no code with the engine.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "engine/llama_config.hpp"
@@ -133,6 +136,20 @@ Matrix double_forward_logits(const LlamaConfig& config, const LlamaWeights& weig
   }
   const Matrix normed = rms_norm(x, n, weights.final_norm, config.rms_norm_eps);
   return matmul(normed, n, weights.output_embedding(), hidden, m.vocab_size);
+}
+
+// The engine's fp32 logits against the double forward's: every element within 1e-4 of the
+// largest reference logit (or of 1), and that largest logit big enough to tell rows apart.
+template <typename Logits>
+void expect_logits_match(const Logits& got, const Matrix& want, const std::string& label) {
+  ASSERT_EQ(got.size(), want.size()) << label;
+  double worst = 0, largest = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    worst = std::max(worst, std::abs(static_cast<double>(got[i]) - want[i]));
+    largest = std::max(largest, std::abs(want[i]));
+  }
+  EXPECT_GT(largest, 0.1) << label << ": logits too small to tell apart";
+  EXPECT_LT(worst, 1e-4 * std::max(1.0, largest)) << label;
 }
 
 }  // namespace inferlab::engine::testing
