@@ -17,6 +17,14 @@
 #   small1  bench --profile of the 12-layer shape alone (the profile's model field: the path)
 #   pdlfp8  validation/engine_ab.py: fp8 8B decode at batch 1 with the streaming GEMV's PDL off,
 #           early and late (two rounds)
+#   blind   bench --profile (standard grid, CUDA graphs on, bf16) of widths no calibration has
+#           seen on the H200: Llama 3.2 3B (3072) and Qwen2.5 1.5B (1536; QKV bias, tied LM head)
+#   syncpass `bench --speculative` (its host wall beside the device time of each pass) of the
+#           1B and the 8B at context 1024 (prompt lookup, k = 4), and of the 12-layer shape with
+#           the 2-layer one as its draft at context 270: what a pass the host waits for costs
+#   rounds  `bench --speculative draft=...,k=4`'s whole rounds (k draft steps, then the
+#           verification) beside each pass alone: the 12-layer shape with the 2-layer draft at
+#           context 270, and Llama 3 8B with Llama 3.2 1B as its draft at 1024
 #   prefillcompile  validation/engine_speed.py: Llama 3 8B prefill of 2048 tokens, the engine
 #           beside PyTorch + CUDA graphs and torch.compile (gpt-fast's recipe; its compilation
 #           takes minutes: run it last, under PREFILL_COMPILE_TIMEOUT seconds, default 420)
@@ -108,6 +116,37 @@ if has pdlfp8; then
     INFERLAB_ENGINE_GEMV_PDL=off,early,late llama-3-8b:decode:1:1024:fp8 2 \
     >"$out/pdl_fp8.log" 2>&1
   log "pdl fp8 exit $?"
+fi
+if has blind; then
+  for m in llama-3.2-3b qwen2.5-1.5b; do
+    timeout 200 "$bin/inferlab" bench --profile --model "$m" --device cuda --repeats 3 --warmup 1 \
+      --cuda-graphs on --format json >"$out/profile_blind_$m.json" 2>"$out/profile_blind_$m.err"
+    log "profile (blind) $m exit $?"
+  done
+fi
+if has syncpass; then
+  for m in llama-3.2-1b llama-3-8b; do
+    timeout 120 "$bin/inferlab" bench --model "$m" --device cuda --input 1024 --repeats 50 \
+      --cuda-graphs on --speculative ngram,k=4 --format json \
+      >"$out/sync_pass_$m.json" 2>"$out/sync_pass_$m.err"
+    log "sync pass $m exit $?"
+  done
+  timeout 120 "$bin/inferlab" bench --model validation/configs/small-llama-target-12l.json \
+    --device cuda --input 270 --repeats 50 --cuda-graphs on \
+    --speculative draft=validation/configs/small-llama-draft-2l.json,k=4 --format json \
+    >"$out/sync_pass_small.json" 2>"$out/sync_pass_small.err"
+  log "sync pass small exit $?"
+fi
+if has rounds; then
+  timeout 120 "$bin/inferlab" bench --model validation/configs/small-llama-target-12l.json \
+    --device cuda --input 270 --repeats 50 --cuda-graphs on \
+    --speculative draft=validation/configs/small-llama-draft-2l.json,k=4 --format json \
+    >"$out/rounds_small.json" 2>"$out/rounds_small.err"
+  log "rounds small exit $?"
+  timeout 200 "$bin/inferlab" bench --model llama-3-8b --device cuda --input 1024 --repeats 30 \
+    --cuda-graphs on --speculative draft=llama-3.2-1b,k=4 --format json \
+    >"$out/rounds_8b_1b.json" 2>"$out/rounds_8b_1b.err"
+  log "rounds 8b+1b exit $?"
 fi
 if has prefillcompile; then
   ENGINE_SPEED_CASES=llama-3-8b:prefill:1:2048 ENGINE_SPEED_COMPILE=1 \

@@ -450,9 +450,9 @@ stage_eval() {
   done
   wait 2>/dev/null
   set +m
-  # Summaries a stopped lane did not write (both are quick).
-  [ -s "$out/speculation.json" ] || summarize_speculation
-  [ -s "$out/tp_greedy.json" ] || summarize_tp
+  # Summaries a stopped lane did not write (both are quick); a lane not asked for has none.
+  evaluates speculation && { [ -s "$out/speculation.json" ] || summarize_speculation; }
+  evaluates tp && { [ -s "$out/tp_greedy.json" ] || summarize_tp; }
   log "eval lanes done after $((SECONDS - t0)) s"
   limit 60 python3 validation/quality_table.py "$out" >"$out/quality_table.md" 2>"$work/table.err"
   log "table exit $?"

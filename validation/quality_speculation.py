@@ -41,6 +41,7 @@ import glob
 import json
 import os
 import re
+import sys
 import subprocess
 
 
@@ -216,6 +217,26 @@ def repredict(args):
         if key in out:
             out[key] = [out[key][0], plain_tpot]
     print(json.dumps(out, indent=1))
+    if args.max_error is not None:
+        check_warm_speedups(out, args.max_error)
+
+
+def check_warm_speedups(out, max_error):
+    """Exit 1 unless every warm speculative mode's simulated speed-up is within max_error
+    (relative) of the measured one (an accuracy guard's check)."""
+    misses = []
+    for mode, row in out.get("warm_modes", {}).items():
+        if mode == "plain" or "simulator_over_measured" not in row:
+            continue
+        error = row["simulator_over_measured"] - 1.0
+        print("%s: simulated %.4fx, measured %.4fx (%+.1f%%)"
+              % (mode, row["simulator_speedup"], row["measured_speedup"], 100 * error),
+              file=sys.stderr)
+        if abs(error) > max_error:
+            misses.append(mode)
+    if misses:
+        raise SystemExit("quality_speculation.py: %s beyond %.1f%%" % (", ".join(misses),
+                                                                     100 * max_error))
 
 
 def main():
@@ -230,6 +251,9 @@ def main():
     ap.add_argument("--k", type=int, help="default 4 (--from: the summary's)")
     ap.add_argument("--new-tokens", type=int, help="default 128 (--from: the summary's)")
     ap.add_argument("--requests", type=int, default=64)
+    ap.add_argument("--max-error", type=float,
+                    help="with --from: exit 1 unless each warm mode's simulated speed-up is "
+                         "within this fraction of the measured one")
     args = ap.parse_args()
     if args.from_summary:
         return repredict(args)

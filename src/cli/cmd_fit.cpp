@@ -1,3 +1,5 @@
+#include <fmt/format.h>
+
 #include "cli/commands.hpp"
 #include "cli/common_args.hpp"
 #include "fit/fit_engine.hpp"
@@ -16,6 +18,8 @@ struct FitArgs {
   std::string out, sustained;
   bool engine = false;
   double decode_cta_gbps = 0.0;  // --engine: EngineCosts::decode_cta_bps / 1e9
+  double sync_pass_us = 0.0;     // --engine: EngineCosts::sync_pass_s x 1e6
+  double switch_layer_us = 0.0;  // --engine: EngineCosts::model_switch_per_layer_s x 1e6
 };
 
 // --engine: the engine's calibration from its own profiles (fit split only). The hardware and
@@ -34,10 +38,38 @@ void run_engine_fit(const FitArgs& a, OutputFormat format) {
     throw InputError("--decode-cta-gbps must be in [0, 10000]");
   }
   fit.costs.decode_cta_bps = a.decode_cta_gbps * 1e9;
+  if (!(a.sync_pass_us >= 0.0 && a.sync_pass_us <= 1000.0)) {
+    throw InputError("--sync-pass-us must be in [0, 1000]");
+  }
+  fit.costs.sync_pass_s = a.sync_pass_us * 1e-6;
+  if (!(a.switch_layer_us >= 0.0 && a.switch_layer_us <= 1000.0)) {
+    throw InputError("--model-switch-us-per-layer must be in [0, 1000]");
+  }
+  fit.costs.model_switch_per_layer_s = a.switch_layer_us * 1e-6;
   fit.costs.source = "inferlab fit --engine --profile " + a.common.profile + " --data " +
                      join_names(a.data, " ") + ": " + fit.costs.source +
                      "; classes never profiled fall back to the " + fallback.cost->name() +
                      " model";
+  // The two step constants measured apart from the profiles, with where they came from.
+  if (a.decode_cta_gbps > 0.0) {
+    fit.costs.source += fmt::format(
+        "; steps.decode_cta_bps ({:g} GB/s) from --decode-cta-gbps: measured by "
+        "validation/fit_decode_straggler.py, not by this fit",
+        a.decode_cta_gbps);
+  }
+  if (a.sync_pass_us > 0.0) {
+    fit.costs.source += fmt::format(
+        "; steps.sync_pass_s ({:g} us) from --sync-pass-us: measured by `bench --speculative` "
+        "(host wall minus device time a pass, validation/sync_pass.py), not by this fit",
+        a.sync_pass_us);
+  }
+  if (a.switch_layer_us > 0.0) {
+    fit.costs.source += fmt::format(
+        "; steps.model_switch_per_layer_s ({:g} us) from --model-switch-us-per-layer: measured "
+        "by `bench --speculative draft=...` (its rounds against the passes alone, "
+        "validation/sync_pass.py), not by this fit",
+        a.switch_layer_us);
+  }
   if (!a.out.empty()) write_engine_costs_file(a.out, fit.costs);
   emit(engine_costs_to_json(fit.costs), engine_fit_text(fit), engine_fit_csv(fit), format);
 }
@@ -93,6 +125,14 @@ void register_fit(CLI::App& app) {
                   "(validation/sustained_clock.py output)");
   cmd->add_flag("--engine", args->engine,
                 "Fit the inferlab engine's costs (--framework inferlab) to engine profiles");
+  cmd->add_option("--sync-pass-us", args->sync_pass_us,
+                  "With --engine: microseconds a forward pass the host waits for adds to its "
+                  "device time (launch, upload, copy back; measured by validation/sync_pass.py "
+                  "from `bench --speculative`; 0: not priced)");
+  cmd->add_option("--model-switch-us-per-layer", args->switch_layer_us,
+                  "With --engine: microseconds a layer that a model's first pass after another "
+                  "model's costs more (speculation with a draft model; measured by "
+                  "validation/sync_pass.py from `bench --speculative draft=...`; 0: not priced)");
   cmd->add_option("--decode-cta-gbps", args->decode_cta_gbps,
                   "With --engine: GB/s one flash-decode CTA streams alone, which prices the "
                   "longest sequence of a decode batch of unequal contexts (measured by "

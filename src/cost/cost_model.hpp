@@ -63,6 +63,11 @@ struct FittedStepCosts {
   // kernel plans its splits for; 0: not priced.
   double decode_cta_bps = 0.0;
   int64_t sm_count = 0;
+  // EngineCosts::sync_pass_s: what a pass the host waits for adds to its device time; 0: none.
+  double sync_pass_s = 0.0;
+  // EngineCosts::model_switch_per_layer_s: what a model's first pass after another model's costs
+  // more, a layer; 0: none.
+  double model_switch_per_layer_s = 0.0;
 };
 
 // Prices operators on one device. Implementations: roofline (spec sheet + delay factors),

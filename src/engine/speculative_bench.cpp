@@ -39,30 +39,71 @@ struct Primed {
 // A plain decode step (`tokens` 1, not all_logits) samples on the device as generate does; a
 // verification pass (all_logits) takes every row's argmax there, as generate_speculative's
 // greedy verdict does (sampling verdicts bring the rows to the host instead).
-TimingStats time_passes(Backend& backend, Primed& primed, int64_t tokens, bool all_logits,
-                        int64_t repeats, bool& device_timed) {
-  ForwardBatch batch{{primed.chunk}};
-  batch.sequences[0].tokens.assign(static_cast<size_t>(tokens), 1);
-  batch.sequences[0].all_logits = all_logits;
-  const SampleSpec greedy;
-  auto pass = [&] {
-    if (all_logits) {
-      backend.forward_argmax_rows(batch);
-    } else {
-      backend.forward_sample(batch, std::span<const SampleSpec>(&greedy, 1));
-    }
-  };
-  pass();  // warm-up (plans, first-touch)
-  std::vector<double> samples;
-  for (int64_t r = 0; r < repeats; ++r) {
-    const auto start = Clock::now();
-    pass();
-    const double wall = std::chrono::duration<double>(Clock::now() - start).count();
-    const double device = backend.last_forward_device_s();
-    device_timed = device >= 0;
-    samples.push_back(device >= 0 ? device : wall);
+class Pass {
+ public:
+  Pass(Backend& backend, const Primed& primed, int64_t tokens, bool all_logits)
+      : backend_(backend), batch_{{primed.chunk}} {
+    batch_.sequences[0].tokens.assign(static_cast<size_t>(tokens), 1);
+    batch_.sequences[0].all_logits = all_logits;
   }
-  return timing_stats(samples);
+  // Runs the pass; its host wall time, and its device time (or the wall where there is none).
+  void run(double& wall_s, double& device_or_wall_s, bool& device_timed) {
+    const auto start = Clock::now();
+    if (batch_.sequences[0].all_logits) {
+      backend_.forward_argmax_rows(batch_);
+    } else {
+      backend_.forward_sample(batch_, std::span<const SampleSpec>(&greedy_, 1));
+    }
+    wall_s = std::chrono::duration<double>(Clock::now() - start).count();
+    const double device = backend_.last_forward_device_s();
+    device_timed = device >= 0;
+    device_or_wall_s = device >= 0 ? device : wall_s;
+  }
+
+ private:
+  Backend& backend_;
+  ForwardBatch batch_;
+  const SampleSpec greedy_{};
+};
+
+struct PassTimes {
+  TimingStats device_or_wall, wall;
+};
+PassTimes time_passes(Backend& backend, Primed& primed, int64_t tokens, bool all_logits,
+                      int64_t repeats, bool& device_timed) {
+  Pass pass(backend, primed, tokens, all_logits);
+  double wall = 0.0, device = 0.0;
+  pass.run(wall, device, device_timed);  // warm-up (plans, first-touch)
+  std::vector<double> samples, walls;
+  for (int64_t r = 0; r < repeats; ++r) {
+    pass.run(wall, device, device_timed);
+    samples.push_back(device);
+    walls.push_back(wall);
+  }
+  return {timing_stats(samples), timing_stats(walls)};
+}
+
+// Rounds as generate_speculative runs them with a draft model: k draft steps, then the target's
+// verification of k + 1 tokens, each waited for. The verification is timed inside the round too:
+// after the draft's passes it need not cost what it costs back to back.
+void time_rounds(Backend& target, Primed& target_primed, Backend& draft, Primed& draft_primed,
+                 int64_t k, int64_t repeats, SpeculativeCosts& costs) {
+  Pass verify(target, target_primed, k + 1, true), step(draft, draft_primed, 1, false);
+  std::vector<double> rounds, verify_device, verify_wall;
+  double wall = 0.0, device = 0.0;
+  bool timed = false;
+  for (int64_t r = 0; r <= repeats; ++r) {  // the first round warms up
+    const auto start = Clock::now();
+    for (int64_t j = 0; j < k; ++j) step.run(wall, device, timed);
+    verify.run(wall, device, timed);
+    if (r == 0) continue;
+    rounds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+    verify_device.push_back(device);
+    verify_wall.push_back(wall);
+  }
+  costs.round_wall = timing_stats(rounds);
+  costs.verify_in_round = timing_stats(verify_device);
+  costs.verify_in_round_wall = timing_stats(verify_wall);
 }
 }  // namespace
 
@@ -77,14 +118,19 @@ SpeculativeCosts measure_speculative_costs(Backend& target, Backend* draft,
   costs.context_tokens = context_tokens;
   Primed target_primed(target, context_tokens, speculative.k + 1, seed);
   // Plain decoding samples from the last row only; greedy verification takes every row's argmax.
-  costs.decode_step = time_passes(target, target_primed, 1, false, repeats, costs.device_timed);
-  costs.verify =
+  const PassTimes decode =
+      time_passes(target, target_primed, 1, false, repeats, costs.device_timed);
+  const PassTimes verify =
       time_passes(target, target_primed, speculative.k + 1, true, repeats, costs.device_timed);
+  costs.decode_step = decode.device_or_wall, costs.decode_step_wall = decode.wall;
+  costs.verify = verify.device_or_wall, costs.verify_wall = verify.wall;
   if (speculative.drafter == SpeculativeOptions::Drafter::model) {
     if (draft == nullptr) throw InputError("--speculative draft=…: no draft model");
     Primed draft_primed(*draft, context_tokens, speculative.k + 1, seed + 1);
     bool draft_device_timed = false;
-    costs.draft_step = time_passes(*draft, draft_primed, 1, false, repeats, draft_device_timed);
+    const PassTimes step = time_passes(*draft, draft_primed, 1, false, repeats, draft_device_timed);
+    costs.draft_step = step.device_or_wall, costs.draft_step_wall = step.wall;
+    time_rounds(target, target_primed, *draft, draft_primed, speculative.k, repeats, costs);
   } else {
     std::vector<int32_t> context = target_primed.chunk.tokens;
     std::vector<double> samples;
@@ -95,7 +141,7 @@ SpeculativeCosts measure_speculative_costs(Backend& target, Backend* draft,
       samples.push_back(std::chrono::duration<double>(Clock::now() - start).count());
       context.push_back(proposal.empty() ? 0 : proposal.front());
     }
-    costs.draft_step = timing_stats(samples);
+    costs.draft_step = costs.draft_step_wall = timing_stats(samples);
   }
   const double step = costs.decode_step.median_s;
   for (double acceptance : {0.5, 0.6, 0.7, 0.8, 0.9, 1.0}) {

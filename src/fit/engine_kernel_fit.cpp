@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <set>
 
 namespace inferlab {
 
@@ -22,9 +23,9 @@ constexpr double kCtaFixedScale_s = 20e-6;
 // decode; no kernel has both).
 struct Linear {
   double t0_s = 0.0;
-  double unit_s = 0.0;  // per unit: per CTA wave, or per further combine trip
+  double unit_s = 0.0;  // per unit: per CTA wave, per further combine trip or per staged KiB
 };
-enum class Units { none, waves, trips };
+enum class Units { none, waves, trips, staged_input };
 
 // A point of the search: log-efficiencies (compute, memory, per-CTA), then the serial
 // fraction (linear, in [0, 1]).
@@ -62,7 +63,9 @@ struct Problem {
     for (const auto& t : s.terms) {
       work_s += term_work_s(t, e[0], e[1], e[2], e[3]);
       launches += t.launches;
-      units_in += units == Units::trips ? t.combine_trips : t.cta_waves;
+      units_in += units == Units::trips          ? t.combine_trips
+                  : units == Units::staged_input ? t.staged_input_kib
+                                                 : t.cta_waves;
     }
   }
 
@@ -142,7 +145,7 @@ double engine_sample_time_s(const EngineKernelSample& sample, const EngineKernel
   double total = 0.0;
   for (const auto& t : sample.terms) {
     total += t.launches * p.t0_s + t.cta_waves * p.cta_fixed_s +
-             t.combine_trips * p.combine_trip_s +
+             t.combine_trips * p.combine_trip_s + t.staged_input_kib * p.input_kib_s +
              term_work_s(t, p.compute_efficiency, p.memory_efficiency, p.cta_efficiency,
                          p.serial_fraction);
   }
@@ -157,15 +160,21 @@ EngineKernelParams fit_engine_kernel(const std::vector<EngineKernelSample>& all,
   // Combine trips per launch, over the samples: a trip's cost is told from t0 only where it
   // varies (samples of one shape leave the two on a line).
   double min_trips = 0.0, max_trips = 0.0;
+  // The staged input's KiB per launch (the streaming GEMV's width times its 1-2 rows): told from
+  // t0 only where it takes three values or more, so two widths at least. Two values may be the
+  // rows alone, which the arithmetic's share (the compute term) grows with too.
+  std::set<double> input_per_launch_values;
   for (const auto& s : all) {
     if (s.target_s > 0.0 && std::isfinite(s.target_s)) {
-      double launches = 0.0, trips = 0.0;
+      double launches = 0.0, trips = 0.0, input_kib = 0.0;
       for (const auto& t : s.terms) {
         has_cta |= t.cta_s > 0.0;
         has_waves |= t.cta_waves > 0.0;
         launches += t.launches;
         trips += t.combine_trips;
+        input_kib += t.staged_input_kib;
       }
+      if (launches > 0.0) input_per_launch_values.insert(input_kib / launches);
       const double per_launch = launches > 0.0 ? trips / launches : 0.0;
       min_trips = samples.empty() ? per_launch : std::min(min_trips, per_launch);
       max_trips = samples.empty() ? per_launch : std::max(max_trips, per_launch);
@@ -178,7 +187,11 @@ EngineKernelParams fit_engine_kernel(const std::vector<EngineKernelSample>& all,
   out.compute_efficiency = prior.compute_efficiency;
   out.memory_efficiency = prior.memory_efficiency;
   if (samples.empty()) return out;
-  const Units units = has_waves ? Units::waves : has_trips ? Units::trips : Units::none;
+  const bool has_input = input_per_launch_values.size() >= 3;
+  const Units units = has_waves   ? Units::waves
+                      : has_trips ? Units::trips
+                      : has_input ? Units::staged_input
+                                  : Units::none;
   const Problem problem{samples, prior, units};
   const double lo = std::log(kMinEfficiency), hi = std::log(kMaxEfficiency);
   // An efficiency not fitted stays at its prior (the per-CTA one at the top of the range, where
@@ -241,6 +254,8 @@ EngineKernelParams fit_engine_kernel(const std::vector<EngineKernelSample>& all,
   out.t0_s = best_lin.t0_s;
   if (units == Units::trips) {
     out.combine_trip_s = best_lin.unit_s;
+  } else if (units == Units::staged_input) {
+    out.input_kib_s = best_lin.unit_s;
   } else {
     out.cta_fixed_s = best_lin.unit_s;
   }

@@ -1,9 +1,9 @@
 #pragma once
 // The fit of one engine (class, path, format): (t0, e_compute, e_memory[, e_cta][, t_cta or
-// t_trip]) of
+// t_trip][, t_input]) of
 //   class time = sum over its kernels of
-//                t0 + waves t_cta + trips t_trip + max(c + s min(FLOPs / (peak e_compute),
-//                bytes / (BW e_memory)), cta_s / e_cta)
+//                t0 + waves t_cta + trips t_trip + KiB t_input
+//                + max(c + s min(FLOPs / (peak e_compute), bytes / (BW e_memory)), cta_s / e_cta)
 // with c the larger of the two and s the serial fraction (fitted for cuBLASLt GEMMs only)
 // from measured class times (cta_s: engine_cta_stream_s, for ops that give their grid). Pure
 // arithmetic, deterministic (a grid, then a compass search).
@@ -28,6 +28,9 @@ struct EngineWorkTerm {
   // The flash decode combine's trips past the first (engine_combine_extra_trips), in all; each
   // adds combine_trip_s.
   double combine_trips = 0.0;
+  // The KiB of input the streaming GEMV's CTAs stage (engine_staged_input_kib), in all; each
+  // adds input_kib_s.
+  double staged_input_kib = 0.0;
 };
 
 // One (point, class): the class's in-stream time and the work terms of its ops.
@@ -62,7 +65,8 @@ double engine_sample_time_s(const EngineKernelSample& sample, const EngineKernel
 // Minimises sum over samples of (predicted / target - 1)^2 plus the prior's pull; t0 in
 // [0, 1 ms], efficiencies in [0.01, 4]; e_cta only where some term has a cta_s (else 0, no
 // term); t_cta where some term has CTA waves, else t_trip where the samples' combine trips per
-// launch differ (no kernel has both; each else 0), each pulled weakly to 0. points and mape (of the
+// launch differ, else t_input (input_kib_s) where their staged KiB per launch take three values
+// or more (no kernel has two; each else 0), each pulled weakly to 0. points and mape (of the
 // in-stream targets) are set.
 // Samples with a non-positive target are ignored; none left: the prior, points 0.
 // With fit_serial the serial fraction (EngineKernelParams::serial_fraction, in [0, 1]) is

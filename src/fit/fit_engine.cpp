@@ -168,7 +168,8 @@ std::map<std::string, std::vector<EngineKernelSample>> class_samples(
             {n * std::max(1, op->kernels), n * op->flops / engine_op_peak(*op, ceilings) * clock,
              n * op->bytes() / ceilings.memory_bandwidth_bps,
              n * engine_cta_stream_s(*op, ceilings), n * engine_cta_waves(*op, ceilings),
-             n * static_cast<double>(engine_combine_extra_trips(*op, ceilings))});
+             n * static_cast<double>(engine_combine_extra_trips(*op, ceilings)),
+             n * std::max(1, op->kernels) * engine_staged_input_kib(*op)});
       }
       by_key[key].push_back(std::move(sample));
     }

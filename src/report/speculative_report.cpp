@@ -52,6 +52,16 @@ nlohmann::json speculative_costs_json(const std::string& model, const std::strin
           {"decode_step", timing_stats_json(costs.decode_step)},
           {"verify", timing_stats_json(costs.verify)},
           {"draft_step", timing_stats_json(costs.draft_step)},
+          {"host_wall",
+           {{"decode_step", timing_stats_json(costs.decode_step_wall)},
+            {"verify", timing_stats_json(costs.verify_wall)},
+            {"draft_step", timing_stats_json(costs.draft_step_wall)}}},
+          {"rounds",
+           costs.round_wall.samples == 0
+               ? nlohmann::json(nullptr)
+               : nlohmann::json{{"round_wall", timing_stats_json(costs.round_wall)},
+                                {"verify", timing_stats_json(costs.verify_in_round)},
+                                {"verify_wall", timing_stats_json(costs.verify_in_round_wall)}}},
           {"verify_over_decode", costs.verify.median_s / costs.decode_step.median_s},
           {"draft_over_decode", costs.draft_step.median_s / costs.decode_step.median_s},
           {"speedup_at_acceptance", speedups}};
@@ -73,6 +83,22 @@ std::string speculative_costs_text(const nlohmann::json& j) {
   out += line("target decode step (1 token)", j["decode_step"]);
   out += line(fmt::format("target verify ({} tokens, all logits)", k + 1).c_str(), j["verify"]);
   out += line(j["drafter"] == "model" ? "draft decode step" : "n-gram lookup", j["draft_step"]);
+  if (j.contains("host_wall") && j["device_timed"].get<bool>()) {
+    const auto& w = j["host_wall"];
+    out += fmt::format(
+        "  host wall per pass, call to result (medians): decode {:.3f}, verify {:.3f}, "
+        "draft {:.3f} ms\n",
+        w["decode_step"]["median_ms"].get<double>(), w["verify"]["median_ms"].get<double>(),
+        w["draft_step"]["median_ms"].get<double>());
+  }
+  if (j.contains("rounds") && !j["rounds"].is_null()) {
+    const auto& r = j["rounds"];
+    out += fmt::format(
+        "  whole rounds ({} draft steps, then the verification; host wall): {:.3f} ms, the "
+        "verification in them {:.3f} ms ({:.3f} ms wall)\n",
+        k, r["round_wall"]["median_ms"].get<double>(), r["verify"]["median_ms"].get<double>(),
+        r["verify_wall"]["median_ms"].get<double>());
+  }
   out += "Speed-up over plain decoding if each draft token is accepted with probability a:\n";
   for (const auto& row : j["speedup_at_acceptance"]) {
     out += fmt::format("  a = {:.1f}: {:.2f}x\n", row["acceptance"].get<double>(),

@@ -43,6 +43,15 @@ PredictedIterationCost::PredictedIterationCost(const ModelConfig& model,
   eager_context_.cuda_graphs = false;
   graphs_decode_only_ = options.framework == Framework::inferlab && options.cuda_graphs;
   inferlab_engine_ = options.framework == Framework::inferlab;
+  if (inferlab_engine_) {
+    if (const auto fitted = context_.cost->fitted_step_costs()) {
+      sync_pass_s_ = fitted->sync_pass_s;
+      if (draft_model) {
+        model_switch_s_ = fitted->model_switch_per_layer_s *
+                          static_cast<double>(model_.num_layers + draft_model->num_layers);
+      }
+    }
+  }
   if (draft_model) {
     draft_model_ = std::make_unique<ModelConfig>(*draft_model);
     PredictOptions draft_options = options;
@@ -196,9 +205,11 @@ double PredictedIterationCost::time_s(const IterationBatch& batch) const {
   for (const auto& s : batch.seqs) prefill_tokens += s.decode ? 0 : s.new_tokens;
   if (draft_model_ && prefill_tokens > 0) t += draft_prefill_s(prefill_tokens);
   if (batch.speculative_k > 0 && batch.drafting_seqs > 0 && draft_model_) {
-    t += batch.speculative_k * draft_step_s(batch.drafting_seqs, batch.draft_context);
+    t += batch.speculative_k *
+             (draft_step_s(batch.drafting_seqs, batch.draft_context) + sync_pass_s_) +
+         model_switch_s_;
   }
-  return t + batch.swap_bytes / host_link_bps_;
+  return t + sync_pass_s_ + batch.swap_bytes / host_link_bps_;
 }
 
 }  // namespace inferlab

@@ -92,6 +92,13 @@ class PredictedIterationCost : public IterationCost {
   bool graphs_decode_only_ = false;
   bool inferlab_engine_ = false;   // --framework inferlab: the engine's decode kernel
   int64_t graph_batch_limit_ = 0;  // 0: none
+  // The engine waits for each pass's result (FittedStepCosts::sync_pass_s): once an iteration,
+  // and once a draft model's step.
+  double sync_pass_s_ = 0.0;
+  // With a draft model each speculative iteration switches models twice (draft steps after the
+  // target's last pass, the verification after them): FittedStepCosts::model_switch_per_layer_s
+  // times the two models' layers.
+  double model_switch_s_ = 0.0;
   double host_link_bps_;
   mutable std::unordered_map<int64_t, double> flat_cache_, sampled_cache_, draft_cache_,
       draft_prefill_cache_;

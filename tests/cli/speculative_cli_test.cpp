@@ -67,6 +67,9 @@ TEST(SpeculativeCli, GreedyTokensAreTheSameWithAndWithoutSpeculationAndBenchTime
   EXPECT_EQ(j["context_tokens"], 8);
   EXPECT_EQ(j["decode_step"]["samples"], 2);
   EXPECT_GT(j["verify"]["median_ms"].get<double>(), 0.0);
+  EXPECT_EQ(j["host_wall"]["verify"]["median_ms"], j["verify"]["median_ms"]);  // no device timer
+  EXPECT_EQ(j["host_wall"]["draft_step"]["samples"], 2);
+  EXPECT_EQ(j["rounds"]["round_wall"]["samples"], 2);  // with a draft model: whole rounds too
   EXPECT_EQ(j["speedup_at_acceptance"].size(), 6u);
 }
 

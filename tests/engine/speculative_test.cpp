@@ -282,6 +282,14 @@ TEST(Speculative, MeasuredCostsOnTheCpuGiveASpeedupTable) {
   EXPECT_EQ(costs.verify.samples, 3);
   EXPECT_EQ(costs.draft_step.samples, 3);
   EXPECT_FALSE(costs.device_timed);
+  // Without a device timer the host's clock is the only one: the wall figures are the same.
+  EXPECT_DOUBLE_EQ(costs.decode_step_wall.median_s, costs.decode_step.median_s);
+  EXPECT_DOUBLE_EQ(costs.verify_wall.median_s, costs.verify.median_s);
+  EXPECT_DOUBLE_EQ(costs.draft_step_wall.median_s, costs.draft_step.median_s);
+  // Whole rounds: three draft steps and the verification, so longer than the verification alone.
+  EXPECT_EQ(costs.round_wall.samples, 3);
+  EXPECT_EQ(costs.verify_in_round.samples, 3);
+  EXPECT_GT(costs.round_wall.min_s, costs.verify_in_round_wall.min_s);
   ASSERT_EQ(costs.speedup_at_acceptance.size(), 6u);
   EXPECT_LT(costs.speedup_at_acceptance.front().second, costs.speedup_at_acceptance.back().second);
   EXPECT_THROW(measure_speculative_costs(m.target, &draft, with_model, 5000, 3, 1), InputError);

@@ -122,12 +122,16 @@ TEST(ServeCost, AnUnevenDecodeBatchIsNoFasterThanItsLongestSequencesCtas) {
   const int64_t mean = (9 * 1024 + 40000) / 10;  // 4921, on the 16-token grain: 4928
   const double balanced_s = cost.attention_s(10, 1, 4928);
   ASSERT_GT(straggler_s, balanced_s);
-  EXPECT_NEAR(cost.time_s(uneven), cost.flat_s(16, true) + straggler_s + cost.sampled_s(16), 1e-12);
+  // (and the pass the host waits for, EngineCosts::sync_pass_s)
+  const double sync_s = fitted->sync_pass_s;
+  EXPECT_NEAR(cost.time_s(uneven),
+              cost.flat_s(16, true) + straggler_s + cost.sampled_s(16) + sync_s, 1e-12);
   (void)mean;
   // Ten sequences at 4928 each: balanced, the mean prices them.
   IterationBatch even;
   for (int i = 0; i < 10; ++i) even.seqs.push_back({1, 4928, true, true});
-  EXPECT_NEAR(cost.time_s(even), cost.flat_s(16, true) + balanced_s + cost.sampled_s(16), 1e-12);
+  EXPECT_NEAR(cost.time_s(even), cost.flat_s(16, true) + balanced_s + cost.sampled_s(16) + sync_s,
+              1e-12);
   // Seventeen rows and up (32 padded): one CTA per SM already, a single split of the bound.
   EXPECT_NEAR(cost.decode_straggler_s(32, 40000),
               32.0 * 2.0 * 40000.0 * 256.0 / fitted->decode_cta_bps, 1e-12);

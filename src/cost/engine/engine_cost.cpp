@@ -78,6 +78,13 @@ int64_t engine_combine_extra_trips(const Op& op, const EngineCeilings& ceilings)
   return std::max<int64_t>(0, decode_combine_trips(plan.splits) - 1);
 }
 
+double engine_staged_input_kib(const Op& op) {
+  if (op.kind != OpKind::gemm || !engine_stream_gemv_path(op.tag.path)) return 0.0;
+  // bf16 inputs, but W8A8's int8 codes (engine/cuda/gemv_stream.cu).
+  const double input_bytes = std::string_view(op.tag.format) == "w8a8" ? 1.0 : 2.0;
+  return static_cast<double>(op.gemm.m) * static_cast<double>(op.gemm.k) * input_bytes / 1024.0;
+}
+
 OpCost engine_op_cost(const Op& op, const EngineKernelParams& p, const EngineCeilings& ceilings) {
   OpCost cost;
   cost.op_class = classify_op(op);
@@ -89,9 +96,10 @@ OpCost engine_op_cost(const Op& op, const EngineKernelParams& p, const EngineCei
   if (serial_s > 0.0 && p.cta_efficiency > 0.0) {
     cost.memory_s = std::max(cost.memory_s, serial_s / p.cta_efficiency);
   }
-  cost.latency_s = std::max(1, op.kernels) * p.t0_s +
-                   p.cta_fixed_s * engine_cta_waves(op, ceilings) +
-                   p.combine_trip_s * static_cast<double>(engine_combine_extra_trips(op, ceilings));
+  cost.latency_s =
+      std::max(1, op.kernels) * p.t0_s + p.cta_fixed_s * engine_cta_waves(op, ceilings) +
+      p.combine_trip_s * static_cast<double>(engine_combine_extra_trips(op, ceilings)) +
+      std::max(1, op.kernels) * p.input_kib_s * engine_staged_input_kib(op);
   cost.serial_fraction = p.serial_fraction;
   cost.combine_parts();
   return cost;
@@ -180,6 +188,8 @@ std::optional<FittedStepCosts> EngineCostModel::fitted_step_costs() const {
   c.graph_programmatic_per_kernel_s = costs_.graph_programmatic_per_kernel_s;
   c.matrix_clock_gain = costs_.matrix_clock_gain;
   c.decode_cta_bps = costs_.decode_cta_bps;
+  c.sync_pass_s = costs_.sync_pass_s;
+  c.model_switch_per_layer_s = costs_.model_switch_per_layer_s;
   c.sm_count = costs_.ceilings.sm_count;
   return c;
 }

@@ -83,6 +83,10 @@ double engine_cta_stream_s(const Op& op, const EngineCeilings& ceilings);
 // count.
 double engine_cta_waves(const Op& op, const EngineCeilings& ceilings);
 
+// KiB of input rows each CTA of the streaming GEMV stages before its first multiply-add, per
+// launch: m rows of k bf16 inputs (the fused RMSNorm reads the same); 0 for other paths.
+double engine_staged_input_kib(const Op& op);
+
 // The time of one op under (t0, efficiencies) against `ceilings`; the fit uses it too.
 OpCost engine_op_cost(const Op& op, const EngineKernelParams& params,
                       const EngineCeilings& ceilings);

@@ -62,6 +62,7 @@ nlohmann::json engine_costs_to_json(const EngineCosts& costs) {
                     {"serial_fraction", k.serial_fraction},
                     {"cta_fixed_s", k.cta_fixed_s},
                     {"combine_trip_s", k.combine_trip_s},
+                    {"input_kib_s", k.input_kib_s},
                     {"points", k.points},
                     {"mape", k.mape}};
   }
@@ -85,7 +86,9 @@ nlohmann::json engine_costs_to_json(const EngineCosts& costs) {
             {"graph_step_s", costs.graph_step_s},
             {"graph_programmatic_per_kernel_s", costs.graph_programmatic_per_kernel_s},
             {"matrix_clock_gain", costs.matrix_clock_gain},
-            {"decode_cta_bps", costs.decode_cta_bps}}},
+            {"decode_cta_bps", costs.decode_cta_bps},
+            {"sync_pass_s", costs.sync_pass_s},
+            {"model_switch_per_layer_s", costs.model_switch_per_layer_s}}},
           {"kernels", kernels},
           {"fit", costs.fit_summary}};
 }
@@ -146,6 +149,11 @@ EngineCosts engine_costs_from_json(const nlohmann::json& json, const std::string
     c.matrix_clock_gain = checked(steps, "matrix_clock_gain", 0, kMaxClockGain, sctx);
   }
   // (Absent from files fitted before the decode straggler was priced: not priced.)
+  // (Absent from files before 2026-11-28's speculation rounds: not priced.)
+  if (steps.contains("sync_pass_s")) c.sync_pass_s = checked(steps, "sync_pass_s", 0, 1e-3, sctx);
+  if (steps.contains("model_switch_per_layer_s")) {
+    c.model_switch_per_layer_s = checked(steps, "model_switch_per_layer_s", 0, 1e-3, sctx);
+  }
   if (steps.contains("decode_cta_bps")) {
     c.decode_cta_bps = checked(steps, "decode_cta_bps", 0, 1e13, sctx);
   }
@@ -173,6 +181,8 @@ EngineCosts engine_costs_from_json(const nlohmann::json& json, const std::string
     if (k.contains("combine_trip_s")) {
       p.combine_trip_s = checked(k, "combine_trip_s", 0, kMaxTime_s, kctx);
     }
+    // (Absent from files fitted before the staged input was priced: none.)
+    if (k.contains("input_kib_s")) p.input_kib_s = checked(k, "input_kib_s", 0, kMaxTime_s, kctx);
     // (Absent from files fitted before the serial term: 0, the roofline's max.)
     if (k.contains("serial_fraction")) {
       p.serial_fraction = checked(k, "serial_fraction", 0, 1, kctx);

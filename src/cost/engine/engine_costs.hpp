@@ -14,6 +14,7 @@ namespace inferlab {
 
 // One (kernel class, path, format) of the engine: each of its kernels takes
 //   t0_s + cta_fixed_s x CTAs / SMs + combine_trip_s x the split-K combine's further trips
+//        + input_kib_s x the KiB of input each CTA stages (the streaming GEMV)
 //        + max(FLOPs / (peak x compute_efficiency), bytes / (bandwidth x memory_efficiency),
 //              per-CTA bytes x max(SMs, CTAs) / (bandwidth x cta_efficiency))
 // in a stream (a CUDA graph), the ceilings being the ones recorded in the file. The third term,
@@ -39,6 +40,13 @@ struct EngineKernelParams {
   // Tensor parallelism hits it: 1-2 KV heads a rank at batch 1 leave few CTAs, and the split
   // plan makes up the grid with up to 64 splits (MEASUREMENTS §42). 0: none.
   double combine_trip_s = 0.0;
+  // Fixed time per KiB of input rows that each CTA of the streaming GEMV stages in shared memory
+  // (with the fused RMSNorm's reduction) before its first multiply-add
+  // (engine_staged_input_kib). A projection of k inputs at m rows takes 2 m k bytes at every
+  // size, so the cost grows with the width and the rows, not with the weights: on the H200 a
+  // 768-wide 174M model's GEMVs take 3 us less than the 8B's fit predicted, and two rows cost
+  // 0.8 (768 wide) to 3.6 us (4096 wide) more than one (MEASUREMENTS §47). 0: none.
+  double input_kib_s = 0.0;
   int points = 0;     // (profile point, class) samples it was fitted on
   double mape = 0.0;  // on those samples, of the class times less their profile marks
 };
@@ -87,6 +95,16 @@ struct EngineCosts {
   // (model/engine_decode_plan.hpp) while the other SMs idle. Measured from replayed serving
   // iterations (validation/fit_decode_straggler.py); 0: not priced.
   double decode_cta_bps = 0.0;
+  // What a forward pass whose result the host waits for adds to its time on the device: the
+  // graph's launch, the metadata's upload, the copy back and the wait (generate and the serving
+  // loop wait for every pass; a draft model's every step). Measured by `bench --speculative` as
+  // host wall minus device time per pass (validation/sync_pass.py); 0: not priced.
+  double sync_pass_s = 0.0;
+  // What the first pass of a model costs more, a layer, when the GPU's previous pass was another
+  // model's (speculation with a draft model alternates the two every round): measured by
+  // `bench --speculative draft=...` as its whole rounds against the passes alone, 3-5 us a layer
+  // on the H200, on the device's clock (validation/sync_pass.py); 0: not priced.
+  double model_switch_per_layer_s = 0.0;
   std::string source;
   nlohmann::json fit_summary = nlohmann::json::object();
 };
