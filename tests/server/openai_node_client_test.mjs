@@ -1,16 +1,20 @@
 // The official `openai` npm client (Node) against `inferlab server --device cpu --api-key K` on a
 // tiny checkpoint: with the right key a completion, a chat completion (whole and streamed) and
-// the model list work; with a wrong key the client raises AuthenticationError (401).
+// the model list work; with a wrong key the client raises AuthenticationError (401). Then
+// validation/openai_logprobs_client.mjs against the same server: logprobs as an evaluation
+// harness asks for them (top 3 of a completion, the prompt echoed with max_tokens 0, n = 3, chat
+// logprobs and a stream), with the invariants that hold on any model.
 // Usage: node openai_node_client_test.mjs INFERLAB_BINARY NODE_PREFIX
 //   NODE_PREFIX: where scripts/fetch-openai-client.sh installed the package (third_party/node).
 // Exit 0: passed; 1: failed; 77 (CTest's SKIP_RETURN_CODE): the package or the Llama 3 tokenizer
 // is not there.
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
 
 const [inferlab, prefix] = process.argv.slice(2);
 const KEY = 'sk-inferlab-node-test';
@@ -114,6 +118,13 @@ try {
     (e) => e instanceof AuthenticationError && e.status === 401 && e.code === 'invalid_api_key',
   );
   console.log('openai client: models, completion, chat, streamed chat and a wrong key: passed');
+
+  // Asynchronously: the server's stderr keeps being read meanwhile.
+  const script = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'validation',
+    'openai_logprobs_client.mjs');
+  const { stdout } = await promisify(execFile)(process.execPath, [script, '--base-url', baseURL,
+    '--model', 'ckpt', '--api-key', KEY, '--node-prefix', prefix], { timeout: 120000 });
+  console.log(stdout.trimEnd().split('\n').slice(-1)[0]);
 } catch (e) {
   failed = true;
   console.error(e);
