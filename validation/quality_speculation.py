@@ -255,6 +255,8 @@ def main():
                     help="with --from: exit 1 unless each warm mode's simulated speed-up is "
                          "within this fraction of the measured one")
     args = ap.parse_args()
+    if args.max_error is not None and not args.from_summary:
+        ap.error("--max-error checks a re-prediction: give --from too")
     if args.from_summary:
         return repredict(args)
     if not args.runs:

@@ -100,6 +100,11 @@ TEST(EngineCalibrationCli, BadInputIsExitTwo) {
       "fit --engine --data " + synthetic() + " " + h100,
       "fit --engine",
       "fit --engine --data " + synthetic() + " --sustained x.json",
+      // The step constants measured apart from the profiles: out of range or not numbers.
+      "fit --engine --data " + synthetic() + " --sync-pass-us -1",
+      "fit --engine --data " + synthetic() + " --sync-pass-us abc",
+      "fit --engine --data " + synthetic() + " --model-switch-us-per-layer 5000",
+      "fit --engine --data " + synthetic() + " --decode-cta-gbps -3",
       "validate --engine --data " + broken,
       "validate --engine --data " + synthetic() + " --engine-costs " + costs +
           " --max-mape prefill",
