@@ -188,7 +188,16 @@ std::map<std::string, std::vector<EngineKernelSample>> class_samples(
 struct StepFit {
   double graph_per_kernel_s = 0.0, graph_step_s = 0.0, eager_step_s = 0.0, host_per_kernel_s = 0.0;
   double graph_programmatic_per_kernel_s = 0.0;
+  // The host times whose eager steps fit within kHostTolerance of the best (the prior's pull
+  // left out): how well the data pin host_per_kernel_s down. Both -1 without eager steps.
+  double host_fits_from_s = -1.0, host_fits_to_s = -1.0;
 };
+
+// A host time whose eager steps' squared relative error is within this fraction of the best one's
+// fits them as well: noise in the profiles moves the fit anywhere in that range.
+constexpr double kHostTolerance = 0.01;
+// A range of host times that fit wider than this is reported as not identified.
+constexpr double kHostUnidentifiedWidth_s = 2e-6;
 
 void set_step_constants(const StepFit& steps, EngineCosts& costs) {
   costs.graph_per_kernel_s = steps.graph_per_kernel_s;
@@ -265,6 +274,7 @@ StepFit fit_step_constants(const std::vector<FitPoint>& points, const CostModel&
   if (eager.empty()) return fit;
   double best_loss = 0.0;
   bool first = true;
+  std::vector<std::pair<double, double>> data_loss_at;  // (host time, the steps' loss alone)
   for (double h = 0.0; h <= kHostGridMax_s + 1e-12; h += kHostGridStep_s) {
     std::vector<std::pair<double, double>> replayed;
     for (size_t i = 0; i < eager.size(); ++i) {
@@ -272,15 +282,24 @@ StepFit fit_step_constants(const std::vector<FitPoint>& points, const CostModel&
                             eager[i].second);
     }
     const double c = best_constant(replayed);
-    double loss = 0.0;
-    for (auto [pred, s] : replayed) loss += std::pow((pred + c) / s - 1.0, 2);
-    loss += kHostPriorWeight * std::pow((h - kHostPrior_s) / kHostScale_s, 2);
+    double data_loss = 0.0;
+    for (auto [pred, s] : replayed) data_loss += std::pow((pred + c) / s - 1.0, 2);
+    data_loss_at.emplace_back(h, data_loss);
+    const double loss =
+        data_loss + kHostPriorWeight * std::pow((h - kHostPrior_s) / kHostScale_s, 2);
     if (first || loss < best_loss) {
       first = false;
       best_loss = loss;
       fit.host_per_kernel_s = h;
       fit.eager_step_s = c;
     }
+  }
+  double best_data_loss = data_loss_at.front().second;
+  for (const auto& [h, l] : data_loss_at) best_data_loss = std::min(best_data_loss, l);
+  for (const auto& [h, l] : data_loss_at) {
+    if (l > best_data_loss * (1.0 + kHostTolerance)) continue;
+    if (fit.host_fits_from_s < 0.0) fit.host_fits_from_s = h;
+    fit.host_fits_to_s = h;
   }
   return fit;
 }
@@ -477,6 +496,20 @@ EngineFit fit_engine_costs(const std::vector<EngineProfile>& profiles, const Har
     const EngineCostModel priced(fit.costs, std::make_unique<BorrowedCost>(fallback));
     const StepFit steps = fit_step_constants(points, priced);
     set_step_constants(steps, fit.costs);
+  }
+  {
+    // Whether the eager steps pin the host's time down (they do only where they wait on it).
+    const EngineCostModel priced(fit.costs, std::make_unique<BorrowedCost>(fallback));
+    const StepFit steps = fit_step_constants(points, priced);
+    if (steps.host_fits_to_s - steps.host_fits_from_s > kHostUnidentifiedWidth_s) {
+      fit.notes.push_back(fmt::format(
+          "the host's time per eager launch is not identified by these profiles: their eager "
+          "steps fit within {:.0f}% of the best from {:.2f} to {:.2f} us a launch (fitted "
+          "{:.2f} us); steps that wait on the host (small models' prefills, eager decodes) "
+          "would tell it",
+          100.0 * kHostTolerance, steps.host_fits_from_s * 1e6, steps.host_fits_to_s * 1e6,
+          fit.costs.host_per_kernel_s * 1e6));
+    }
   }
   const EngineCostModel fitted(fit.costs, std::make_unique<BorrowedCost>(fallback));
   std::vector<std::string> files;
