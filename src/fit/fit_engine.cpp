@@ -470,6 +470,7 @@ EngineFit fit_engine_costs(const std::vector<EngineProfile>& profiles, const Har
   // Two rounds: the second refines the profile mark with the host time the first found (small
   // prefills and eager decodes wait on the host between kernels, which the mark alone does not
   // explain), then refits the kernels and the step constants.
+  StepFit steps;  // the last fit of the step constants, on the costs as they end up
   for (int round = 0; round < 2; ++round) {
     if (round == 1) {
       const EngineCostModel priced(fit.costs, std::make_unique<BorrowedCost>(fallback));
@@ -487,29 +488,25 @@ EngineFit fit_engine_costs(const std::vector<EngineProfile>& profiles, const Har
       fit.class_samples += static_cast<int>(list.size());
     }
     const EngineCostModel priced(fit.costs, std::make_unique<BorrowedCost>(fallback));
-    const StepFit steps = fit_step_constants(points, priced);
+    steps = fit_step_constants(points, priced);
     set_step_constants(steps, fit.costs);
   }
   // The tensor cores' clock last, on the kernels as fitted, then the step constants again.
   fit.costs.matrix_clock_gain = fit_clock_gain(points, fit.costs, prior, fallback);
   if (fit.costs.matrix_clock_gain > 0.0) {
     const EngineCostModel priced(fit.costs, std::make_unique<BorrowedCost>(fallback));
-    const StepFit steps = fit_step_constants(points, priced);
+    steps = fit_step_constants(points, priced);
     set_step_constants(steps, fit.costs);
   }
-  {
-    // Whether the eager steps pin the host's time down (they do only where they wait on it).
-    const EngineCostModel priced(fit.costs, std::make_unique<BorrowedCost>(fallback));
-    const StepFit steps = fit_step_constants(points, priced);
-    if (steps.host_fits_to_s - steps.host_fits_from_s > kHostUnidentifiedWidth_s) {
-      fit.notes.push_back(fmt::format(
-          "the host's time per eager launch is not identified by these profiles: their eager "
-          "steps fit within {:.0f}% of the best from {:.2f} to {:.2f} us a launch (fitted "
-          "{:.2f} us); steps that wait on the host (small models' prefills, eager decodes) "
-          "would tell it",
-          100.0 * kHostTolerance, steps.host_fits_from_s * 1e6, steps.host_fits_to_s * 1e6,
-          fit.costs.host_per_kernel_s * 1e6));
-    }
+  // Whether the eager steps pin the host's time down (they do only where they wait on it).
+  if (steps.host_fits_to_s - steps.host_fits_from_s > kHostUnidentifiedWidth_s) {
+    fit.notes.push_back(fmt::format(
+        "the host's time per eager launch is not identified by these profiles: their eager "
+        "steps fit within {:.0f}% of the best from {:.2f} to {:.2f} us a launch (fitted "
+        "{:.2f} us); steps that wait on the host (small models' prefills, eager decodes) "
+        "would tell it",
+        100.0 * kHostTolerance, steps.host_fits_from_s * 1e6, steps.host_fits_to_s * 1e6,
+        fit.costs.host_per_kernel_s * 1e6));
   }
   const EngineCostModel fitted(fit.costs, std::make_unique<BorrowedCost>(fallback));
   std::vector<std::string> files;
