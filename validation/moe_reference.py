@@ -8,7 +8,7 @@ forward over all of them), and reports, over every position, the largest absolut
 the logits, the smallest cosine similarity and whether each position's argmax agrees.
 Run on a machine with PyTorch and transformers (no GPU needed): 4.x saves each expert's
 w1/w2/w3 under block_sparse_moe, the names the engine reads; where 5.x saves them fused,
-unfuse_experts rewrites them so (not yet run against 5.x).
+unfuse_experts rewrites them so (run against 5.17 by validation/moe_gpu.py, 2026-11-28).
 
 Usage:  python3 validation/moe_reference.py BUILD/inferlab [OUT.json]
 """

@@ -12,7 +12,7 @@ loads at 25%, 50% and 90% of it. For each run: p50/p99 TTFT and TPOT, throughput
 over measured.
 
 Usage on the device:  python3 validation/serve_engine_vs_sim.py BUILD/inferlab OUT.json
-                      [--model llama-3-8b] [--requests 300]
+                      [--model llama-3-8b] [--requests 300] [--loads 0.25,0.5,0.9]
 """
 import argparse
 import json
@@ -56,6 +56,8 @@ def main():
     ap.add_argument("--kv-tokens", type=int, default=262144)
     ap.add_argument("--input-dist", default="lognormal:512,0.6")
     ap.add_argument("--output-dist", default="lognormal:128,0.6")
+    ap.add_argument("--loads", default="0.25,0.5,0.9",
+                    help="shares of the measured capacity to run beside saturation")
     args = ap.parse_args()
     result = {"model": args.model, "hardware": args.hardware, "requests": args.requests,
               "kv_tokens": args.kv_tokens, "input_dist": args.input_dist,
@@ -65,7 +67,8 @@ def main():
     saturated = serve(args.binary, "engine", 0, args)
     capacity = saturated["requests_per_s"]
     result["capacity_requests_per_s"] = capacity
-    loads = [("saturated", 0.0)] + [(f"{int(f * 100)}%", f * capacity) for f in (0.25, 0.5, 0.9)]
+    shares = [float(f) for f in args.loads.split(",") if f]
+    loads = [("saturated", 0.0)] + [(f"{int(f * 100)}%", f * capacity) for f in shares]
     for name, rate in loads:
         measured = saturated if rate == 0.0 else serve(args.binary, "engine", rate, args)
         simulated = serve(args.binary, "sim", rate, args)

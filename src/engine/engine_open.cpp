@@ -115,8 +115,11 @@ std::unique_ptr<Backend> open_backend(const std::string& model, const EngineOpti
   const LlamaConfig config = load_llama_config(model);
   const QuantConfig quant = resolved_quant(config, options);
   // (make_cuda_backend checks it too; here before any tensor-parallel rank is started.)
-  if (options.device == "cuda" && config.model.is_moe()) {
-    throw InputError(cuda_moe_refusal(config));
+  if (options.device == "cuda") {
+    if (const std::string refusal = cuda_moe_refusal(config); !refusal.empty()) {
+      throw InputError(refusal);
+    }
+    check_moe_quantization(config, quant);
   }
   if (options.device == "cuda" && !attention_head_dim_supported(config.model.head_dim)) {
     throw InputError(cuda_head_dim_refusal(config.model.name, config.model.head_dim));

@@ -1,7 +1,7 @@
 #pragma once
 // Where the engine runs a mixture-of-experts model (llama_config.hpp's MoeParams): the CPU
-// reference, with bf16-as-fp32 weights (a quantized KV cache too), one process, no tensor
-// parallelism. The CUDA backend's MoE kernels come later. One rule and one message for each
+// reference and the CUDA backend, with bf16 weights (a quantized KV cache too), one process,
+// no tensor parallelism (engine/tp/shard.cpp refuses it). One rule and one message for each
 // path that refuses, checked before any GPU is looked for or weight read (quantized MoE:
 // engine/quant/moe_quantization.hpp).
 #include <string>
@@ -10,12 +10,29 @@
 
 namespace inferlab::engine {
 
-// Why the CUDA backend refuses `config` (an InputError's message), or "" when it is dense.
+// Experts and choices per token the CUDA backend's routing kernel takes
+// (engine/cuda/moe_kernels.hpp's kMoeMaxExperts, kMoeMaxTopK).
+constexpr int64_t kCudaMoeMaxExperts = 256;
+constexpr int64_t kCudaMoeMaxTopK = 16;
+
+// Why the CUDA backend refuses `config`'s experts (an InputError's message), or "" when it
+// runs them (or the model is dense).
 inline std::string cuda_moe_refusal(const LlamaConfig& config) {
-  if (!config.model.is_moe()) return "";
-  return config.model.name + ": mixture of experts (" + std::to_string(config.model.num_experts) +
-         " experts, top " + std::to_string(config.model.experts_per_token) +
-         ") is not supported by the CUDA backend yet; the CPU reference (--device cpu) runs it";
+  const ModelConfig& m = config.model;
+  if (!m.is_moe()) return "";
+  const std::string what = m.name + ": mixture of experts (" + std::to_string(m.num_experts) +
+                           " experts, top " + std::to_string(m.experts_per_token) + ")";
+  if (m.num_experts > kCudaMoeMaxExperts || m.experts_per_token > kCudaMoeMaxTopK) {
+    return what +
+           " is beyond the CUDA backend's routing (at most 256 experts, top 16); the CPU "
+           "reference (--device cpu) runs it";
+  }
+  if (m.hidden_size % 8 != 0 || m.intermediate_size % 8 != 0) {
+    return what +
+           ": the CUDA backend's expert kernels need hidden and intermediate sizes that are "
+           "multiples of 8; the CPU reference (--device cpu) runs it";
+  }
+  return "";
 }
 
 }  // namespace inferlab::engine

@@ -16,7 +16,12 @@ bool is_engine_kernel_class(const std::string& name) {
 }
 
 bool engine_runs_model(const ModelConfig& model, int tp) {
-  return tp >= 1 && std::string(model_family(model).name) == "llama";
+  const std::string family = model_family(model).name;
+  return (tp >= 1 && family == "llama") || (tp == 1 && family == "mixtral");
+}
+
+bool engine_moe_decode_kernels(int64_t tokens, int64_t experts, int64_t top_k) {
+  return tokens <= 1 || tokens * top_k <= experts / 4;
 }
 
 int64_t engine_gemv_max_rows(DType weights) {
@@ -118,8 +123,9 @@ class EngineBuilder {
   bool on_gemv(int64_t rows) const {
     return plan_.engine_gemv && rows <= engine_gemv_max_rows(p_.weights);
   }
-  // Fusion acts on the layers' projections when they run on the GEMV path.
-  bool fused_layers() const { return plan_.engine_fusion && on_gemv(tokens_); }
+  // Fusion acts on the layers' projections when they run on the GEMV path (a mixture of
+  // experts' layers run unfused).
+  bool fused_layers() const { return plan_.engine_fusion && on_gemv(tokens_) && !model_.is_moe(); }
 
   void build_step() {
     const bool fused = fused_layers();
@@ -138,13 +144,17 @@ class EngineBuilder {
                    per_layer, layers);
     add_all_reduce("attn_all_reduce");
     if (!fused) add(norm_op("post_attn_add_norm", tokens_, true), per_layer, layers);
-    add_projection({"gate_up_proj", "gemm_gate_up", tokens_, 2 * inter, h, false, false,
-                    fused ? Fused::norm_swiglu : Fused::none},
-                   per_layer, layers);
-    if (!fused) add_silu_mul();
-    add_projection({"down_proj", "gemm_down", tokens_, h, inter, false, false,
-                    fused ? Fused::residual_epilogue : Fused::none},
-                   per_layer, layers);
+    if (model_.is_moe()) {
+      add_experts();
+    } else {
+      add_projection({"gate_up_proj", "gemm_gate_up", tokens_, 2 * inter, h, false, false,
+                      fused ? Fused::norm_swiglu : Fused::none},
+                     per_layer, layers);
+      if (!fused) add_silu_mul(tokens_);
+      add_projection({"down_proj", "gemm_down", tokens_, h, inter, false, false,
+                      fused ? Fused::residual_epilogue : Fused::none},
+                     per_layer, layers);
+    }
     add_all_reduce("mlp_all_reduce");
     // Unfused, each layer ends with the next one's add + RMSNorm (the last: the final norm);
     // fused, the residual is already summed and the final norm is a plain RMSNorm.
@@ -291,8 +301,8 @@ class EngineBuilder {
     add(op, Scope::per_layer, model_.num_layers);
   }
 
-  void add_silu_mul() {
-    Op op = make_silu_mul_op("silu_mul", tokens_, s_.intermediate, p_.float_dtype);
+  void add_silu_mul(int64_t rows) {
+    Op op = make_silu_mul_op("silu_mul", rows, s_.intermediate, p_.float_dtype);
     op.tag = tag("silu_mul", "halves", "bf16");
     add(op, Scope::per_layer, model_.num_layers);
   }
@@ -329,6 +339,93 @@ class EngineBuilder {
     sample.activation_bytes = static_cast<double>(b * model_.vocab_size) * 4.0 + 4.0 * b;
     sample.tag = tag("sampling", "sample", "bf16");
     add(sample, Scope::post_layers, 1);
+  }
+
+  // A mixture of experts' MLP (engine/cuda/cuda_moe.cpp): the router with its top-k (and the
+  // sort of the slots by expert for the GEMMs); the experts, on the decode kernels (slot by slot)
+  // or as a cuBLASLt GEMM per expert reached (its rows gathered first, SiLU x mul over all slots
+  // between); the weighted combine. The experts a step reaches are those uniform routing reaches
+  // in expectation (expected_active_experts).
+  void add_experts() {
+    const int64_t h = s_.hidden, inter = s_.intermediate, layers = model_.num_layers;
+    const int64_t experts = model_.num_experts, top_k = model_.experts_per_token;
+    const int64_t slots = tokens_ * top_k;
+    const double t = static_cast<double>(tokens_), n = static_cast<double>(slots);
+    const double reached = expected_active_experts(experts, top_k, tokens_);
+    const bool decode_kernels = engine_moe_decode_kernels(tokens_, experts, top_k);
+    Op route;
+    route.name = "moe_route";
+    route.kind = OpKind::gemm;
+    route.compute_dtype = DType::fp32;       // a warp's dot products on the CUDA cores
+    route.kernels = decode_kernels ? 1 : 2;  // router + top-k (then the sort)
+    route.gemm = {tokens_, experts, h, 1};
+    route.flops = 2.0 * t * static_cast<double>(experts * h);
+    route.weight_bytes = static_cast<double>(experts * h) * fb_;
+    route.activation_bytes = t * static_cast<double>(h) * fb_ + 16.0 * n;
+    route.tag = tag("moe_route", "route", "bf16");
+    add(route, Scope::per_layer, layers);
+    // The decode kernels read a slot's expert once per slot; the GEMMs each reached expert once.
+    const double reads = decode_kernels ? n : reached;
+    const double gate_up_weights = reads * 2.0 * static_cast<double>(inter * h) * fb_;
+    const double down_weights = reads * static_cast<double>(h * inter) * fb_;
+    if (decode_kernels) {
+      Op gate_up;
+      gate_up.name = "experts_gate_up";
+      gate_up.kind = OpKind::moe_gemm;
+      gate_up.compute_dtype = DType::fp32;
+      gate_up.gemm = {1, 2 * inter, h, slots};
+      gate_up.flops = 4.0 * n * static_cast<double>(inter * h);
+      gate_up.weight_bytes = gate_up_weights;
+      gate_up.activation_bytes =
+          t * static_cast<double>(h) * fb_ + n * static_cast<double>(inter) * fb_;
+      gate_up.tag = tag("gemm_gate_up", "moe_gemv", "bf16");
+      add(gate_up, Scope::per_layer, layers);
+      Op down = gate_up;
+      down.name = "experts_down";
+      down.gemm = {1, h, inter, gate_up.gemm.groups};
+      down.flops = 2.0 * n * static_cast<double>(inter * h);
+      down.weight_bytes = down_weights;
+      down.activation_bytes = n * static_cast<double>(inter + h) * fb_;
+      down.tag = tag("gemm_down", "moe_gemv", "bf16");
+      add(down, Scope::per_layer, layers);
+    } else {
+      Op gather = make_embedding_op("moe_gather", slots, h, p_.float_dtype);
+      gather.activation_bytes = 2.0 * n * static_cast<double>(h) * fb_ + 4.0 * n;
+      gather.tag = tag("moe_route", "gather", "bf16");
+      add(gather, Scope::per_layer, layers);
+      const int64_t rows = std::max<int64_t>(1, std::llround(n / reached));  // mean per expert
+      const int launches = static_cast<int>(std::ceil(reached));
+      Op gate_up;
+      gate_up.name = "experts_gate_up";
+      gate_up.kind = OpKind::gemm;
+      gate_up.compute_dtype = p_.float_dtype;
+      gate_up.kernels = launches;
+      gate_up.gemm = {rows, 2 * inter, h, 1};
+      gate_up.flops = 4.0 * n * static_cast<double>(inter * h);
+      gate_up.weight_bytes = gate_up_weights;
+      gate_up.activation_bytes = n * static_cast<double>(h + 2 * inter) * fb_;
+      gate_up.tag = tag("gemm_gate_up", "gemm", "bf16");
+      add(gate_up, Scope::per_layer, layers);
+      add_silu_mul(slots);
+      Op down = gate_up;
+      down.name = "experts_down";
+      down.gemm = {rows, h, inter, 1};
+      down.flops = 2.0 * n * static_cast<double>(inter * h);
+      down.weight_bytes = down_weights;
+      down.activation_bytes = n * static_cast<double>(inter + h) * fb_;
+      down.tag = tag("gemm_down", "gemm", "bf16");
+      add(down, Scope::per_layer, layers);
+    }
+    Op combine;
+    combine.name = "moe_combine";
+    combine.kind = OpKind::add;
+    combine.compute_dtype = p_.float_dtype;
+    combine.rows = tokens_;
+    combine.cols = h;
+    combine.flops = 3.0 * n * static_cast<double>(h);
+    combine.activation_bytes = (n + t) * static_cast<double>(h) * fb_ + 8.0 * n;
+    combine.tag = tag("moe_combine", "combine", "bf16");
+    add(combine, Scope::per_layer, layers);
   }
 
   // One projection as the engine runs it: the ops of one call of its class, the last of them

@@ -16,16 +16,27 @@
 namespace inferlab {
 
 // The classes `inferlab bench --profile` reports GPU time under, in the engine's launch order.
-// all_reduce and all_gather: the collectives of tensor parallelism.
-inline constexpr std::array<const char*, 13> kEngineKernelClasses = {
-    "embedding",    "norm",     "gemm_qkv",  "rope_kv_write", "attention",  "gemm_o",  "all_reduce",
-    "gemm_gate_up", "silu_mul", "gemm_down", "lm_head",       "all_gather", "sampling"};
+// all_reduce and all_gather: the collectives of tensor parallelism; moe_route (router, top-k,
+// the sort of the slots by expert and, for the GEMM form, their gather) and moe_combine: a
+// mixture of experts' MLP block.
+inline constexpr std::array<const char*, 15> kEngineKernelClasses = {
+    "embedding", "norm",        "gemm_qkv",  "rope_kv_write", "attention",
+    "gemm_o",    "all_reduce",  "moe_route", "gemm_gate_up",  "silu_mul",
+    "gemm_down", "moe_combine", "lm_head",   "all_gather",    "sampling"};
 // True when `name` is one of kEngineKernelClasses.
 bool is_engine_kernel_class(const std::string& name);
 
-// Whether the engine runs this model (dense decoders with rotary attention and a gated MLP, on
-// one GPU or split over `tp`); others keep the fused kernel list of KernelPlan.
+// Whether the engine runs this model (decoders with rotary attention and a gated MLP, dense on
+// one GPU or split over `tp`, Mixtral-style mixtures of experts on one GPU); others keep the
+// fused kernel list of KernelPlan.
 bool engine_runs_model(const ModelConfig& model, int tp);
+
+// Whether the engine runs a mixture of experts' experts in a pass of `tokens` with its decode
+// kernels (CUDA cores, graph-capturable: engine/cuda/moe_kernels.hpp) rather than a cuBLASLt
+// GEMM per expert after reading the experts' row counts on the host (a synchronisation a layer,
+// so the pass runs eagerly): one token, or at most a quarter as many slots (tokens x experts
+// per token) as experts.
+bool engine_moe_decode_kernels(int64_t tokens, int64_t experts, int64_t top_k);
 
 // Rows up to which a projection takes the engine's GEMV kernels (Projector::takes_gemv): the
 // numbers of model/engine_gemv_rows.hpp, which the engine's defaults read too.

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "cost/engine/engine_cost.hpp"
+#include "model/engine_blocks.hpp"
 
 namespace inferlab {
 
@@ -86,10 +87,17 @@ void apply_matrix_clock(double gain, StepPrediction& step) {
 StepPrediction predict_step(const StepContext& c, const StepShape& shape) {
   std::vector<Op> ops;
   build_step_graph(*c.model, shape, c.precision, c.plan, c.shard, ops);
+  // The engine's mixture-of-experts GEMMs read the experts' row counts on the host, a
+  // synchronisation a layer: such a pass runs eagerly even with graphs on.
+  const ModelConfig& m = *c.model;
+  const bool moe_syncs = c.framework == Framework::inferlab && c.plan.engine && m.is_moe() &&
+                         !engine_moe_decode_kernels(shape.batch * shape.new_tokens, m.num_experts,
+                                                    m.experts_per_token);
+  const bool graphs = c.cuda_graphs && !moe_syncs;
   StepPrediction step;
   step.ops.reserve(ops.size());
   for (Op& op : ops) {
-    op.eager_launch = !c.cuda_graphs;
+    op.eager_launch = !graphs;
     PricedOp priced{op, c.cost->price(op), std::nullopt};
     if (c.price_isolated) priced.isolated_s = c.cost->isolated_time_s(op);
     step.gpu_s += priced.total_s();
@@ -106,14 +114,15 @@ StepPrediction predict_step(const StepContext& c, const StepShape& shape) {
   }
   if (fitted) {
     step.time_s =
-        c.cuda_graphs
-            ? step.gpu_s + static_cast<double>(step.kernels) * fitted->graph_per_kernel_s +
-                  static_cast<double>(step.programmatic_kernels) *
-                      fitted->graph_programmatic_per_kernel_s +
-                  fitted->graph_step_s
-            : replay_launch_queue(step.ops, c.model->num_layers, fitted->host_per_kernel_s) +
-                  fitted->eager_step_s;
-  } else if (c.cuda_graphs) {
+        graphs ? step.gpu_s + static_cast<double>(step.kernels) * fitted->graph_per_kernel_s +
+                     static_cast<double>(step.programmatic_kernels) *
+                         fitted->graph_programmatic_per_kernel_s +
+                     fitted->graph_step_s
+               : replay_launch_queue(step.ops, c.model->num_layers, fitted->host_per_kernel_s) +
+                     fitted->eager_step_s;
+    // Each synchronisation drains the queue: the device waits for the host's round trip.
+    if (moe_syncs) step.time_s += static_cast<double>(m.num_layers) * fitted->sync_pass_s;
+  } else if (graphs) {
     step.time_s = step.gpu_s + c.host.graph_launch_s;
   } else {
     double layer_kernels = 0.0, other_kernels = 0.0;

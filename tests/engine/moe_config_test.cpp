@@ -194,17 +194,25 @@ TEST(MoeConfig, MissingExpertTensorIsNamed) {
       {"missing tensors (1)", "model.layers.1.block_sparse_moe.experts.2.w3.weight"});
 }
 
-// The CUDA backend, tensor parallelism and quantized weights refuse a mixture of experts before
-// a GPU is looked for or a weight is read (so on any machine).
+// Tensor parallelism, quantized weights and, on the CUDA backend, routings past its kernels
+// refuse a mixture of experts before a GPU is looked for or a weight is read (so on any machine).
 TEST(MoeConfig, CudaTensorParallelAndQuantizationAreRefused) {
   ScratchDir dir("moe_refuse");
-  { std::ofstream(dir / "config.json") << testing::tiny_mixtral_config_json().dump(); }
-  const std::string model = (dir / "config.json").string();
+  nlohmann::json wide = testing::tiny_mixtral_config_json();
+  wide["num_local_experts"] = 300;
+  { std::ofstream(dir / "config.json") << wide.dump(); }
   EngineOptions options;
   options.device = "cuda";
   options.kv_tokens = 16;
-  expect_input_error([&] { open_backend(model, options); },
-                     {"mixture of experts", "CUDA backend", "--device cpu"});
+  expect_input_error([&] { open_backend((dir / "config.json").string(), options); },
+                     {"300 experts", "at most 256 experts", "--device cpu"});
+  { std::ofstream(dir / "config.json") << testing::tiny_mixtral_config_json().dump(); }
+  const std::string model = (dir / "config.json").string();
+  options.weights_from_checkpoint = false;
+  options.quant.weights = DType::fp8;
+  expect_input_error([&] { open_backend(model, options); }, {"quantized weights", "bf16"});
+  options.quant.weights = DType::bf16;
+  options.weights_from_checkpoint = true;
   options.device = "cpu";
   options.tp = 2;
   expect_input_error([&] { open_backend(model, options); }, {"--tp 2", "mixture of experts"});

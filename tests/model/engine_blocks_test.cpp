@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -288,14 +289,64 @@ TEST(EngineBlocks, NaiveDecodeGivesOneCtaPerTokenAndHead) {
 }
 
 TEST(EngineBlocks, OtherFamiliesKeepTheFusedList) {
-  const ModelConfig mixtral = load_model("mixtral-8x7b");
+  const ModelConfig gpt3 = load_model("gpt3-175b");
   std::vector<Op> ops;
-  build_step_graph(mixtral, kDecode1, Precision{}, engine_plan(true, false), shard_dims(mixtral, 1),
-                   ops);
+  build_step_graph(gpt3, kDecode1, Precision{}, engine_plan(true, false), shard_dims(gpt3, 1), ops);
   for (const Op& op : ops) EXPECT_STREQ(op.tag.kernel_class, "") << op.name;
-  EXPECT_FALSE(engine_runs_model(mixtral, 1));
+  EXPECT_FALSE(engine_runs_model(gpt3, 1));
   EXPECT_TRUE(engine_runs_model(tiny(), 1));
   EXPECT_TRUE(engine_runs_model(tiny(), 2));
+  // A mixture of experts runs on one GPU (the engine refuses to shard one).
+  const ModelConfig mixtral = load_model("mixtral-8x7b");
+  EXPECT_TRUE(engine_runs_model(mixtral, 1));
+  EXPECT_FALSE(engine_runs_model(mixtral, 2));
+}
+
+// Mixtral 8x7B (8 experts of 14336, top 2, hidden 4096, 32 layers): one token takes the expert
+// decode kernels, which read the 2 experts it reaches (2 · 3 · 14336 · 4096 bf16 weights a layer);
+// 32 tokens (64 slots) take a cuBLASLt GEMM per expert reached, uniform routing reaching
+// 8 · (1 − (6/8)^32) of them, after the slots' gather; the layers run unfused.
+TEST(EngineBlocks, MixtureOfExpertsStepsPriceTheExpertsTheStepReaches) {
+  const ModelConfig mixtral = load_model("mixtral-8x7b");
+  EXPECT_TRUE(engine_moe_decode_kernels(1, 8, 2));
+  EXPECT_FALSE(engine_moe_decode_kernels(2, 8, 2));   // 4 slots > 8 / 4
+  EXPECT_TRUE(engine_moe_decode_kernels(4, 128, 8));  // Qwen3-MoE's 32 slots of 128 experts
+  EXPECT_FALSE(engine_moe_decode_kernels(5, 128, 8));
+  const double expert = 3.0 * 14336 * 4096 * 2;  // bytes of one expert's gate, up and down
+  auto op_named = [](const std::vector<Op>& ops, const std::string& name) {
+    for (const Op& op : ops) {
+      if (op.name == name) return op;
+    }
+    ADD_FAILURE() << "no op " << name;
+    return Op{};
+  };
+  std::vector<Op> ops;
+  build_step_graph(mixtral, kDecode1, Precision{}, engine_plan(true, true), shard_dims(mixtral, 1),
+                   ops);
+  std::vector<std::string> classes;
+  for (const Op& op : ops) {
+    if (op.scope == Scope::per_layer) classes.push_back(op.tag.kernel_class);
+  }
+  EXPECT_EQ(classes, (std::vector<std::string>{"gemm_qkv", "rope_kv_write", "attention", "gemm_o",
+                                               "norm", "moe_route", "gemm_gate_up", "gemm_down",
+                                               "moe_combine", "norm"}));
+  const Op gate_up = op_named(ops, "experts_gate_up"), down = op_named(ops, "experts_down");
+  EXPECT_STREQ(gate_up.tag.path, "moe_gemv");
+  EXPECT_NEAR(gate_up.weight_bytes + down.weight_bytes, 2 * expert, 1.0);
+  EXPECT_EQ(gate_up.count, 32);
+
+  const StepShape decode32{Phase::decode, 32, 1, 1024};
+  build_step_graph(mixtral, decode32, Precision{}, engine_plan(true, true), shard_dims(mixtral, 1),
+                   ops);
+  const double reached = 8.0 * (1.0 - std::pow(6.0 / 8.0, 32));
+  const Op gemm = op_named(ops, "experts_gate_up");
+  EXPECT_STREQ(gemm.tag.path, "gemm");
+  EXPECT_EQ(gemm.kernels, 8);
+  EXPECT_EQ(gemm.gemm.m, 8);  // 64 slots over ~8 experts
+  EXPECT_NEAR(gemm.weight_bytes + op_named(ops, "experts_down").weight_bytes, reached * expert,
+              1e3);
+  EXPECT_STREQ(op_named(ops, "moe_gather").tag.kernel_class, "moe_route");
+  EXPECT_DOUBLE_EQ(op_named(ops, "silu_mul").activation_bytes, 3.0 * 64 * 14336 * 2);  // slots
 }
 
 // Split over GPUs the engine's step has an all-reduce after each O and down projection (the

@@ -36,13 +36,13 @@ int64_t lm_head_rows(const LlamaConfig& config, const CudaBackendOptions& option
 }
 
 int64_t BackendBuffers::activation_elements() const {
-  return residual + normed + qkv + attn + proj + gate_up + act + lm_rows;
+  return residual + normed + qkv + attn + proj + gate_up + act + lm_rows + 2 * moe_rows;
 }
 
 int64_t BackendBuffers::bytes() const {
   return 2 * activation_elements() + 4 * (logits_elements + tp_logits_elements) +
          static_cast<int64_t>(attention_workspace + sampling_workspace + projection_workspace) +
-         4 * metadata_elements +
+         4 * (metadata_elements + moe_ints + moe_floats) +
          sampled_rows * static_cast<int64_t>(sizeof(int32_t) + sizeof(RowSampling));
 }
 
@@ -72,8 +72,15 @@ BackendBuffers buffers_for(const LlamaConfig& config, const CudaBackendOptions& 
   b.residual = b.normed = b.proj = t * m.hidden_size;
   b.qkv = t * (m.q_dim() + 2 * m.kv_dim());
   b.attn = t * m.q_dim();
-  b.gate_up = t * 2 * m.intermediate_size;
-  b.act = t * m.intermediate_size;
+  // A mixture of experts' gate/up and SiLU×mul outputs are per slot (token · choice).
+  b.moe_slots = m.is_moe() ? t * m.experts_per_token : 0;
+  b.gate_up = std::max(t, b.moe_slots) * 2 * m.intermediate_size;
+  b.act = std::max(t, b.moe_slots) * m.intermediate_size;
+  b.moe_rows = b.moe_slots * m.hidden_size;
+  if (m.is_moe()) {
+    b.moe_ints = 3 * b.moe_slots + m.num_experts + 1;
+    b.moe_floats = b.moe_slots;
+  }
   b.lm_rows = rows * m.hidden_size;
   b.logits_elements = rows * m.vocab_size;
   const int64_t ranks = tensor_parallel_ranks(o);
@@ -85,7 +92,7 @@ BackendBuffers buffers_for(const LlamaConfig& config, const CudaBackendOptions& 
   b.sampled_rows = std::max({rows, o.max_sequences, t});
   b.sampling_workspace =
       sampling_workspace_bytes(static_cast<int>(rows), static_cast<int>(m.vocab_size));
-  b.projector_rows = std::max(t, rows);
+  b.projector_rows = std::max({t, rows, b.moe_slots});
   b.projector_in = std::max({m.hidden_size, m.intermediate_size, m.q_dim()});
   b.projector_out = std::max({m.q_dim() + 2 * m.kv_dim(), 2 * m.intermediate_size, m.vocab_size});
   b.projection_workspace = static_cast<size_t>(
@@ -128,6 +135,10 @@ CudaBackend::CudaBackend(const LlamaConfig& config, const WeightLoader& loader,
   gate_up_ = DeviceBuffer<bf16>(elements(b.gate_up));
   act_ = DeviceBuffer<bf16>(elements(b.act));
   lm_rows_ = DeviceBuffer<bf16>(elements(b.lm_rows));
+  moe_in_ = DeviceBuffer<bf16>(elements(b.moe_rows));
+  moe_out_ = DeviceBuffer<bf16>(elements(b.moe_rows));
+  moe_ints_ = DeviceBuffer<int32_t>(elements(b.moe_ints));
+  moe_floats_ = DeviceBuffer<float>(elements(b.moe_floats));
   logits_ = DeviceBuffer<float>(elements(b.logits_elements));
   tp_logits_ = DeviceBuffer<float>(elements(b.tp_logits_elements));
   attention_workspace_ = DeviceBuffer<unsigned char>(b.attention_workspace);
@@ -171,8 +182,20 @@ void CudaBackend::warm_gemms(int64_t max_rows) {
   for (int64_t n = 1; n <= std::min(max_rows, options_.max_batch_tokens); ++n) {
     projector_.linear(normed_.data(), n, w.qkv, w.qkv_bias, qkv_.data(), false, stream_);
     projector_.linear(attn_.data(), n, w.o_proj, nullptr, proj_.data(), false, stream_);
+    if (config_.model.is_moe()) continue;
     projector_.linear(normed_.data(), n, w.gate_up, nullptr, gate_up_.data(), false, stream_);
     projector_.linear(act_.data(), n, w.down, nullptr, proj_.data(), false, stream_);
+  }
+  if (config_.model.is_moe()) {  // an expert's GEMMs at every row count a pass may give one
+    const ModelConfig& m = config_.model;
+    const DeviceMatrix gate_up =
+        expert_matrix(w.experts_gate_up, 2 * m.intermediate_size, m.hidden_size);
+    const DeviceMatrix down = expert_matrix(w.experts_down, m.hidden_size, m.intermediate_size);
+    INFERLAB_CUDA_CHECK(cudaMemsetAsync(moe_in_.data(), 0, moe_in_.bytes(), stream_));
+    for (int64_t n = 1; n <= std::min(max_rows, sizes_.moe_slots); ++n) {
+      projector_.linear(moe_in_.data(), n, gate_up, nullptr, gate_up_.data(), false, stream_);
+      projector_.linear(act_.data(), n, down, nullptr, moe_out_.data(), false, stream_);
+    }
   }
   for (int64_t n = 1; n <= logit_rows_capacity(options_); ++n) {
     projector_.linear(lm_rows_.data(), n, weights_.lm_head, nullptr, logits_.data(), true, stream_);
@@ -409,7 +432,8 @@ std::optional<GraphShape> CudaBackend::graph_shape_for(const ForwardMetadata& me
   // The padded pass must fit the buffers, its LM head one chunk.
   if (shape.tokens() > options_.max_batch_tokens ||
       shape.rows() > std::min(logit_rows_capacity(options_), kLogitRowsPerChunk) ||
-      shape.rows() > static_cast<int32_t>(row_sampling_.size())) {
+      shape.rows() > static_cast<int32_t>(row_sampling_.size()) ||
+      (config_.model.is_moe() && !moe_takes_gemv(shape.tokens()))) {
     return std::nullopt;
   }
   return shape;

@@ -9,6 +9,7 @@
 #include "engine/cuda/cuda_backend_impl.hpp"
 #include "engine/cuda/tp_cuda_backend.hpp"
 #include "engine/moe_support.hpp"
+#include "engine/quant/moe_quantization.hpp"
 #include "engine/quant/quantized_model.hpp"
 #include "util/error.hpp"
 
@@ -33,7 +34,10 @@ CudaBackendOptions resolved_options(const LlamaConfig& config, CudaBackendOption
 
 void check_backend_options(const LlamaConfig& config, const CudaBackendOptions& options) {
   // First, so that the model is refused for what it is on any machine.
-  if (config.model.is_moe()) throw InputError(cuda_moe_refusal(config));
+  if (const std::string refusal = cuda_moe_refusal(config); !refusal.empty()) {
+    throw InputError(refusal);
+  }
+  check_moe_quantization(config, options.quant);
   if (!attention_head_dim_supported(config.model.head_dim)) {
     throw InputError(cuda_head_dim_refusal(config.model.name, config.model.head_dim));
   }

@@ -16,6 +16,7 @@
 #include "engine/cuda/device_weights.hpp"
 #include "engine/cuda/kernel_timer.hpp"
 #include "engine/cuda/kv_storage.hpp"
+#include "engine/cuda/moe_kernels.hpp"
 #include "engine/cuda/pinned_pool.hpp"
 #include "engine/cuda/projection.hpp"
 #include "engine/cuda/projection_lt.hpp"
@@ -43,6 +44,10 @@ struct BackendBuffers {
   // attention output, projection output, gate/up output, SiLU×mul output, LM-head input rows.
   int64_t residual = 0, normed = 0, qkv = 0, attn = 0, proj = 0, gate_up = 0, act = 0;
   int64_t lm_rows = 0;
+  // A mixture of experts: slots (tokens · experts per token) a pass may route, the bf16
+  // elements of each of the gathered expert inputs and the experts' outputs (slots · hidden),
+  // and the routing's int32 and fp32 elements (moe_kernels.hpp's MoeRouting).
+  int64_t moe_slots = 0, moe_rows = 0, moe_ints = 0, moe_floats = 0;
   int64_t logits_elements = 0;  // fp32
   // The Projector's sizes: most rows of a call, widest input and output.
   int64_t projector_rows = 0, projector_in = 0, projector_out = 0;
@@ -130,6 +135,13 @@ class CudaBackend final : public Backend {
   void launch_attention_block(int64_t layer, const ForwardMetadata& meta,
                               PagedAttentionParams& attention, bool fused, float* stats);
   void launch_mlp_block(int64_t layer, int tokens, bool fused, float* stats);
+  // A mixture-of-experts layer's MLP block (cuda_moe.cpp): norm, routing, the experts (the
+  // decode kernels, or a GEMM per expert for larger passes), the weighted combine into proj_.
+  void launch_moe_block(int64_t layer, int tokens);
+  // Whether a pass of `tokens` runs the experts with the decode kernels (every pass a graph
+  // replays does); larger passes read the experts' row counts on the host and run a GEMM each.
+  bool moe_takes_gemv(int tokens) const;
+  MoeRouting moe_routing();
   // The O and down GEMVs' epilogue on `input`: the residual add, or under tensor parallelism
   // what makes the all-reduce after it complete the add.
   GemvFused row_parallel_epilogue(const __nv_bfloat16* input);
@@ -167,6 +179,9 @@ class CudaBackend final : public Backend {
   std::shared_ptr<PinnedPool> swap_space_ = std::make_shared<PinnedPool>();
   DeviceBuffer<float> inv_freq_;
   DeviceBuffer<__nv_bfloat16> residual_, normed_, qkv_, attn_, proj_, gate_up_, act_, lm_rows_;
+  DeviceBuffer<__nv_bfloat16> moe_in_, moe_out_;  // expert inputs (gathered), expert outputs
+  DeviceBuffer<int32_t> moe_ints_;
+  DeviceBuffer<float> moe_floats_;
   DeviceBuffer<float> logits_;
   DeviceBuffer<float> tp_logits_;  // tensor parallelism: this rank's shard, then every rank's
   DeviceBuffer<unsigned char> attention_workspace_, sampling_workspace_;

@@ -20,7 +20,11 @@
 namespace inferlab::engine::cuda {
 
 bool CudaBackend::fused_for(int tokens) const {
-  if (!options_.fusion || stats_.data() != nullptr || weights_.layers.empty()) return false;
+  // A mixture of experts runs its MLP block unfused (launch_moe_block), so the whole layer does.
+  if (!options_.fusion || stats_.data() != nullptr || weights_.layers.empty() ||
+      config_.model.is_moe()) {
+    return false;
+  }
   const DeviceLayer& w = weights_.layers.front();
   return projector_.takes_gemv(tokens, w.qkv) && projector_.takes_gemv(tokens, w.o_proj) &&
          projector_.takes_gemv(tokens, w.gate_up) && projector_.takes_gemv(tokens, w.down);
@@ -188,6 +192,10 @@ void CudaBackend::launch_attention_block(int64_t layer, const ForwardMetadata& m
 void CudaBackend::launch_mlp_block(int64_t layer, int tokens, bool fused, float* stats) {
   // Norm (with the attention block's residual add unless fused), gate/up, SiLU×mul, down
   // (+ residual when fused).
+  if (config_.model.is_moe()) {
+    launch_moe_block(layer, tokens);
+    return;
+  }
   const ModelConfig& m = config_.model;
   const DeviceLayer& w = weights_.layers[static_cast<size_t>(layer)];
   const int hidden = static_cast<int>(m.hidden_size), inter = static_cast<int>(m.intermediate_size);

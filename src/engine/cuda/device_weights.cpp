@@ -126,10 +126,26 @@ Placement place(const LlamaConfig& config, const QuantConfig& quant,
   }
   // bf16 tensors; fused blocks first, each part's offset inside its block.
   std::vector<int64_t> qkv(p.layer_matrices.size()), bias(qkv.size()), gu(qkv.size());
+  // Mixture of experts: a layer's experts' gate/up blocks, then its down blocks, back to back.
+  std::vector<int64_t> experts_gu(qkv.size(), -1), experts_down(qkv.size(), -1);
+  const int64_t expert_gu_bytes = 2 * 2 * inter * hidden, expert_down_bytes = 2 * hidden * inter;
   for (size_t i = 0; i < specs.size(); ++i) {
     const WeightSpec& spec = specs[i];
     const auto layer = static_cast<size_t>(std::max<int64_t>(spec.layer, 0));
     if (is_quantized_role(spec.role, quant)) continue;
+    if (spec.expert >= 0) {
+      if (experts_gu[layer] < 0) {
+        experts_gu[layer] = claim_bf16(m.num_experts * 2 * inter * hidden);
+        experts_down[layer] = claim_bf16(m.num_experts * hidden * inter);
+      }
+      const int64_t gate_up_at = experts_gu[layer] + spec.expert * expert_gu_bytes;
+      if (spec.role == WeightRole::gate_proj) p.bf16_offset[i] = gate_up_at;
+      if (spec.role == WeightRole::up_proj) p.bf16_offset[i] = gate_up_at + 2 * inter * hidden;
+      if (spec.role == WeightRole::down_proj) {
+        p.bf16_offset[i] = experts_down[layer] + spec.expert * expert_down_bytes;
+      }
+      continue;
+    }
     switch (spec.role) {
       case WeightRole::q_proj:
         qkv[layer] = claim_bf16((m.q_dim() + 2 * m.kv_dim()) * hidden);
@@ -220,6 +236,10 @@ void upload_part(DeviceBuffer<unsigned char>& arena, const QuantPlace& q, int64_
 
 }  // namespace
 
+DeviceMatrix expert_matrix(const __nv_bfloat16* experts, int64_t out, int64_t in, int64_t expert) {
+  return bf16_matrix(experts + expert * out * in, out, in);
+}
+
 double matrix_bytes(const DeviceMatrix& m) {
   const double rows = static_cast<double>(m.out), in = static_cast<double>(m.in);
   switch (m.format) {
@@ -299,6 +319,9 @@ DeviceWeights::DeviceWeights(const LlamaConfig& config, const QuantConfig& quant
     if (placement.bf16_offset[i] < 0) continue;
     const auto* at = reinterpret_cast<const __nv_bfloat16*>(base + placement.bf16_offset[i]);
     DeviceLayer* layer = spec.layer >= 0 ? &layers[static_cast<size_t>(spec.layer)] : nullptr;
+    if (spec.expert == 0 && spec.role == WeightRole::gate_proj) layer->experts_gate_up = at;
+    if (spec.expert == 0 && spec.role == WeightRole::down_proj) layer->experts_down = at;
+    if (spec.expert >= 0) continue;
     switch (spec.role) {
       case WeightRole::embed_tokens:
         embed_tokens = at;
@@ -323,6 +346,9 @@ DeviceWeights::DeviceWeights(const LlamaConfig& config, const QuantConfig& quant
         break;
       case WeightRole::post_attention_layernorm:
         layer->post_norm = at;
+        break;
+      case WeightRole::router:
+        layer->router = at;
         break;
       case WeightRole::gate_proj:
         layer->gate_up = bf16_matrix(at, 2 * inter, hidden);

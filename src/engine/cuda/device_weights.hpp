@@ -1,7 +1,8 @@
 #pragma once
 // A Llama-family model's weights on the GPU in the layout the CUDA backend's kernels read:
 // q/k/v fused into one [q_dim + 2 kv_dim, hidden] matrix (and their biases into one vector),
-// gate/up fused into one [2 intermediate, hidden] matrix. The projections (and the LM head) are
+// gate/up fused into one [2 intermediate, hidden] matrix (a mixture of experts: one per expert,
+// all of a layer's experts in one block, bf16 only). The projections (and the LM head) are
 // DeviceMatrix views in the QuantConfig's weight format: bf16 in the bf16 arena with the
 // embedding, norms and biases, or quantized (QuantizedMatrix's layout) in a second arena.
 #include <cuda_bf16.h>
@@ -25,7 +26,17 @@ struct DeviceLayer {
   DeviceMatrix o_proj;                        // [hidden, q_dim]
   DeviceMatrix gate_up;                       // [2 intermediate, hidden]
   DeviceMatrix down;                          // [hidden, intermediate]
+  // A mixture-of-experts layer (gate_up and down above are then empty): the router, and every
+  // expert's fused gate/up and down matrices back to back, so that one kernel reaches them all.
+  const __nv_bfloat16* router = nullptr;           // [num_experts, hidden]
+  const __nv_bfloat16* experts_gate_up = nullptr;  // [num_experts][2 intermediate, hidden]
+  const __nv_bfloat16* experts_down = nullptr;     // [num_experts][hidden, intermediate]
 };
+
+// Expert `expert`'s bf16 [out, in] matrix in a layer's block of experts (DeviceLayer's
+// experts_gate_up or experts_down).
+DeviceMatrix expert_matrix(const __nv_bfloat16* experts, int64_t out, int64_t in,
+                           int64_t expert = 0);
 
 // Bytes the GPU reads for one projection (data, scales, zeros): the roofline's weight bytes.
 double matrix_bytes(const DeviceMatrix& m);

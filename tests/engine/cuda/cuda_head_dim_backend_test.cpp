@@ -15,6 +15,7 @@
 #include <string>
 
 #include "engine/cpu/cpu_backend.hpp"
+#include "engine/cuda/backend_sequence.hpp"
 #include "engine/cuda/logits_agreement.hpp"
 #include "engine/cuda/small_llama_config.hpp"
 #include "engine/init_weights.hpp"
@@ -31,46 +32,6 @@ LlamaConfig wide_config(int head_dim) {
   nlohmann::json j = small_llama_json(1024);
   j["head_dim"] = head_dim;
   return parse_llama_config(j, "wide-heads-" + std::to_string(head_dim), "test config");
-}
-
-std::vector<int32_t> tokens(int count, int seed) {
-  std::vector<int32_t> ids;
-  for (int i = 0; i < count; ++i) ids.push_back((seed * 7919 + i * 104729) % 1000);
-  return ids;
-}
-
-// Prefill of two prompts (every row's logits), a mixed batch (a decode token, a chunk of 20
-// after 280 cached tokens, a new prompt), 4 decode steps and a verification of 4, 5 and 3 tokens.
-Agreement run_sequence(Backend& gpu, Backend& cpu) {
-  Agreement agreement;
-  const BlockTable seq0 = {9, 3, 40, 41}, seq2 = {50};
-  BlockTable seq1;
-  for (int32_t b = 30; seq1.size() < 20; --b) {
-    if (b != 9 && b != 3) seq1.push_back(b);
-  }
-  ForwardBatch prefill;
-  prefill.sequences.push_back({tokens(47, 1), 0, seq0, true});
-  prefill.sequences.push_back({tokens(280, 2), 0, seq1, true});
-  compare(gpu.forward(prefill), cpu.forward(prefill), agreement);
-  ForwardBatch mixed;
-  mixed.sequences.push_back({{17}, 47, seq0, true});
-  mixed.sequences.push_back({tokens(20, 3), 280, seq1, true});
-  mixed.sequences.push_back({tokens(5, 4), 0, seq2, true});
-  compare(gpu.forward(mixed), cpu.forward(mixed), agreement);
-  ForwardBatch decode;
-  decode.sequences.push_back({{3}, 48, seq0, false});
-  decode.sequences.push_back({{999}, 300, seq1, false});
-  decode.sequences.push_back({{0}, 5, seq2, false});
-  for (int step = 0; step < 4; ++step) {
-    compare(gpu.forward(decode), cpu.forward(decode), agreement);
-    for (auto& s : decode.sequences) s.cached_tokens += 1;
-  }
-  ForwardBatch verify;
-  verify.sequences.push_back({{5, 6, 7, 8}, 52, seq0, true});
-  verify.sequences.push_back({tokens(5, 6), 304, seq1, true});
-  verify.sequences.push_back({{9, 10, 11}, 9, seq2, true});
-  compare(gpu.forward(verify), cpu.forward(verify), agreement);
-  return agreement;
 }
 
 // Bounds as cuda_backend_test.cpp (bf16 cache) and cuda_quant_backend_test.cpp (int8/fp8 cache).
@@ -119,9 +80,9 @@ TEST(CudaHeadDimBackend, GraphReplayedDecodeMatchesEagerAtHeadDim256) {
   options.cuda_graphs = true;
   auto graphed = make_cuda_backend(config, random_tensor_source(config, 3), options);
   ForwardBatch batch;
-  batch.sequences.push_back({tokens(40, 1), 0, {0, 1, 2, 3}, false});
+  batch.sequences.push_back({sequence_tokens(40, 1), 0, {0, 1, 2, 3}, false});
   batch.sequences.push_back(
-      {tokens(300, 2),
+      {sequence_tokens(300, 2),
        0,
        {10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29},
        false});

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "engine/backend.hpp"
 #include "engine/sampling.hpp"
@@ -21,6 +22,7 @@ struct Agreement {
   int top1_same = 0, rows = 0;
   // Rows where the reference's top token is not within bf16 noise of the GPU's top logit.
   int top1_beyond_noise = 0;
+  std::vector<double> cosines;  // every row's, in order
 };
 
 // Adds every row of gpu against the same row of cpu (same first row, same shape).
@@ -36,7 +38,8 @@ inline void compare(const ForwardResult& gpu, const ForwardResult& cpu, Agreemen
       na += double{a[i]} * a[i];
       nb += double{b[i]} * b[i];
     }
-    agreement.min_cosine = std::min(agreement.min_cosine, dot / std::sqrt(na * nb));
+    agreement.cosines.push_back(dot / std::sqrt(na * nb));
+    agreement.min_cosine = std::min(agreement.min_cosine, agreement.cosines.back());
     const int32_t gpu_top = argmax(a), cpu_top = argmax(b);
     agreement.top1_same += gpu_top == cpu_top;
     const double noise = 0.03 * std::abs(a[static_cast<size_t>(gpu_top)]);

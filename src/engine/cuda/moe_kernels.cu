@@ -1,0 +1,349 @@
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+#include "engine/cuda/cuda_check.hpp"
+#include "engine/cuda/moe_kernels.hpp"
+
+namespace inferlab::engine::cuda {
+
+namespace {
+
+using bf16 = __nv_bfloat16;
+constexpr int kVector = 8;  // bf16 per 16-byte load
+constexpr int kWarpsPerBlock = 8;
+
+struct alignas(16) Bf16x8 {
+  bf16 v[kVector];
+};
+
+__device__ inline float round_bf16(float x) {
+  return __bfloat162float(__float2bfloat16(x));
+}
+
+__device__ inline float warp_sum(float value) {
+  for (int offset = 16; offset > 0; offset /= 2) {
+    value += __shfl_xor_sync(0xffffffffu, value, offset);
+  }
+  return value;
+}
+
+// A weight vector, read once: past L1 (ld.global.nc.L1::no_allocate), so that the slot inputs
+// every warp of the block re-reads stay there.
+__device__ inline Bf16x8 load_weights(const Bf16x8* p) {
+  uint4 v;
+  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+      : "l"(p));
+  Bf16x8 w;
+  memcpy(&w, &v, sizeof(w));
+  return w;
+}
+
+// Σ w[i] · x[i] over 8 bf16 pairs, fp32.
+__device__ inline float dot8(const Bf16x8& w, const Bf16x8& x) {
+  float sum = 0;
+#pragma unroll
+  for (int i = 0; i < kVector; ++i) sum += __bfloat162float(w.v[i]) * __bfloat162float(x.v[i]);
+  return sum;
+}
+
+// Largest value over the warp, ties to the lower index; every lane gets the winner.
+__device__ inline void warp_argmax(float& value, int& index) {
+  for (int offset = 16; offset > 0; offset /= 2) {
+    const float other_value = __shfl_xor_sync(0xffffffffu, value, offset);
+    const int other_index = __shfl_xor_sync(0xffffffffu, index, offset);
+    if (other_value > value || (other_value == value && other_index < index)) {
+      value = other_value;
+      index = other_index;
+    }
+  }
+}
+
+// One block per token: a warp per expert's logit (16-byte loads), then warp 0 takes the softmax
+// and k rounds of a warp-wide argmax.
+__global__ void route_kernel(const bf16* x, const bf16* router, int hidden, int num_experts,
+                             int top_k, bool renormalize, MoeRouting routing) {
+  __shared__ float logits[kMoeMaxExperts];
+  const int t = blockIdx.x;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const auto* row = reinterpret_cast<const Bf16x8*>(x + static_cast<int64_t>(t) * hidden);
+  const int vectors = hidden / kVector;
+  for (int e = warp; e < num_experts; e += blockDim.x / 32) {
+    const auto* w = reinterpret_cast<const Bf16x8*>(router + static_cast<int64_t>(e) * hidden);
+    float sum = 0;
+    for (int v = lane; v < vectors; v += 32) sum += dot8(w[v], row[v]);
+    sum = warp_sum(sum);
+    if (lane == 0) logits[e] = round_bf16(sum);  // nn.Linear's bf16 output
+  }
+  __syncthreads();
+  if (warp != 0) return;
+  float top = -INFINITY;
+  for (int e = lane; e < num_experts; e += 32) top = fmaxf(top, logits[e]);
+  for (int offset = 16; offset > 0; offset /= 2) {
+    top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, offset));
+  }
+  float total = 0;
+  for (int e = lane; e < num_experts; e += 32) total += expf(logits[e] - top);
+  total = warp_sum(total);
+  float chosen[kMoeMaxTopK];
+  float chosen_sum = 0;
+  for (int j = 0; j < top_k; ++j) {
+    float best = -INFINITY;
+    int best_index = num_experts;
+    for (int e = lane; e < num_experts; e += 32) {
+      if (logits[e] > best) {  // increasing e: ties keep the lower index
+        best = logits[e];
+        best_index = e;
+      }
+    }
+    warp_argmax(best, best_index);
+    chosen[j] = expf(best - top) / total;
+    chosen_sum += chosen[j];
+    if (lane == 0) {
+      routing.expert_ids[t * top_k + j] = best_index;
+      logits[best_index] = -INFINITY;  // taken
+    }
+    __syncwarp();
+  }
+  if (lane == 0) {
+    for (int j = 0; j < top_k; ++j) {
+      routing.expert_weights[t * top_k + j] = renormalize ? chosen[j] / chosen_sum : chosen[j];
+    }
+  }
+}
+
+// One block of 1024 threads: counts in shared memory, an exclusive scan by thread 0, then each
+// slot placed in slot order (a second pass per expert keeps the order deterministic).
+__global__ void sort_kernel(int slots, int num_experts, MoeRouting routing) {
+  __shared__ int counts[kMoeMaxExperts];
+  __shared__ int offsets[kMoeMaxExperts + 1];
+  for (int e = threadIdx.x; e < num_experts; e += blockDim.x) counts[e] = 0;
+  __syncthreads();
+  for (int s = threadIdx.x; s < slots; s += blockDim.x)
+    atomicAdd(&counts[routing.expert_ids[s]], 1);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    offsets[0] = 0;
+    for (int e = 0; e < num_experts; ++e) offsets[e + 1] = offsets[e] + counts[e];
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e <= num_experts; e += blockDim.x) {
+    routing.expert_offsets[e] = offsets[e];
+  }
+  // Each slot's rank among the earlier slots of its expert: a warp-wide ballot per chunk of 32
+  // slots, chunks in order, so the placement is stable and needs no atomics.
+  __shared__ int running[kMoeMaxExperts];
+  for (int e = threadIdx.x; e < num_experts; e += blockDim.x) running[e] = offsets[e];
+  __syncthreads();
+  if (threadIdx.x >= 32) return;
+  const int lane = threadIdx.x;
+  for (int base = 0; base < slots; base += 32) {
+    const int s = base + lane;
+    const int expert = s < slots ? routing.expert_ids[s] : -1;
+    int rank = 0, same_count = 0;
+    for (int other = 0; other < 32; ++other) {
+      const int other_expert = __shfl_sync(0xffffffffu, expert, other);
+      if (other_expert == expert) {
+        rank += other < lane;
+        ++same_count;
+      }
+    }
+    if (expert >= 0) {
+      const int position = running[expert] + rank;
+      routing.sorted_slots[position] = s;
+      routing.slot_position[s] = position;
+    }
+    __syncwarp();
+    // The lowest lane of each expert moves its counter past this chunk's slots.
+    if (expert >= 0 && rank == 0) running[expert] += same_count;
+    __syncwarp();
+  }
+}
+
+// Weight vectors a lane loads before it multiplies: enough bytes in flight to stream HBM.
+constexpr int kUnroll = 4;
+
+// Slot blockIdx.y's expert (one load: the weights' addresses wait on nothing else); a warp per
+// output channel i: the expert's gate row i and up row inter + i dotted with the slot's token's
+// input (from L1: every warp of the block reads it).
+__global__ void gate_up_kernel(const bf16* x, const bf16* gate_up, int top_k, int hidden, int inter,
+                               MoeRouting routing, bf16* act) {
+  const int slot = blockIdx.y;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int i = blockIdx.x * kWarpsPerBlock + warp;
+  if (i >= inter) return;
+  const int e = routing.expert_ids[slot];
+  const bf16* expert = gate_up + static_cast<int64_t>(e) * 2 * inter * hidden;
+  const auto* gate_row = reinterpret_cast<const Bf16x8*>(expert + static_cast<int64_t>(i) * hidden);
+  const auto* up_row =
+      reinterpret_cast<const Bf16x8*>(expert + static_cast<int64_t>(inter + i) * hidden);
+  const auto* in = reinterpret_cast<const Bf16x8*>(x + static_cast<int64_t>(slot / top_k) * hidden);
+  const int vectors = hidden / kVector;
+  float gate = 0, up = 0;
+  for (int base = lane; base < vectors; base += 32 * kUnroll) {
+    Bf16x8 g[kUnroll], u[kUnroll];
+#pragma unroll
+    for (int j = 0; j < kUnroll; ++j) {
+      const int v = base + 32 * j;
+      if (v < vectors) {  // (L1-allocating loads measured faster here than no_allocate ones)
+        g[j] = gate_row[v];
+        u[j] = up_row[v];
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kUnroll; ++j) {
+      const int v = base + 32 * j;
+      if (v >= vectors) break;
+      const Bf16x8 xv = in[v];
+      gate += dot8(g[j], xv);
+      up += dot8(u[j], xv);
+    }
+  }
+  const float g = round_bf16(warp_sum(gate)), u = round_bf16(warp_sum(up));
+  if (lane == 0) {
+    const float silu = round_bf16(g / (1.0f + expf(-g)));
+    act[static_cast<int64_t>(slot) * inter + i] = __float2bfloat16(silu * u);
+  }
+}
+
+// Slot blockIdx.y's expert; a warp per output row r of its down matrix, dotted with the slot's
+// act row.
+__global__ void down_kernel(const bf16* act, const bf16* down, int hidden, int inter,
+                            MoeRouting routing, bf16* y) {
+  const int slot = blockIdx.y;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int r = blockIdx.x * kWarpsPerBlock + warp;
+  if (r >= hidden) return;
+  const int e = routing.expert_ids[slot];
+  const auto* row =
+      reinterpret_cast<const Bf16x8*>(down + (static_cast<int64_t>(e) * hidden + r) * inter);
+  const auto* in = reinterpret_cast<const Bf16x8*>(act + static_cast<int64_t>(slot) * inter);
+  const int vectors = inter / kVector;
+  float sum = 0;
+  for (int base = lane; base < vectors; base += 32 * kUnroll) {
+    Bf16x8 w[kUnroll];
+#pragma unroll
+    for (int j = 0; j < kUnroll; ++j) {
+      if (base + 32 * j < vectors) w[j] = load_weights(row + base + 32 * j);
+    }
+#pragma unroll
+    for (int j = 0; j < kUnroll; ++j) {
+      const int v = base + 32 * j;
+      if (v >= vectors) break;
+      sum += dot8(w[j], in[v]);
+    }
+  }
+  sum = warp_sum(sum);
+  if (lane == 0) y[static_cast<int64_t>(slot) * hidden + r] = __float2bfloat16(sum);
+}
+
+__global__ void gather_kernel(const bf16* x, int top_k, int hidden, MoeRouting routing,
+                              bf16* rows) {
+  const int p = blockIdx.x;
+  const int token = routing.sorted_slots[p] / top_k;
+  const auto* src = reinterpret_cast<const Bf16x8*>(x + static_cast<int64_t>(token) * hidden);
+  auto* dst = reinterpret_cast<Bf16x8*>(rows + static_cast<int64_t>(p) * hidden);
+  for (int v = threadIdx.x; v < hidden / kVector; v += blockDim.x) dst[v] = src[v];
+}
+
+// A thread per 8 features of a token; the token's choices visited in increasing expert order.
+__global__ void combine_kernel(const bf16* y, bool by_slot, int tokens, int top_k, int hidden,
+                               MoeRouting routing, bf16* out) {
+  const int vectors = hidden / kVector;
+  const int64_t index = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (index >= static_cast<int64_t>(tokens) * vectors) return;
+  const int t = static_cast<int>(index / vectors), v = static_cast<int>(index % vectors);
+  const int32_t* ids = routing.expert_ids + t * top_k;
+  float sum[kVector] = {};
+  int previous = -1;
+  for (int j = 0; j < top_k; ++j) {
+    int next = -1;  // the choice with the smallest expert index above `previous`
+    for (int c = 0; c < top_k; ++c) {
+      if (ids[c] > previous && (next < 0 || ids[c] < ids[next])) next = c;
+    }
+    previous = ids[next];
+    const int slot = t * top_k + next;
+    const float weight = round_bf16(routing.expert_weights[slot]);
+    const int row = by_slot ? slot : routing.slot_position[slot];
+    const Bf16x8 in = reinterpret_cast<const Bf16x8*>(y + static_cast<int64_t>(row) * hidden)[v];
+#pragma unroll
+    for (int i = 0; i < kVector; ++i) {
+      sum[i] = round_bf16(sum[i] + round_bf16(weight * __bfloat162float(in.v[i])));
+    }
+  }
+  Bf16x8 result;
+#pragma unroll
+  for (int i = 0; i < kVector; ++i) result.v[i] = __float2bfloat16(sum[i]);
+  reinterpret_cast<Bf16x8*>(out + static_cast<int64_t>(t) * hidden)[v] = result;
+}
+
+void check_widths(int hidden, int inter) {
+  if (hidden % kVector != 0 || inter % kVector != 0) {
+    throw std::invalid_argument(
+        "MoE kernels: hidden and intermediate sizes must be multiples of 8");
+  }
+}
+
+}  // namespace
+
+void moe_route(const bf16* x, const bf16* router, int tokens, int hidden, int num_experts,
+               int top_k, bool renormalize, const MoeRouting& routing, cudaStream_t stream) {
+  if (num_experts < 1 || num_experts > kMoeMaxExperts || top_k < 1 || top_k > num_experts ||
+      top_k > kMoeMaxTopK) {
+    throw std::invalid_argument("moe_route: need 1 <= top_k <= num_experts <= 256, top_k <= 16");
+  }
+  check_widths(hidden, kVector);
+  if (tokens == 0) return;
+  route_kernel<<<tokens, 256, 0, stream>>>(x, router, hidden, num_experts, top_k, renormalize,
+                                           routing);
+  INFERLAB_CUDA_CHECK_LAUNCH();
+}
+
+void moe_sort_by_expert(int slots, int num_experts, const MoeRouting& routing,
+                        cudaStream_t stream) {
+  if (num_experts < 1 || num_experts > kMoeMaxExperts) {
+    throw std::invalid_argument("moe_sort_by_expert: need 1 <= num_experts <= 256");
+  }
+  sort_kernel<<<1, 1024, 0, stream>>>(slots, num_experts, routing);
+  INFERLAB_CUDA_CHECK_LAUNCH();
+}
+
+void moe_expert_gate_up(const bf16* x, const bf16* gate_up, int slots, int top_k, int hidden,
+                        int inter, const MoeRouting& routing, bf16* act, cudaStream_t stream) {
+  check_widths(hidden, inter);
+  if (slots == 0) return;
+  const dim3 grid((inter + kWarpsPerBlock - 1) / kWarpsPerBlock, slots);
+  gate_up_kernel<<<grid, 32 * kWarpsPerBlock, 0, stream>>>(x, gate_up, top_k, hidden, inter,
+                                                           routing, act);
+  INFERLAB_CUDA_CHECK_LAUNCH();
+}
+
+void moe_expert_down(const bf16* act, const bf16* down, int slots, int hidden, int inter,
+                     const MoeRouting& routing, bf16* y, cudaStream_t stream) {
+  check_widths(hidden, inter);
+  if (slots == 0) return;
+  const dim3 grid((hidden + kWarpsPerBlock - 1) / kWarpsPerBlock, slots);
+  down_kernel<<<grid, 32 * kWarpsPerBlock, 0, stream>>>(act, down, hidden, inter, routing, y);
+  INFERLAB_CUDA_CHECK_LAUNCH();
+}
+
+void moe_gather_slots(const bf16* x, int slots, int top_k, int hidden, const MoeRouting& routing,
+                      bf16* rows, cudaStream_t stream) {
+  check_widths(hidden, kVector);
+  if (slots == 0) return;
+  gather_kernel<<<slots, 128, 0, stream>>>(x, top_k, hidden, routing, rows);
+  INFERLAB_CUDA_CHECK_LAUNCH();
+}
+
+void moe_combine(const bf16* y, bool by_slot, int tokens, int top_k, int hidden,
+                 const MoeRouting& routing, bf16* out, cudaStream_t stream) {
+  check_widths(hidden, kVector);
+  if (tokens == 0) return;
+  const int64_t threads = static_cast<int64_t>(tokens) * (hidden / kVector);
+  const auto blocks = static_cast<unsigned>((threads + 255) / 256);
+  combine_kernel<<<blocks, 256, 0, stream>>>(y, by_slot, tokens, top_k, hidden, routing, out);
+  INFERLAB_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace inferlab::engine::cuda
