@@ -1,12 +1,12 @@
 // The CUDA backend's mixture-of-experts MLP block (moe_kernels.hpp has the kernels):
-//   add+RMSNorm → router + top-k → sort of the slots by expert → experts → weighted combine
+//   add+RMSNorm → router + top-k → experts → weighted combine into proj_
 // The experts run in one of two forms with the same numerics:
 //   decode kernels (a token's few slots, every pass a graph replays): a kernel for gate/up +
 //     SiLU×mul and one for down, slot by slot, each reading only the expert its slot chose;
-//   GEMMs (more slots: batched decode, prefill): the experts' row counts to the host (one
-//     synchronisation a layer, so these passes run eagerly),
-//     each slot's input gathered next to its expert's others, a cuBLASLt GEMM per expert over
-//     its rows (Projector: the tensor cores), SiLU×mul over all slots at once.
+//   GEMMs (more slots: batched decode, prefill): the slots sorted by expert on the device, the
+//     experts' row counts to the host (one synchronisation a layer, so these passes run
+//     eagerly), each slot's input gathered next to its expert's others, a cuBLASLt GEMM per
+//     expert over its rows (Projector: the tensor cores), SiLU×mul over all slots at once.
 #include <algorithm>
 #include <vector>
 
@@ -29,11 +29,11 @@ MoeRouting CudaBackend::moe_routing() {
 }
 
 bool CudaBackend::moe_takes_gemv(int tokens) const {
-  // The decode kernels multiply on CUDA cores: one slot an expert streams its weights at
-  // 2.8 TB/s (gate/up) on the H200, but every further slot of the same expert costs as much
-  // arithmetic again, so at batch 32 of Mixtral 8x7B (8 slots an expert) they took 142 ms a step
-  // where cuBLASLt's GEMMs over each expert's rows took 27 (MEASUREMENTS §48). The rule is
-  // model/engine_blocks.hpp's, which the prediction reads too.
+  // The decode kernels multiply on CUDA cores, slot by slot: one token streams its experts'
+  // weights at 3.5 TB/s (gate/up) on the H200, but every slot reads its expert again and costs
+  // its arithmetic again; at batch 32 of Mixtral 8x7B (8 slots an expert) the CUDA-core kernels
+  // took 142 ms a step where cuBLASLt's GEMMs over each expert's rows took 27 (MEASUREMENTS
+  // §48). The rule is model/engine_blocks.hpp's, which the prediction reads too.
   const ModelConfig& m = config_.model;
   return engine_moe_decode_kernels(tokens, m.num_experts, m.experts_per_token);
 }
