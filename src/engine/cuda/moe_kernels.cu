@@ -113,8 +113,8 @@ __global__ void route_kernel(const bf16* x, const bf16* router, int hidden, int 
   }
 }
 
-// One block of 1024 threads: counts in shared memory, an exclusive scan by thread 0, then each
-// slot placed in slot order (a second pass per expert keeps the order deterministic).
+// One block of 1024 threads: counts in shared memory, an exclusive scan by thread 0, then one
+// warp places the slots in slot order, 32 at a time.
 __global__ void sort_kernel(int slots, int num_experts, MoeRouting routing) {
   __shared__ int counts[kMoeMaxExperts];
   __shared__ int offsets[kMoeMaxExperts + 1];
@@ -131,8 +131,9 @@ __global__ void sort_kernel(int slots, int num_experts, MoeRouting routing) {
   for (int e = threadIdx.x; e <= num_experts; e += blockDim.x) {
     routing.expert_offsets[e] = offsets[e];
   }
-  // Each slot's rank among the earlier slots of its expert: a warp-wide ballot per chunk of 32
-  // slots, chunks in order, so the placement is stable and needs no atomics.
+  // Each slot's rank among the chunk's earlier slots of its expert (every lane compares its
+  // expert with the others' by shuffles), added to the expert's running count: chunks in order,
+  // so the placement is stable (deterministic) and needs no atomics.
   __shared__ int running[kMoeMaxExperts];
   for (int e = threadIdx.x; e < num_experts; e += blockDim.x) running[e] = offsets[e];
   __syncthreads();
