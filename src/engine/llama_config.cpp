@@ -32,11 +32,6 @@ MoeParams parse_moe(const nlohmann::json& config, const ModelConfig& m,
   const std::string refusal = context + ": mixture of experts with ";
   const std::string supported =
       " is not supported (the engine runs routed SwiGLU experts in every layer)";
-  if (m.model_type == "qwen3_moe") {
-    throw InputError(context +
-                     ": qwen3_moe is not supported (Qwen3's per-head q_norm/k_norm attention is "
-                     "not implemented in the engine; its experts and routing are)");
-  }
   constexpr int64_t kAny = int64_t{1} << 40;
   if (optional_count(config, "shared_expert_intermediate_size", 0, context, 0, kAny) > 0) {
     throw InputError(refusal + "a shared expert (shared_expert_intermediate_size)" + supported);
@@ -66,6 +61,14 @@ LlamaConfig parse_llama_config(const nlohmann::json& config, const std::string& 
   const ModelConfig& m = result.model;
   if (m.gpt_style)
     throw InputError(context + ": GPT-2 style models are not supported by the engine");
+  // Qwen3 normalises each query and key head (q_norm, k_norm) before RoPE. Refused here, not
+  // only by a checkpoint's unexpected tensors: `--model config.json` (random weights) would
+  // otherwise run a Llama of Qwen3's shapes under Qwen3's name.
+  if (m.model_type == "qwen3" || m.model_type == "qwen3_moe") {
+    throw InputError(context + ": " + m.model_type +
+                     " is not supported (Qwen3's per-head q_norm/k_norm attention is not "
+                     "implemented in the engine; its MLP, experts and routing are)");
+  }
   if (m.is_moe()) {
     result.moe = parse_moe(config, m, context);
     if (result.gptq) {
