@@ -75,5 +75,40 @@ TEST(ServeCost, EachPassTheHostWaitsForAddsTheSyncCost) {
   EXPECT_NEAR(vllm1.time_s(decode), vllm0.time_s(decode), 1e-15);
 }
 
+// A mixture of experts' GEMM form reads the experts' row counts on the host in every layer
+// (engine_moe_decode_kernels): Mixtral 8x7B's decode of 4 sequences (8 slots, more than 8 / 4)
+// waits for the host 32 times more than the iteration's own wait, and runs eagerly, graphs on or
+// off; one sequence takes the decode kernels, graph-replayed, with only the iteration's wait.
+TEST(ServeCost, MixtureOfExpertsGemmPassesWaitForTheHostInEveryLayer) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("inferlab_moe_sync_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const ModelConfig mixtral = load_model("mixtral-8x7b");
+  PredictOptions options;
+  options.framework = Framework::inferlab;
+  options.cuda_graphs = true;
+  auto cost_with = [&](double sync_s, const char* name) {
+    CostRequest request{"h200"};
+    request.engine_costs = calibration_with_sync(dir / name, sync_s, 0.0);
+    return load_cost(request);
+  };
+  const LoadedCost none = cost_with(0.0, "none.json");
+  const LoadedCost some = cost_with(20e-6, "some.json");
+  const PredictedIterationCost graphs0(mixtral, none.spec, *none.cost, options,
+                                       load_host_overhead());
+  const PredictedIterationCost graphs1(mixtral, some.spec, *some.cost, options,
+                                       load_host_overhead());
+  IterationBatch one, four;
+  one.seqs.push_back({1, 1024, true, true});
+  for (int s = 0; s < 4; ++s) four.seqs.push_back({1, 1024, true, true});
+  EXPECT_NEAR(graphs1.time_s(one) - graphs0.time_s(one), 20e-6, 1e-12);
+  EXPECT_NEAR(graphs1.time_s(four) - graphs0.time_s(four), 20e-6 + 32 * 20e-6, 1e-12);
+  options.cuda_graphs = false;
+  const PredictedIterationCost eager0(mixtral, none.spec, *none.cost, options,
+                                      load_host_overhead());
+  EXPECT_NEAR(eager0.time_s(four), graphs0.time_s(four), 1e-15);  // eager either way
+  EXPECT_GT(eager0.time_s(one), graphs0.time_s(one));             // the graph saves launches
+}
+
 }  // namespace
 }  // namespace inferlab
