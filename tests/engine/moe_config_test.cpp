@@ -177,15 +177,9 @@ TEST(MoeConfig, UnsupportedFeaturesAreRefused) {
   expect_input_error([&] { parse_llama_config(qwen3, "q", "qwen config"); },
                      {"qwen3_moe", "q_norm"});
   // Dense Qwen3 too: a config alone would otherwise run as a Llama without the head norms.
-  nlohmann::json dense = {{"architectures", {"Qwen3ForCausalLM"}},
-                          {"model_type", "qwen3"},
-                          {"hidden_size", 64},
-                          {"intermediate_size", 128},
-                          {"num_hidden_layers", 2},
-                          {"num_attention_heads", 4},
-                          {"num_key_value_heads", 2},
-                          {"head_dim", 16},
-                          {"vocab_size", 96}};
+  nlohmann::json dense = testing::tiny_llama_config_json();
+  dense["architectures"] = {"Qwen3ForCausalLM"};
+  dense["model_type"] = "qwen3";
   expect_input_error([&] { parse_llama_config(dense, "q3", "qwen3 config"); },
                      {"qwen3 config", "qwen3 is not supported", "q_norm"});
 }

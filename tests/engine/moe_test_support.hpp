@@ -30,23 +30,29 @@ inline nlohmann::json tiny_mixtral_config_json() {
           {"torch_dtype", "bfloat16"}};
 }
 
-// The same model as Qwen2-MoE writes it (no shared expert): num_experts, moe_intermediate_size,
-// norm_topk_prob; q/k/v biases.
-inline nlohmann::json tiny_qwen_moe_config_json(bool norm_topk_prob) {
-  nlohmann::json config = tiny_mixtral_config_json();
+// A Mixtral-shaped config.json as Qwen2-MoE writes the same model (no shared expert):
+// num_experts, moe_intermediate_size (Mixtral's intermediate_size), norm_topk_prob, and
+// intermediate_size the dense MLP's width `dense_intermediate` (unused: every layer is sparse).
+inline nlohmann::json as_qwen_moe(nlohmann::json config, int64_t dense_intermediate,
+                                  bool norm_topk_prob) {
+  config["moe_intermediate_size"] = config["intermediate_size"];
+  config["num_experts"] = config["num_local_experts"];
   config.erase("num_local_experts");
   config.erase("router_aux_loss_coef");
   config["architectures"] = {"Qwen2MoeForCausalLM"};
   config["model_type"] = "qwen2_moe";
-  config["intermediate_size"] = 128;  // the dense MLP's width, unused: every layer is sparse
-  config["moe_intermediate_size"] = 48;
-  config["num_experts"] = 4;
+  config["intermediate_size"] = dense_intermediate;
   config["norm_topk_prob"] = norm_topk_prob;
   config["shared_expert_intermediate_size"] = 0;
   config["decoder_sparse_step"] = 1;
   config["mlp_only_layers"] = nlohmann::json::array();
   config["use_sliding_window"] = false;
   return config;
+}
+
+// The tiny Mixtral as Qwen2-MoE writes it (q/k/v biases come with the model type).
+inline nlohmann::json tiny_qwen_moe_config_json(bool norm_topk_prob) {
+  return as_qwen_moe(tiny_mixtral_config_json(), 128, norm_topk_prob);
 }
 
 }  // namespace inferlab::engine::testing

@@ -56,15 +56,14 @@ void CudaBackend::launch_moe_block(int64_t layer, int tokens) {
   const bool gemv = capture != cudaStreamCaptureStatusNone || moe_takes_gemv(tokens);
   moe_route(normed_.data(), w.router, tokens, hidden, experts, top_k, config_.moe.renormalize_top_k,
             routing, stream_);
-  // The decode kernels go slot by slot; the GEMMs (and a profiled pass's byte count) need the
-  // slots grouped by expert.
-  if (!gemv || timer_.enabled()) moe_sort_by_expert(slots, experts, routing, stream_);
+  // The decode kernels go slot by slot; the GEMMs need the slots grouped by expert.
+  if (!gemv) moe_sort_by_expert(slots, experts, routing, stream_);
   timer_.mark("moe_route", 2.0 * (t + experts) * hidden + 8.0 * s, 2.0 * t * experts * hidden);
 
-  // The experts' row counts: needed on the host by the GEMM form, and by a profiled pass for
-  // the bytes each kernel read (the experts the batch reached, not an assumed spread).
+  // The GEMMs' row counts, on the host; a profiled pass's bytes count the experts the batch
+  // reached (not an assumed spread).
   std::vector<int32_t> offsets;
-  if (!gemv || timer_.enabled()) {
+  if (!gemv) {
     offsets.resize(static_cast<size_t>(experts) + 1);
     INFERLAB_CUDA_CHECK(cudaMemcpyAsync(offsets.data(), routing.expert_offsets,
                                         offsets.size() * sizeof(int32_t), cudaMemcpyDeviceToHost,

@@ -20,36 +20,31 @@
 #include "engine/cuda/logits_agreement.hpp"
 #include "engine/cuda/small_llama_config.hpp"
 #include "engine/init_weights.hpp"
+#include "engine/moe_test_support.hpp"
 #include "engine/sampling.hpp"
 #include "engine/tensor_source.hpp"
 
 namespace inferlab::engine {
 namespace {
 
-LlamaConfig mixtral_config() {
+// small_llama_json's model (3 layers of 256) with 8 experts of 384, top 2.
+nlohmann::json mixtral_json() {
   nlohmann::json j = small_llama_json(1024);
   j["architectures"] = {"MixtralForCausalLM"};
   j["model_type"] = "mixtral";
   j["intermediate_size"] = 384;
   j["num_local_experts"] = 8;
   j["num_experts_per_tok"] = 2;
-  return parse_llama_config(j, "small-mixtral", "test config");
+  return j;
+}
+
+LlamaConfig mixtral_config() {
+  return parse_llama_config(mixtral_json(), "small-mixtral", "test config");
 }
 
 LlamaConfig qwen_moe_config() {
-  nlohmann::json j = small_llama_json(1024);
-  j["architectures"] = {"Qwen2MoeForCausalLM"};
-  j["model_type"] = "qwen2_moe";
-  j["intermediate_size"] = 1024;  // the dense MLP's width, unused: every layer is sparse
-  j["moe_intermediate_size"] = 384;
-  j["num_experts"] = 8;
-  j["num_experts_per_tok"] = 2;
-  j["norm_topk_prob"] = false;
-  j["shared_expert_intermediate_size"] = 0;
-  j["decoder_sparse_step"] = 1;
-  j["mlp_only_layers"] = nlohmann::json::array();
-  j["use_sliding_window"] = false;
-  return parse_llama_config(j, "small-qwen-moe", "test config");
+  return parse_llama_config(testing::as_qwen_moe(mixtral_json(), 1024, false), "small-qwen-moe",
+                            "test config");
 }
 
 CudaBackendOptions small_options() {

@@ -13,6 +13,7 @@
 
 #include "engine/bf16.hpp"
 #include "engine/cpu/ops.hpp"
+#include "engine/cuda/bf16_test_data.hpp"
 #include "engine/cuda/cuda_check.hpp"
 #include "engine/cuda/layer_kernels.hpp"
 #include "engine/quant/quantize.hpp"
@@ -26,37 +27,6 @@ using cuda::DeviceBuffer;
 
 #define REQUIRE_GPU() \
   if (!cuda_device_available()) GTEST_SKIP() << "no CUDA GPU"
-
-// Random values already rounded to bf16 (what the kernels read), as fp32 and as bits.
-struct Bf16Data {
-  std::vector<float> values;
-  std::vector<uint16_t> bits;
-};
-Bf16Data random_bf16(size_t n, unsigned seed, float mean = 0, float spread = 1) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(mean, spread);
-  Bf16Data data;
-  for (size_t i = 0; i < n; ++i) {
-    data.bits.push_back(float_to_bf16(normal(rng)));
-    data.values.push_back(bf16_to_float(data.bits.back()));
-  }
-  return data;
-}
-
-DeviceBuffer<bf16> to_device(const std::vector<uint16_t>& bits) {
-  DeviceBuffer<bf16> buffer(bits.size());
-  buffer.upload(reinterpret_cast<const bf16*>(bits.data()), bits.size());
-  return buffer;
-}
-
-std::vector<float> to_host(const DeviceBuffer<bf16>& buffer) {
-  std::vector<uint16_t> bits(buffer.size());
-  INFERLAB_CUDA_CHECK(cudaDeviceSynchronize());
-  buffer.download(reinterpret_cast<bf16*>(bits.data()), bits.size());
-  std::vector<float> values;
-  for (uint16_t b : bits) values.push_back(bf16_to_float(b));
-  return values;
-}
 
 // The kernels round intermediate values to bf16 as transformers does (a few roundings of
 // relative size 2^-8 each); against the fp32 reference that allows ~1.5% of the value plus a

@@ -16,6 +16,7 @@
 
 #include "engine/bf16.hpp"
 #include "engine/cpu/moe.hpp"
+#include "engine/cuda/bf16_test_data.hpp"
 #include "engine/cuda/cuda_check.hpp"
 #include "engine/cuda/moe_kernels.hpp"
 
@@ -29,38 +30,9 @@ float round_bf16(double x) {
   return bf16_to_float(float_to_bf16(static_cast<float>(x)));
 }
 
-struct Bf16Data {
-  std::vector<float> values;
-  std::vector<uint16_t> bits;
-};
-Bf16Data random_bf16(size_t n, unsigned seed, float spread) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0, spread);
-  Bf16Data data;
-  for (size_t i = 0; i < n; ++i) {
-    data.bits.push_back(float_to_bf16(normal(rng)));
-    data.values.push_back(bf16_to_float(data.bits.back()));
-  }
-  return data;
-}
-
-DeviceBuffer<bf16> to_device(const std::vector<uint16_t>& bits) {
-  DeviceBuffer<bf16> buffer(bits.size());
-  buffer.upload(reinterpret_cast<const bf16*>(bits.data()), bits.size());
-  return buffer;
-}
-
-std::vector<float> to_host(const DeviceBuffer<bf16>& buffer) {
-  std::vector<uint16_t> bits(buffer.size());
-  INFERLAB_CUDA_CHECK(cudaDeviceSynchronize());
-  buffer.download(reinterpret_cast<bf16*>(bits.data()), bits.size());
-  std::vector<float> values;
-  for (uint16_t b : bits) values.push_back(bf16_to_float(b));
-  return values;
-}
-
+// After the device has finished: `count` values from device memory.
 template <typename T>
-std::vector<T> to_host(const T* device, size_t count) {
+std::vector<T> download(const T* device, size_t count) {
   std::vector<T> host(count);
   INFERLAB_CUDA_CHECK(cudaDeviceSynchronize());
   INFERLAB_CUDA_CHECK(cudaMemcpy(host.data(), device, count * sizeof(T), cudaMemcpyDeviceToHost));
@@ -82,11 +54,13 @@ struct Shape {
 void check_layer(const Shape& shape, unsigned seed) {
   const int t = shape.tokens, h = shape.hidden, n = shape.inter, e = shape.experts, k = shape.top_k,
             slots = t * k;
-  const Bf16Data x = random_bf16(static_cast<size_t>(t) * h, seed, 1.0f);
-  const Bf16Data router = random_bf16(static_cast<size_t>(e) * h, seed + 1, 0.5f / std::sqrt(h));
+  const Bf16Data x = random_bf16(static_cast<size_t>(t) * h, seed, 0.0f, 1.0f);
+  const Bf16Data router =
+      random_bf16(static_cast<size_t>(e) * h, seed + 1, 0.0f, 0.5f / std::sqrt(h));
   const Bf16Data gate_up =
-      random_bf16(static_cast<size_t>(e) * 2 * n * h, seed + 2, 1.0f / std::sqrt(h));
-  const Bf16Data down = random_bf16(static_cast<size_t>(e) * h * n, seed + 3, 1.0f / std::sqrt(n));
+      random_bf16(static_cast<size_t>(e) * 2 * n * h, seed + 2, 0.0f, 1.0f / std::sqrt(h));
+  const Bf16Data down =
+      random_bf16(static_cast<size_t>(e) * h * n, seed + 3, 0.0f, 1.0f / std::sqrt(n));
   auto x_d = to_device(x.bits), router_d = to_device(router.bits);
   auto gate_up_d = to_device(gate_up.bits), down_d = to_device(down.bits);
   DeviceBuffer<int32_t> ints(static_cast<size_t>(3 * slots + e + 1));
@@ -109,8 +83,8 @@ void check_layer(const Shape& shape, unsigned seed) {
   cuda::moe_combine(y.data(), true, t, k, h, routing, out.data(), nullptr);
 
   // Routing: the CPU's choice on the bf16 router logits, weights within fp32 rounding.
-  const auto ids = to_host(routing.expert_ids, static_cast<size_t>(slots));
-  const auto chosen_weights = to_host(routing.expert_weights, static_cast<size_t>(slots));
+  const auto ids = download(routing.expert_ids, static_cast<size_t>(slots));
+  const auto chosen_weights = download(routing.expert_weights, static_cast<size_t>(slots));
   for (int token = 0; token < t; ++token) {
     std::vector<float> logits(static_cast<size_t>(e));
     for (int j = 0; j < e; ++j) {
@@ -128,9 +102,9 @@ void check_layer(const Shape& shape, unsigned seed) {
   }
   // Sort: offsets count each expert's slots; sorted slots grouped by expert, increasing within
   // one; slot_position its inverse.
-  const auto offsets = to_host(routing.expert_offsets, static_cast<size_t>(e) + 1);
-  const auto sorted = to_host(routing.sorted_slots, static_cast<size_t>(slots));
-  const auto position = to_host(routing.slot_position, static_cast<size_t>(slots));
+  const auto offsets = download(routing.expert_offsets, static_cast<size_t>(e) + 1);
+  const auto sorted = download(routing.sorted_slots, static_cast<size_t>(slots));
+  const auto position = download(routing.slot_position, static_cast<size_t>(slots));
   ASSERT_EQ(offsets.front(), 0);
   ASSERT_EQ(offsets.back(), slots);
   for (int j = 0; j < e; ++j) {
