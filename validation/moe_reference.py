@@ -25,13 +25,17 @@ from transformers import MixtralConfig, MixtralForCausalLM
 PREFILL, DECODE = 32, 16
 
 
-def unfuse_experts(ckpt, inter):
+def unfuse_experts(ckpt, inter, names="mixtral"):
     """transformers 5.x may save a layer's experts fused (`...experts.gate_up_proj` [E, 2I, H] or
     [E, H, 2I], `...experts.down_proj` [E, H, I] or [E, I, H]); rewrite them as the per-expert
-    w1 (gate), w3 (up) and w2 (down) [out, in] tensors of the Hub's Mixtral checkpoints, the names
-    the engine reads. Orientation by shape (H and I differ here). A no-op for 4.x files."""
+    [out, in] tensors of the Hub's checkpoints, the names the engine reads: Mixtral's
+    block_sparse_moe.experts.E.w1 (gate), w3 (up), w2 (down) and block_sparse_moe.gate, or with
+    names="qwen" Qwen-MoE's mlp.experts.E.gate_proj, up_proj, down_proj and mlp.gate. Orientation
+    by shape (H and I differ here). A no-op for 4.x files."""
     import glob
     from safetensors.torch import load_file, save_file
+    mixtral = names == "mixtral"
+    gate, up, down = ("w1", "w3", "w2") if mixtral else ("gate_proj", "up_proj", "down_proj")
     for path in glob.glob(os.path.join(ckpt, "*.safetensors")):
         tensors = load_file(path)
         fused = [k for k in tensors if k.endswith(("experts.gate_up_proj", "experts.down_proj"))]
@@ -39,17 +43,19 @@ def unfuse_experts(ckpt, inter):
             continue
         for key in fused:
             t = tensors.pop(key)
-            prefix = key.rsplit("experts.", 1)[0].replace(".mlp.", ".block_sparse_moe.")
+            prefix = key.rsplit("experts.", 1)[0]
+            if mixtral:
+                prefix = prefix.replace(".mlp.", ".block_sparse_moe.")
             for e in range(t.shape[0]):
                 m = t[e]
                 if key.endswith("gate_up_proj"):
                     m = m if m.shape[0] == 2 * inter else m.t()  # to [2I, H]
-                    tensors[f"{prefix}experts.{e}.w1.weight"] = m[:inter].contiguous()
-                    tensors[f"{prefix}experts.{e}.w3.weight"] = m[inter:].contiguous()
+                    tensors[f"{prefix}experts.{e}.{gate}.weight"] = m[:inter].contiguous()
+                    tensors[f"{prefix}experts.{e}.{up}.weight"] = m[inter:].contiguous()
                 else:
                     m = m if m.shape[1] == inter else m.t()  # to [H, I]
-                    tensors[f"{prefix}experts.{e}.w2.weight"] = m.contiguous()
-        for key in [k for k in tensors if ".mlp.gate." in k]:  # the router, under 5.x's name
+                    tensors[f"{prefix}experts.{e}.{down}.weight"] = m.contiguous()
+        for key in [k for k in tensors if mixtral and ".mlp.gate." in k]:  # 5.x's router name
             tensors[key.replace(".mlp.gate.", ".block_sparse_moe.gate.")] = tensors.pop(key)
         save_file(tensors, path, metadata={"format": "pt"})
     index = os.path.join(ckpt, "model.safetensors.index.json")

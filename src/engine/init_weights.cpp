@@ -22,21 +22,17 @@ struct Distribution {
 };
 
 Distribution init_of(const WeightSpec& spec, const ModelConfig& m) {
-  switch (spec.role) {
-    case WeightRole::embed_tokens:
-    case WeightRole::lm_head:
+  switch (spec.part.init) {
+    case Init::embedding:
       return {0.0f, static_cast<float>(1.0 / std::sqrt(static_cast<double>(m.hidden_size)))};
-    case WeightRole::input_layernorm:
-    case WeightRole::post_attention_layernorm:
-    case WeightRole::final_norm:
+    case Init::norm:
       return {1.0f, 0.1f};
-    case WeightRole::q_bias:
-    case WeightRole::k_bias:
-    case WeightRole::v_bias:
+    case Init::bias:
       return {0.0f, 0.1f};
-    default:  // projections, [out, in]
-      return {0.0f, static_cast<float>(1.0 / std::sqrt(static_cast<double>(spec.shape.back())))};
+    case Init::projection:  // [out, in]
+      break;
   }
+  return {0.0f, static_cast<float>(1.0 / std::sqrt(static_cast<double>(spec.shape.back())))};
 }
 
 // The bf16 values of one tensor, chunk by chunk, to `sink`.
@@ -65,11 +61,18 @@ InitWeightsResult init_weights(const LlamaConfig& config, const InitWeightsOptio
 
   InitWeightsResult result;
   const auto specs = llama_weight_specs(config);
+  // The checkpoint's tensors (a fused one holds several specs, generated one after the other).
+  const auto tensors = checkpoint_tensors(specs);
+  auto elements = [](const CheckpointTensor& tensor) {
+    int64_t count = 1;
+    for (int64_t extent : tensor.shape) count *= extent;
+    return count;
+  };
   // Shards: tensors in HF order, a new shard when the next tensor would pass the bound.
   std::vector<std::vector<size_t>> shards(1);
   uint64_t shard_bytes = 0;
-  for (size_t i = 0; i < specs.size(); ++i) {
-    uint64_t bytes = 2 * static_cast<uint64_t>(specs[i].elements());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    uint64_t bytes = 2 * static_cast<uint64_t>(elements(tensors[i]));
     if (!shards.back().empty() && shard_bytes + bytes > options.max_shard_bytes) {
       shards.emplace_back();
       shard_bytes = 0;
@@ -92,16 +95,19 @@ InitWeightsResult init_weights(const LlamaConfig& config, const InitWeightsOptio
     }
     std::vector<TensorSpec> tensor_specs;
     for (size_t i : shards[s])
-      tensor_specs.push_back({specs[i].name, TensorDType::bf16, specs[i].shape});
+      tensor_specs.push_back({tensors[i].name, TensorDType::bf16, tensors[i].shape});
     const fs::path path = options.out_dir / file_name;
     SafetensorsWriter writer(path, tensor_specs, {{"format", "pt"}});
     for (size_t i : shards[s]) {
-      generate_tensor(specs[i], config.model, options.seed, [&](std::span<const uint16_t> chunk) {
-        writer.write({reinterpret_cast<const uint8_t*>(chunk.data()), chunk.size() * 2});
-      });
-      weight_map[specs[i].name] = file_name;
-      result.weight_bytes += 2 * static_cast<uint64_t>(specs[i].elements());
-      result.parameters += specs[i].elements();
+      for (size_t part : tensors[i].specs) {
+        generate_tensor(
+            specs[part], config.model, options.seed, [&](std::span<const uint16_t> chunk) {
+              writer.write({reinterpret_cast<const uint8_t*>(chunk.data()), chunk.size() * 2});
+            });
+      }
+      weight_map[tensors[i].name] = file_name;
+      result.weight_bytes += 2 * static_cast<uint64_t>(elements(tensors[i]));
+      result.parameters += elements(tensors[i]);
       ++result.tensors;
     }
     writer.finish();

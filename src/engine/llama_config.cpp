@@ -1,5 +1,6 @@
 #include "engine/llama_config.hpp"
 
+#include "model/family_spec.hpp"
 #include "util/data_dir.hpp"
 #include "util/error.hpp"
 #include "util/json_file.hpp"
@@ -26,7 +27,6 @@ MoeParams parse_moe(const nlohmann::json& config, const ModelConfig& m,
                     const std::string& context) {
   MoeParams moe;
   const bool qwen = config.contains("num_experts") && !config.contains("num_local_experts");
-  moe.names = qwen ? MoeParams::Names::qwen : MoeParams::Names::mixtral;
   // Mixtral always renormalises (softmax of the top-k logits); Qwen only with norm_topk_prob.
   moe.renormalize_top_k = qwen ? optional_bool(config, "norm_topk_prob", false, context) : true;
   const std::string refusal = context + ": mixture of experts with ";
@@ -61,14 +61,6 @@ LlamaConfig parse_llama_config(const nlohmann::json& config, const std::string& 
   const ModelConfig& m = result.model;
   if (m.gpt_style)
     throw InputError(context + ": GPT-2 style models are not supported by the engine");
-  // Qwen3 normalises each query and key head (q_norm, k_norm) before RoPE. Refused here, not
-  // only by a checkpoint's unexpected tensors: `--model config.json` (random weights) would
-  // otherwise run a Llama of Qwen3's shapes under Qwen3's name.
-  if (m.model_type == "qwen3" || m.model_type == "qwen3_moe") {
-    throw InputError(context + ": " + m.model_type +
-                     " is not supported (Qwen3's per-head q_norm/k_norm attention is not "
-                     "implemented in the engine; its MLP, experts and routing are)");
-  }
   if (m.is_moe()) {
     result.moe = parse_moe(config, m, context);
     if (result.gptq) {
@@ -76,6 +68,21 @@ LlamaConfig parse_llama_config(const nlohmann::json& config, const std::string& 
                        ": GPTQ-quantized mixture-of-experts checkpoints are not "
                        "supported; use the bf16 checkpoint");
     }
+  }
+  if (result.gptq) {
+    for (const StoredTensor& tensor : family_spec(m).tensors) {
+      if (tensor.parts.size() > 1) {
+        throw InputError(context + ": GPTQ-quantized " + family_spec(m).name +
+                         " checkpoints are not supported (" + tensor.name +
+                         " fuses several projections); use the bf16 checkpoint");
+      }
+    }
+  }
+  // Phi-2-style partial rotary embeddings rotate only the first dimensions of each head.
+  if (optional_number(config, "partial_rotary_factor", 1.0, context) != 1.0) {
+    throw InputError(context +
+                     ": partial_rotary_factor other than 1 is not supported (the engine rotates "
+                     "every dimension of a head)");
   }
   if (config.contains("hidden_act") && config["hidden_act"] != "silu") {
     throw InputError(context + ": hidden_act " + config["hidden_act"].dump() +

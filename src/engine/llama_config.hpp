@@ -28,14 +28,9 @@ struct RopeParams {
 // router (fp32 logits). The chosen experts are the top-k logits (ties: the lower index); their
 // weights are softmax over all experts' logits restricted to the k, renormalised to sum to 1
 // when renormalize_top_k. Mixtral: softmax of the top-k logits (the same thing, renormalised);
-// Qwen2/3-MoE: softmax over all, top-k, renormalised only with norm_topk_prob.
+// Qwen2/3-MoE: softmax over all, top-k, renormalised only with norm_topk_prob. The tensors'
+// names are the family spec's (model/family_spec.cpp).
 struct MoeParams {
-  enum class Names {
-    mixtral,
-    qwen
-  };  // block_sparse_moe.{gate,experts.E.w1/w3/w2} or
-      // mlp.{gate,experts.E.gate_proj/up_proj/down_proj}
-  Names names = Names::mixtral;
   bool renormalize_top_k = true;
 };
 

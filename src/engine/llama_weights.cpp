@@ -1,5 +1,6 @@
 #include "engine/llama_weights.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <stdexcept>
@@ -47,26 +48,6 @@ void append_list(std::string& message, const std::string& what,
   if (items.size() > kShown) message += ", ...";
 }
 
-// A mixture-of-experts layer's router and experts, under `p` ("model.layers.N."), in HF order.
-void append_expert_specs(const LlamaConfig& config, const std::string& p, int64_t layer,
-                         std::vector<WeightSpec>& specs) {
-  const ModelConfig& m = config.model;
-  const int64_t hidden = m.hidden_size, inter = m.intermediate_size;
-  const bool mixtral = config.moe.names == MoeParams::Names::mixtral;
-  const std::string block = p + (mixtral ? "block_sparse_moe." : "mlp.");
-  specs.push_back({block + "gate.weight", WeightRole::router, layer, {m.num_experts, hidden}});
-  // Mixtral's w1 is the gate, w3 the up and w2 the down projection.
-  const char* gate = mixtral ? "w1" : "gate_proj";
-  const char* up = mixtral ? "w3" : "up_proj";
-  const char* down = mixtral ? "w2" : "down_proj";
-  for (int64_t e = 0; e < m.num_experts; ++e) {
-    const std::string expert = block + "experts." + std::to_string(e) + ".";
-    specs.push_back({expert + gate + ".weight", WeightRole::gate_proj, layer, {inter, hidden}, e});
-    specs.push_back({expert + up + ".weight", WeightRole::up_proj, layer, {inter, hidden}, e});
-    specs.push_back({expert + down + ".weight", WeightRole::down_proj, layer, {hidden, inter}, e});
-  }
-}
-
 }  // namespace
 
 int64_t WeightSpec::elements() const {
@@ -77,40 +58,64 @@ int64_t WeightSpec::elements() const {
 
 std::vector<WeightSpec> llama_weight_specs(const LlamaConfig& config) {
   const ModelConfig& m = config.model;
-  const int64_t hidden = m.hidden_size, q_dim = m.q_dim(), kv_dim = m.kv_dim();
-  const int64_t inter = m.intermediate_size;
   std::vector<WeightSpec> specs;
-  specs.push_back(
-      {"model.embed_tokens.weight", WeightRole::embed_tokens, -1, {m.vocab_size, hidden}});
-  for (int64_t layer = 0; layer < m.num_layers; ++layer) {
-    const std::string p = "model.layers." + std::to_string(layer) + ".";
-    specs.push_back({p + "input_layernorm.weight", WeightRole::input_layernorm, layer, {hidden}});
-    specs.push_back({p + "self_attn.q_proj.weight", WeightRole::q_proj, layer, {q_dim, hidden}});
-    specs.push_back({p + "self_attn.k_proj.weight", WeightRole::k_proj, layer, {kv_dim, hidden}});
-    specs.push_back({p + "self_attn.v_proj.weight", WeightRole::v_proj, layer, {kv_dim, hidden}});
-    if (m.qkv_bias) {
-      specs.push_back({p + "self_attn.q_proj.bias", WeightRole::q_bias, layer, {q_dim}});
-      specs.push_back({p + "self_attn.k_proj.bias", WeightRole::k_bias, layer, {kv_dim}});
-      specs.push_back({p + "self_attn.v_proj.bias", WeightRole::v_bias, layer, {kv_dim}});
+  auto add = [&](const StoredTensor& tensor, int64_t layer, int64_t expert) {
+    const std::string stored = tensor_name(tensor, layer, expert);
+    int64_t row = 0;
+    for (const TensorPart& part : tensor.parts) {
+      WeightSpec spec;
+      spec.name = tensor.parts.size() == 1 ? stored : stored + ":" + weight_role_name(part.role);
+      spec.role = part.role;
+      spec.layer = layer;
+      spec.expert = expert;
+      spec.shape = {extent_size(part.rows, m)};
+      if (part.columns != Extent::one) spec.shape.push_back(extent_size(part.columns, m));
+      spec.part = part;
+      spec.stored_name = stored;
+      spec.stored_row = row;
+      row += spec.shape[0];
+      specs.push_back(std::move(spec));
     }
-    specs.push_back({p + "self_attn.o_proj.weight", WeightRole::o_proj, layer, {hidden, q_dim}});
-    specs.push_back({p + "post_attention_layernorm.weight",
-                     WeightRole::post_attention_layernorm,
-                     layer,
-                     {hidden}});
-    if (m.is_moe()) {
-      append_expert_specs(config, p, layer, specs);
-      continue;
-    }
-    specs.push_back({p + "mlp.gate_proj.weight", WeightRole::gate_proj, layer, {inter, hidden}});
-    specs.push_back({p + "mlp.up_proj.weight", WeightRole::up_proj, layer, {inter, hidden}});
-    specs.push_back({p + "mlp.down_proj.weight", WeightRole::down_proj, layer, {hidden, inter}});
+  };
+  const FamilySpec& family = family_spec(m);
+  // Model-wide tensors before the layers come first, those after them last (the final norm and
+  // the LM head); a layer's tensors, its experts' in expert order, in between.
+  auto layers_begin =
+      std::find_if(family.tensors.begin(), family.tensors.end(),
+                   [](const StoredTensor& t) { return t.scope != TensorScope::model; });
+  for (auto t = family.tensors.begin(); t != layers_begin; ++t) {
+    if (tensor_present(*t, m)) add(*t, -1, -1);
   }
-  specs.push_back({"model.norm.weight", WeightRole::final_norm, -1, {hidden}});
-  if (!m.tie_word_embeddings) {
-    specs.push_back({"lm_head.weight", WeightRole::lm_head, -1, {m.vocab_size, hidden}});
+  for (int64_t layer = 0; layer < m.num_layers; ++layer) {
+    for (auto t = layers_begin; t != family.tensors.end(); ++t) {
+      if (t->scope == TensorScope::model || !tensor_present(*t, m)) continue;
+      if (t->scope == TensorScope::layer) add(*t, layer, -1);
+    }
+    // Experts one by one, each with all its tensors (Hugging Face's order).
+    for (int64_t expert = 0; expert < (m.is_moe() ? m.num_experts : 0); ++expert) {
+      for (auto t = layers_begin; t != family.tensors.end(); ++t) {
+        if (t->scope == TensorScope::expert) add(*t, layer, expert);
+      }
+    }
+  }
+  for (auto t = layers_begin; t != family.tensors.end(); ++t) {
+    if (t->scope == TensorScope::model && tensor_present(*t, m)) add(*t, -1, -1);
   }
   return specs;
+}
+
+std::vector<CheckpointTensor> checkpoint_tensors(const std::vector<WeightSpec>& specs) {
+  std::vector<CheckpointTensor> tensors;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const WeightSpec& spec = specs[i];
+    if (tensors.empty() || tensors.back().name != spec.stored_name) {
+      tensors.push_back({spec.stored_name, spec.shape, {}});
+    } else {
+      tensors.back().shape[0] += spec.shape[0];
+    }
+    tensors.back().specs.push_back(i);
+  }
+  return tensors;
 }
 
 bool is_gptq_module(const Checkpoint& checkpoint, const WeightSpec& spec,
@@ -124,28 +129,26 @@ void check_llama_checkpoint(const Checkpoint& checkpoint, const LlamaConfig& con
   std::map<std::string, const WeightSpec*> expected;
   auto specs = llama_weight_specs(config);
   for (const auto& spec : specs) {
-    if (!is_gptq_module(checkpoint, spec, config)) {
-      expected[spec.name] = &spec;
-      continue;
-    }
+    if (!is_gptq_module(checkpoint, spec, config)) continue;
     for (const auto& name : gptq_tensor_names(spec.name)) expected[name] = &spec;
     const auto problems =
         check_gptq_module(checkpoint, spec.name, spec.shape[0], spec.shape[1], *config.gptq);
     misshapen.insert(misshapen.end(), problems.begin(), problems.end());
   }
-  for (const auto& spec : specs) {
-    if (is_gptq_module(checkpoint, spec, config)) continue;
-    const TensorView* view = checkpoint.find(spec.name);
+  for (const CheckpointTensor& tensor : checkpoint_tensors(specs)) {
+    if (is_gptq_module(checkpoint, specs[tensor.specs.front()], config)) continue;
+    expected[tensor.name] = &specs[tensor.specs.front()];
+    const TensorView* view = checkpoint.find(tensor.name);
     if (view == nullptr) {
-      missing.push_back(spec.name);
+      missing.push_back(tensor.name);
       continue;
     }
-    if (view->info->shape != spec.shape) {
-      misshapen.push_back(spec.name + " is " + shape_text(view->info->shape) + ", expected " +
-                          shape_text(spec.shape));
+    if (view->info->shape != tensor.shape) {
+      misshapen.push_back(tensor.name + " is " + shape_text(view->info->shape) + ", expected " +
+                          shape_text(tensor.shape));
     }
     if (!float_dtype(view->info->dtype)) {
-      mistyped.push_back(spec.name + " is " + std::string(tensor_dtype_name(view->info->dtype)));
+      mistyped.push_back(tensor.name + " is " + std::string(tensor_dtype_name(view->info->dtype)));
     }
   }
   for (const auto& [name, view] : checkpoint.tensors()) {
@@ -164,26 +167,29 @@ void check_llama_checkpoint(const Checkpoint& checkpoint, const LlamaConfig& con
 }
 
 std::vector<float> tensor_to_float(const TensorView& view) {
-  const size_t count = static_cast<size_t>(view.info->elements());
-  std::vector<float> out(count);
-  const uint8_t* data = view.data;
+  return tensor_to_float(view, 0, view.info->elements());
+}
+
+std::vector<float> tensor_to_float(const TensorView& view, int64_t first, int64_t count) {
+  if (first < 0 || count < 0 || first + count > view.info->elements()) {
+    throw std::invalid_argument("tensor_to_float: elements out of range of '" + view.info->name +
+                                "'");
+  }
+  std::vector<float> out(static_cast<size_t>(count));
   switch (view.info->dtype) {
     case TensorDType::bf16:
-      for (size_t i = 0; i < count; ++i) {
+    case TensorDType::f16: {
+      const uint8_t* data = view.data + 2 * first;
+      const bool bf16 = view.info->dtype == TensorDType::bf16;
+      for (size_t i = 0; i < out.size(); ++i) {
         uint16_t bits;
         std::memcpy(&bits, data + 2 * i, 2);
-        out[i] = bf16_to_float(bits);
+        out[i] = bf16 ? bf16_to_float(bits) : fp16_to_float(bits);
       }
       break;
-    case TensorDType::f16:
-      for (size_t i = 0; i < count; ++i) {
-        uint16_t bits;
-        std::memcpy(&bits, data + 2 * i, 2);
-        out[i] = fp16_to_float(bits);
-      }
-      break;
+    }
     case TensorDType::f32:
-      std::memcpy(out.data(), data, 4 * count);
+      std::memcpy(out.data(), view.data + 4 * first, 4 * out.size());
       break;
     default:
       throw InputError("tensor '" + view.info->name + "' in '" + *view.file + "' is " +
@@ -193,68 +199,71 @@ std::vector<float> tensor_to_float(const TensorView& view) {
   return out;
 }
 
-void LlamaWeights::set(const WeightSpec& spec, std::vector<float> values) {
+std::vector<float>& LlamaWeights::at(const WeightSpec& spec) {
   LayerWeights* layer = spec.layer >= 0 ? &layers.at(static_cast<size_t>(spec.layer)) : nullptr;
   if (spec.expert >= 0) {
     if (layer->experts.size() <= static_cast<size_t>(spec.expert)) {
       layer->experts.resize(static_cast<size_t>(spec.expert) + 1);
     }
     LayerWeights::Expert& expert = layer->experts[static_cast<size_t>(spec.expert)];
-    if (spec.role == WeightRole::gate_proj) expert.gate_proj = std::move(values);
-    if (spec.role == WeightRole::up_proj) expert.up_proj = std::move(values);
-    if (spec.role == WeightRole::down_proj) expert.down_proj = std::move(values);
-    return;
+    if (spec.role == WeightRole::gate_proj) return expert.gate_proj;
+    if (spec.role == WeightRole::up_proj) return expert.up_proj;
+    if (spec.role == WeightRole::down_proj) return expert.down_proj;
+    throw std::invalid_argument("LlamaWeights: an expert has no " +
+                                std::string(weight_role_name(spec.role)));
   }
   switch (spec.role) {
     case WeightRole::embed_tokens:
-      embed_tokens = std::move(values);
-      break;
+      return embed_tokens;
     case WeightRole::final_norm:
-      final_norm = std::move(values);
-      break;
+      return final_norm;
     case WeightRole::lm_head:
-      lm_head = std::move(values);
-      break;
+      return lm_head;
     case WeightRole::input_layernorm:
-      layer->input_layernorm = std::move(values);
-      break;
+      return layer->input_layernorm;
     case WeightRole::q_proj:
-      layer->q_proj = std::move(values);
-      break;
+      return layer->q_proj;
     case WeightRole::k_proj:
-      layer->k_proj = std::move(values);
-      break;
+      return layer->k_proj;
     case WeightRole::v_proj:
-      layer->v_proj = std::move(values);
-      break;
+      return layer->v_proj;
     case WeightRole::q_bias:
-      layer->q_bias = std::move(values);
-      break;
+      return layer->q_bias;
     case WeightRole::k_bias:
-      layer->k_bias = std::move(values);
-      break;
+      return layer->k_bias;
     case WeightRole::v_bias:
-      layer->v_bias = std::move(values);
-      break;
+      return layer->v_bias;
+    case WeightRole::q_norm:
+      return layer->q_norm;
+    case WeightRole::k_norm:
+      return layer->k_norm;
     case WeightRole::o_proj:
-      layer->o_proj = std::move(values);
-      break;
+      return layer->o_proj;
     case WeightRole::post_attention_layernorm:
-      layer->post_attention_layernorm = std::move(values);
-      break;
+      return layer->post_attention_layernorm;
     case WeightRole::gate_proj:
-      layer->gate_proj = std::move(values);
-      break;
+      return layer->gate_proj;
     case WeightRole::up_proj:
-      layer->up_proj = std::move(values);
-      break;
+      return layer->up_proj;
     case WeightRole::down_proj:
-      layer->down_proj = std::move(values);
-      break;
+      return layer->down_proj;
     case WeightRole::router:
-      layer->router = std::move(values);
-      break;
+      return layer->router;
   }
+  throw std::invalid_argument("LlamaWeights: unknown role");
+}
+
+const std::vector<float>& LlamaWeights::at(const WeightSpec& spec) const {
+  // The non-const lookup grows a layer's expert list only for an expert not there yet.
+  if (spec.expert >= 0 && layers.at(static_cast<size_t>(spec.layer)).experts.size() <=
+                              static_cast<size_t>(spec.expert)) {
+    throw std::out_of_range("LlamaWeights: no expert " + std::to_string(spec.expert));
+  }
+  return const_cast<LlamaWeights*>(this)->at(spec);
+}
+
+void LlamaWeights::set(const WeightSpec& spec, std::vector<float> values) {
+  at(spec) = std::move(values);
 }
 
 LlamaWeights load_llama_weights(const Checkpoint& checkpoint, const LlamaConfig& config) {
@@ -267,8 +276,8 @@ LlamaWeights load_llama_weights(const Checkpoint& checkpoint, const LlamaConfig&
                                                            spec.shape[1], *config.gptq)));
       continue;
     }
-    std::vector<float> values = tensor_to_float(*checkpoint.find(spec.name));
-    weights.set(spec, std::move(values));
+    const TensorView* stored = checkpoint.find(spec.stored_name);
+    weights.set(spec, tensor_to_float(*stored, spec.stored_row * spec.columns(), spec.elements()));
   }
   return weights;
 }

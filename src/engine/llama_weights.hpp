@@ -5,43 +5,41 @@
 
 #include "engine/checkpoint.hpp"
 #include "engine/llama_config.hpp"
+#include "model/family_spec.hpp"
 
 namespace inferlab::engine {
 
-// What a weight is for; the CPU and CUDA backends both index weights by it.
-enum class WeightRole {
-  embed_tokens,
-  input_layernorm,
-  q_proj,
-  k_proj,
-  v_proj,
-  q_bias,
-  k_bias,
-  v_bias,
-  o_proj,
-  post_attention_layernorm,
-  gate_proj,  // also a mixture-of-experts expert's (WeightSpec::expert), as up and down
-  up_proj,
-  down_proj,
-  router,  // mixture of experts: [num_experts, hidden]
-  final_norm,
-  lm_head,
-};
-
+// One weight the forward passes use, as the family's spec (model/family_spec.hpp) places it in
+// the checkpoint.
 struct WeightSpec {
-  std::string name;  // Hugging Face name, e.g. "model.layers.3.self_attn.q_proj.weight"
+  std::string
+      name;  // Hugging Face name, e.g. "model.layers.3.self_attn.q_proj.weight"; a part
+             // of a fused tensor: the tensor's name, ':' and the role ("...qkv_proj.weight:k_proj")
   WeightRole role;
   int64_t layer = -1;          // -1 for the embedding, final norm and LM head
   std::vector<int64_t> shape;  // [out, in] for projections (nn.Linear layout), [n] for vectors
   int64_t expert = -1;         // a mixture-of-experts expert's gate/up/down: its index
+  TensorPart part{};           // how it shards, quantizes, fuses and is drawn at random
+  std::string stored_name;     // the checkpoint tensor that holds it (name unless fused)
+  int64_t stored_row = 0;      // its first row there
   int64_t elements() const;
+  int64_t columns() const { return shape.size() > 1 ? shape[1] : 1; }
 };
 
-// The tensors a Llama-family checkpoint holds for `config`, in HF order: embedding, per layer
-// (input norm, q/k/v (+ biases when qkv_bias), o, post-attention norm, gate/up/down), final
-// norm, and lm_head unless the embeddings are tied. A mixture-of-experts layer has the router
-// and each expert's gate/up/down (config.moe.names) where a dense one has its MLP.
+// A tensor of the checkpoint: its name, its shape and the specs (indices) it holds, in row order.
+struct CheckpointTensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::vector<size_t> specs;
+};
+
+// The weights of `config`'s family (family_spec(config.model)), in checkpoint order: embedding,
+// per layer (input norm, q/k/v (+ biases when qkv_bias), o, post-attention norm, gate/up/down or
+// the router and each expert's gate/up/down), final norm, and lm_head unless the embeddings are
+// tied. The parts of a fused checkpoint tensor follow each other in row order.
 std::vector<WeightSpec> llama_weight_specs(const LlamaConfig& config);
+// The checkpoint tensors `specs` come from, in order.
+std::vector<CheckpointTensor> checkpoint_tensors(const std::vector<WeightSpec>& specs);
 
 // True when `spec` is stored GPTQ-quantized in `checkpoint` (its module's qweight is there and
 // the config says GPTQ).
@@ -59,6 +57,7 @@ struct LayerWeights {
   std::vector<float> input_layernorm;           // [hidden]
   std::vector<float> q_proj, k_proj, v_proj;    // [q_dim, hidden], [kv_dim, hidden] x2
   std::vector<float> q_bias, k_bias, v_bias;    // empty unless qkv_bias
+  std::vector<float> q_norm, k_norm;            // [head_dim]; empty unless the family's qk_norm
   std::vector<float> o_proj;                    // [hidden, q_dim]
   std::vector<float> post_attention_layernorm;  // [hidden]
   std::vector<float> gate_proj, up_proj;        // [intermediate, hidden]
@@ -78,8 +77,11 @@ struct LlamaWeights {
   std::vector<LayerWeights> layers;
   std::vector<float> final_norm;  // [hidden]
   std::vector<float> lm_head;     // [vocab, hidden]; empty when tied to embed_tokens
-  // Stores one tensor where its spec's role and layer say.
+  // Stores one tensor where its spec's role, layer and expert say.
   void set(const WeightSpec& spec, std::vector<float> values);
+  // The tensor a spec names (empty when not set).
+  const std::vector<float>& at(const WeightSpec& spec) const;
+  std::vector<float>& at(const WeightSpec& spec);
   const std::vector<float>& output_embedding() const {
     return lm_head.empty() ? embed_tokens : lm_head;
   }
@@ -90,6 +92,8 @@ LlamaWeights load_llama_weights(const Checkpoint& checkpoint, const LlamaConfig&
 
 // Converts one tensor (BF16, F16 or F32) to fp32.
 std::vector<float> tensor_to_float(const TensorView& view);
+// Converts the elements [first, first + count) of one tensor to fp32.
+std::vector<float> tensor_to_float(const TensorView& view, int64_t first, int64_t count);
 
 // A checkpoint folder: config.json + safetensors, checked and loaded.
 struct LlamaModel {

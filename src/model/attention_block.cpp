@@ -1,4 +1,5 @@
 #include "model/engine_blocks.hpp"
+#include "model/family_spec.hpp"
 #include "model/op_builders.hpp"
 #include "model/step_blocks.hpp"
 
@@ -156,6 +157,11 @@ void build_context_ops(const ModelConfig& model, const StepShape& shape, const P
 void rotary_attention_block(StepBuilder& b) {
   open_attention(b);
   add_qkv_projections(b);
+  // Qwen3 (its family's qk_norm): each query and key head RMS-normalised before RoPE.
+  if (family_spec(b.model).ops.qk_norm) {
+    b.add_per_layer(make_rmsnorm_op("qk_norm", b.tokens * (b.shard.q_heads + b.shard.kv_heads),
+                                    b.shard.head_dim, b.float_dtype));
+  }
   if (b.plan.fuse_rope_kv_write) {
     add_rope_kv_write(b);
   } else {

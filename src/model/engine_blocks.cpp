@@ -5,6 +5,7 @@
 #include <string>
 
 #include "model/engine_gemv_rows.hpp"
+#include "model/family_spec.hpp"
 #include "model/model_family.hpp"
 #include "model/op_builders.hpp"
 
@@ -137,6 +138,13 @@ class EngineBuilder {
     add_projection({"qkv_proj", "gemm_qkv", tokens_, q_dim_ + 2 * kv_dim_, h, model_.qkv_bias,
                     false, fused ? Fused::norm_prologue : Fused::none},
                    per_layer, layers);
+    // Qwen3 (its family's qk_norm): each query and key head RMS-normalised before RoPE.
+    if (family_spec(model_).ops.qk_norm) {
+      Op op = make_rmsnorm_op("qk_norm", tokens_ * (s_.q_heads + s_.kv_heads), s_.head_dim,
+                              p_.float_dtype);
+      op.tag = tag("norm", "rms", "bf16");
+      add(op, per_layer, layers);
+    }
     add_rope_kv_write();
     build_context_ops();
     add_projection({"o_proj", "gemm_o", tokens_, h, q_dim_, false, false,

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "model/family_spec.hpp"
 #include "util/data_dir.hpp"
 #include "util/error.hpp"
 #include "util/json_file.hpp"
@@ -20,6 +21,11 @@ int64_t ModelConfig::mlp_params_per_layer() const {
   int64_t one_mlp = 3 * hidden_size * intermediate_size;  // gate, up, down
   if (!is_moe()) return one_mlp;
   return num_experts * one_mlp + hidden_size * num_experts;  // experts + router
+}
+
+int64_t ModelConfig::norm_params_per_layer() const {
+  if (gpt_style) return 4 * hidden_size;
+  return 2 * hidden_size + (family_spec(*this).ops.qk_norm ? 2 * head_dim : 0);
 }
 
 int64_t ModelConfig::total_params() const {

@@ -42,7 +42,8 @@ struct ModelConfig {
   // Parameter counts (elements), whole model, no sharding.
   int64_t attention_params_per_layer() const;
   int64_t mlp_params_per_layer() const;  // all experts plus the router
-  int64_t norm_params_per_layer() const { return (gpt_style ? 4 : 2) * hidden_size; }
+  // Two per layer (four in GPT-2), plus Qwen3's per-head q/k norms (its family spec's qk_norm).
+  int64_t norm_params_per_layer() const;
   int64_t embedding_params() const {
     return (vocab_size + (gpt_style ? max_position_embeddings : 0)) * hidden_size;
   }

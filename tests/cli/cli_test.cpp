@@ -263,7 +263,7 @@ TEST(Cli, ServeAndCapacityContracts) {
 }
 
 TEST(Cli, CatalogsListEverything) {
-  EXPECT_EQ(run_json("models")["models"].size(), 11u);
+  EXPECT_EQ(run_json("models")["models"].size(), 14u);
   EXPECT_EQ(run_json("templates")["templates"].size(), 9u);
   auto hw = run_json("hardware")["hardware"];
   EXPECT_EQ(hw.size(), 13u);

@@ -1,6 +1,7 @@
 #pragma once
 // An independent double-precision forward pass of a Llama-architecture model, for tests that set
-// the CPU backend beside it: embedding; per layer RMSNorm, Q K V, HF's rotate-half RoPE (theta
+// the CPU backend beside it: embedding; per layer RMSNorm, Q K V (Qwen3: each head RMS-normed
+// when the layer has q_norm/k_norm), HF's rotate-half RoPE (theta
 // 10000, position = row), causal GQA softmax(q·k / sqrt(d)) V, O + residual, then the caller's
 // MLP half (dense SwiGLU, experts, ...); final RMSNorm and the LM head. Written from the
 // definitions, sharing no code with the engine.
@@ -84,6 +85,10 @@ inline void attention_residual(Matrix& x, int64_t n, const LayerWeights& w, cons
   Matrix q = matmul(h, n, w.q_proj, hidden, heads * d);
   Matrix k = matmul(h, n, w.k_proj, hidden, kv_heads * d);
   const Matrix v = matmul(h, n, w.v_proj, hidden, kv_heads * d);
+  if (!w.q_norm.empty()) {  // Qwen3: every head RMS-normalised over its d values, before RoPE
+    q = rms_norm(q, n * heads, w.q_norm, eps);
+    k = rms_norm(k, n * kv_heads, w.k_norm, eps);
+  }
   rope(q, n, heads, d);
   rope(k, n, kv_heads, d);
   Matrix attn(static_cast<size_t>(n * heads * d), 0.0);

@@ -150,5 +150,23 @@ TEST(MoeForward, PrefillThenDecodeEqualsOneFullPrefill) {
   testing::expect_pieces_equal_one_prefill(model.config, model.weights, prompt(17));
 }
 
+// Qwen3-MoE: Qwen's expert names and routing (renormalised top-k here), no QKV bias, and the
+// per-head q/k norms of Qwen3's attention (family spec qwen3_moe), against the double forward.
+TEST(MoeForward, Qwen3MoeLogitsEqualAnIndependentDoubleForward) {
+  nlohmann::json json = testing::tiny_qwen_moe_config_json(true);
+  json["architectures"] = {"Qwen3MoeForCausalLM"};
+  json["model_type"] = "qwen3_moe";
+  MoeModel model;
+  model.config = parse_llama_config(json, "tiny-qwen3-moe", "test");
+  ASSERT_FALSE(model.config.model.qkv_bias);
+  model.weights = random_llama_weights(model.config, 5);
+  ASSERT_EQ(model.weights.layers[1].q_norm.size(), 8u);  // head_dim
+  ASSERT_EQ(model.weights.layers[1].k_norm.size(), 8u);
+  const auto tokens = prompt(13);
+  const auto got = all_logits(model.config, model.weights, tokens);
+  testing::expect_logits_match(got, independent_logits(model, tokens), "qwen3_moe");
+  testing::expect_pieces_equal_one_prefill(model.config, model.weights, prompt(17));
+}
+
 }  // namespace
 }  // namespace inferlab::engine

@@ -72,7 +72,9 @@ TEST(ModelConfig, RopeScalingParsed) {
 
 TEST(ModelConfig, AllShippedModelsLoad) {
   auto names = known_models();
-  EXPECT_EQ(names.size(), 11u);  // 10 Llama-family models (Qwen2.5, Mistral included) and gpt3-175b
+  // 13 engine families' models (Llama, Qwen2.5, Qwen3, Qwen3-MoE, Mistral, Mixtral, Phi-3) and
+  // gpt3-175b
+  EXPECT_EQ(names.size(), 14u);
   for (const auto& name : names) EXPECT_NO_THROW(load_model(name)) << name;
 }
 

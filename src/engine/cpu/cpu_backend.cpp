@@ -100,11 +100,17 @@ void CpuBackend::forward_chunk(const SequenceChunk& chunk, std::vector<float>& l
     cpu::linear(qkv_in, tokens, w.v_proj.data(), or_null(w.v_bias), hidden, kv_dim, v.data());
     for (int64_t t = 0; t < tokens; ++t) {
       const int64_t position = chunk.cached_tokens + t;
+      // Qwen3 (the family's qk_norm: q_norm/k_norm loaded) normalises each head before RoPE.
+      const bool qk_norm = !w.q_norm.empty();
       for (int64_t head = 0; head < m.num_heads; ++head) {
-        apply_rope(&q[t * q_dim + head * d], d, position, inv_freq_);
+        float* q_head = &q[t * q_dim + head * d];
+        if (qk_norm) cpu::rms_norm(q_head, w.q_norm.data(), d, eps, q_head);
+        apply_rope(q_head, d, position, inv_freq_);
       }
       for (int64_t head = 0; head < m.num_kv_heads; ++head) {
-        apply_rope(&k[t * kv_dim + head * d], d, position, inv_freq_);
+        float* k_head = &k[t * kv_dim + head * d];
+        if (qk_norm) cpu::rms_norm(k_head, w.k_norm.data(), d, eps, k_head);
+        apply_rope(k_head, d, position, inv_freq_);
         if (quant_.kv != DType::bf16) {  // the cache holds each head vector quantized
           fake_quantize_row(&k[t * kv_dim + head * d], d, quant_.kv);
           fake_quantize_row(&v[t * kv_dim + head * d], d, quant_.kv);

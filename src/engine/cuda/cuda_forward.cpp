@@ -156,6 +156,11 @@ void CudaBackend::launch_attention_block(int64_t layer, const ForwardMetadata& m
     timer_.mark("gemm_qkv", matrix_bytes(w.qkv) + act * (hidden + qkv_dim),
                 2.0 * t * qkv_dim * hidden);
   }
+  if (w.q_norm != nullptr) {  // Qwen3: every query and key head normalised before RoPE
+    head_rms_norm(qkv_.data(), tokens, attention.num_heads, attention.num_kv_heads,
+                  attention.head_dim, w.q_norm, w.k_norm, eps, stream_);
+    timer_.mark("norm", 2.0 * act * (qkv_dim - m.kv_dim()));
+  }
   const KvLayerCache cache = kv_.layer(layer);
   rope_kv_write(qkv_.data(), tokens, attention.num_heads, attention.num_kv_heads,
                 attention.head_dim, dev + o.positions, dev + o.slots, inv_freq_.data(), cache,

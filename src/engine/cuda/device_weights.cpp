@@ -132,7 +132,7 @@ Placement place(const LlamaConfig& config, const QuantConfig& quant,
   for (size_t i = 0; i < specs.size(); ++i) {
     const WeightSpec& spec = specs[i];
     const auto layer = static_cast<size_t>(std::max<int64_t>(spec.layer, 0));
-    if (is_quantized_role(spec.role, quant)) continue;
+    if (is_quantized(spec, quant)) continue;
     if (spec.expert >= 0) {
       if (experts_gu[layer] < 0) {
         experts_gu[layer] = claim_bf16(m.num_experts * 2 * inter * hidden);
@@ -346,6 +346,12 @@ DeviceWeights::DeviceWeights(const LlamaConfig& config, const QuantConfig& quant
         break;
       case WeightRole::post_attention_layernorm:
         layer->post_norm = at;
+        break;
+      case WeightRole::q_norm:
+        layer->q_norm = at;
+        break;
+      case WeightRole::k_norm:
+        layer->k_norm = at;
         break;
       case WeightRole::router:
         layer->router = at;

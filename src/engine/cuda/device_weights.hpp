@@ -22,6 +22,8 @@ struct DeviceLayer {
   const __nv_bfloat16* input_norm = nullptr;  // [hidden]
   const __nv_bfloat16* qkv_bias = nullptr;    // [q_dim + 2 kv_dim] or null
   const __nv_bfloat16* post_norm = nullptr;   // [hidden]
+  const __nv_bfloat16* q_norm = nullptr;      // [head_dim]: Qwen3's per-head norms, or null
+  const __nv_bfloat16* k_norm = nullptr;      // [head_dim]
   DeviceMatrix qkv;                           // [q_dim + 2 kv_dim, hidden]
   DeviceMatrix o_proj;                        // [hidden, q_dim]
   DeviceMatrix gate_up;                       // [2 intermediate, hidden]

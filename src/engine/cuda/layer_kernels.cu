@@ -123,6 +123,46 @@ __global__ void rms_norm_vec_kernel(bf16* x, const bf16* delta, const bf16* weig
   }
 }
 
+// Qwen3's per-head RMSNorm: one warp per (token, head) over the query heads then the key heads
+// of the fused QKV row, in place, rounded as rms_norm_kernel (HF's Qwen3RMSNorm is LlamaRMSNorm
+// over head_dim). head_dim <= 256: eight values per lane at most.
+constexpr int kHeadNormMaxPerLane = 8;
+constexpr int kHeadNormWarpsPerBlock = 4;
+
+__global__ void head_rms_norm_kernel(bf16* qkv, int rows, int num_heads, int num_kv_heads,
+                                     int head_dim, const bf16* q_weight, const bf16* k_weight,
+                                     float eps) {
+  const int row = blockIdx.x * kHeadNormWarpsPerBlock + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (row >= rows) return;  // whole warps leave together: the shuffles below stay full-warp
+  const int heads = num_heads + num_kv_heads;
+  const int token = row / heads, head = row % heads;
+  const int64_t row_stride = static_cast<int64_t>(num_heads + 2 * num_kv_heads) * head_dim;
+  // The key heads follow the query heads in the fused row, so head h starts at h · head_dim.
+  bf16* values = qkv + token * row_stride + static_cast<int64_t>(head) * head_dim;
+  const bf16* weight = head < num_heads ? q_weight : k_weight;
+  float x[kHeadNormMaxPerLane];
+  float sum_squares = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kHeadNormMaxPerLane; ++j) {
+    const int i = lane + 32 * j;
+    x[j] = i < head_dim ? __bfloat162float(values[i]) : 0.0f;
+    sum_squares += x[j] * x[j];
+  }
+  for (int offset = 16; offset > 0; offset /= 2) {
+    sum_squares += __shfl_xor_sync(0xffffffffu, sum_squares, offset);
+  }
+  const float scale = rsqrtf(sum_squares / static_cast<float>(head_dim) + eps);
+#pragma unroll
+  for (int j = 0; j < kHeadNormMaxPerLane; ++j) {
+    const int i = lane + 32 * j;
+    if (i < head_dim) {
+      const float normed = round_bf16(x[j] * scale);
+      values[i] = __float2bfloat16(__bfloat162float(weight[i]) * normed);
+    }
+  }
+}
+
 // Blocks (token, group of kRopeHeadsPerBlock heads): thread i of a head rotates the pair
 // (i, i + half), so a decode token spreads over (heads + kv heads) / 4 blocks rather than one.
 // Transformers casts cos and sin to bf16 and rounds each product and the sum to bf16; so does
@@ -382,6 +422,19 @@ void rope_kv_write(bf16* qkv, int tokens, int num_heads, int num_kv_heads, int h
                   static_cast<unsigned>((heads + kRopeHeadsPerBlock - 1) / kRopeHeadsPerBlock));
   rope_kv_kernel<<<grid, threads, 0, stream>>>(qkv, num_heads, num_kv_heads, head_dim, positions,
                                                slot_mapping, inv_freq, k_cache, v_cache);
+  INFERLAB_CUDA_CHECK_LAUNCH();
+}
+
+void head_rms_norm(bf16* qkv, int tokens, int num_heads, int num_kv_heads, int head_dim,
+                   const bf16* q_weight, const bf16* k_weight, float eps, cudaStream_t stream) {
+  if (tokens == 0) return;
+  if (head_dim < 1 || head_dim > 32 * kHeadNormMaxPerLane) {
+    throw std::invalid_argument("head_rms_norm: head_dim must be in [1, 256]");
+  }
+  const int rows = tokens * (num_heads + num_kv_heads);
+  const int blocks = (rows + kHeadNormWarpsPerBlock - 1) / kHeadNormWarpsPerBlock;
+  head_rms_norm_kernel<<<blocks, 32 * kHeadNormWarpsPerBlock, 0, stream>>>(
+      qkv, rows, num_heads, num_kv_heads, head_dim, q_weight, k_weight, eps);
   INFERLAB_CUDA_CHECK_LAUNCH();
 }
 

@@ -1,8 +1,8 @@
 #pragma once
 // The engine's per-layer CUDA kernels other than attention, GEMMs and sampling: embedding
-// gather, RMSNorm (alone and fused with the residual add), RoPE fused with the KV-cache write,
-// SiLU×mul on the halves of the fused gate/up output, and a row gather for the LM head.
-// Activations are bf16 with fp32 math inside, rounded where Hugging Face's bf16 Llama rounds
+// gather, RMSNorm (alone and fused with the residual add; per head for Qwen3), RoPE fused with the
+// KV-cache write, SiLU×mul on the halves of the fused gate/up output, and a row gather for the LM
+// head. Activations are bf16 with fp32 math inside, rounded where Hugging Face's bf16 Llama rounds
 // (so the engine follows transformers, not an fp32 model); the CPU references are in
 // engine/cpu/ops.hpp and engine/rope.hpp, checked in tests/engine/cuda/layer_kernels_test.cpp.
 // Every launcher runs on `stream`, allocates nothing and never synchronises (graph-capturable).
@@ -29,6 +29,12 @@ void rms_norm(const bf16* x, const bf16* weight, int rows, int hidden, float eps
 // out = rms_norm(residual): one read of each input, one write of each output.
 void add_rms_norm(bf16* residual, const bf16* delta, const bf16* weight, int rows, int hidden,
                   float eps, bf16* out, cudaStream_t stream);
+
+// Qwen3's q_norm/k_norm: each query head and each key head of the fused QKV output
+// [tokens, (num_heads + 2 num_kv_heads) · head_dim] RMS-normalised over its head_dim values in
+// place, with q_weight or k_weight [head_dim], rounded as rms_norm. head_dim <= 256.
+void head_rms_norm(bf16* qkv, int tokens, int num_heads, int num_kv_heads, int head_dim,
+                   const bf16* q_weight, const bf16* k_weight, float eps, cudaStream_t stream);
 
 // Rotary embedding (rotate-half form, angle = position · inv_freq[i] in fp32 as transformers
 // computes it) applied in place to the query heads of each row of the fused QKV output

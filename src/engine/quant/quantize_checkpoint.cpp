@@ -21,11 +21,9 @@ namespace inferlab::engine {
 
 namespace {
 
-bool is_layer_projection(WeightRole role) {
-  QuantConfig projections_only;
-  projections_only.weights = DType::int8;
-  projections_only.quantize_lm_head = false;
-  return is_quantized_role(role, projections_only);
+// GPTQ modules are a layer's projections (the LM head and embeddings stay bf16).
+bool is_layer_projection(const WeightSpec& spec) {
+  return spec.layer >= 0 && spec.part.quantizable;
 }
 
 // What one spec becomes in the file: its GPTQ tensors (solved by GPTQ when there are
@@ -34,7 +32,7 @@ std::vector<TensorData> tensors_of(const WeightSpec& spec, const TensorSource& s
                                    const QuantConfig& quant,
                                    const QuantizeCheckpointOptions& options) {
   std::vector<uint16_t> bits = source(spec);
-  if (is_layer_projection(spec.role)) {
+  if (is_layer_projection(spec)) {
     const int64_t out = spec.shape.at(0), in = spec.shape.at(1);
     if (options.hessians == nullptr) {
       return gptq_module_tensors(spec.name, quantize_bf16_matrix(bits, out, in, quant));
@@ -58,7 +56,7 @@ std::vector<TensorData> tensors_of(const WeightSpec& spec, const TensorSource& s
 std::vector<TensorSpec> file_specs(const std::vector<WeightSpec>& specs, const QuantConfig& quant) {
   std::vector<TensorSpec> out;
   for (const auto& spec : specs) {
-    if (!is_layer_projection(spec.role)) {
+    if (!is_layer_projection(spec)) {
       out.push_back({spec.name, TensorDType::bf16, spec.shape});
       continue;
     }
@@ -117,6 +115,14 @@ QuantizeCheckpointResult quantize_checkpoint(const LlamaConfig& config, const Te
   result.files.push_back(config_path);
 
   const auto specs = llama_weight_specs(config);
+  for (const WeightSpec& spec : specs) {
+    if (spec.name != spec.stored_name) {
+      throw InputError(fmt::format(
+          "quantize: {} stores {} fused with other projections; GPTQ checkpoints of fused "
+          "tensors are not supported (run it with --weights int8/int4, quantized at load)",
+          m.name, spec.stored_name));
+    }
+  }
   const auto tensors = file_specs(specs, quant);
   const auto weights_path = options.out_dir / kSafetensorsFile;
   SafetensorsWriter writer(weights_path, tensors, {{"format", "pt"}});
@@ -138,7 +144,7 @@ QuantizeCheckpointResult quantize_checkpoint(const LlamaConfig& config, const Te
       ++result.tensors;
     }
     pending.pop_front();
-    if (is_layer_projection(specs[i].role)) ++result.quantized_modules;
+    if (is_layer_projection(specs[i])) ++result.quantized_modules;
   }
   writer.finish();
   result.files.push_back(weights_path);

@@ -12,37 +12,21 @@ namespace inferlab::engine {
 
 namespace {
 
-bool is_projection(WeightRole role) {
-  switch (role) {
-    case WeightRole::q_proj:
-    case WeightRole::k_proj:
-    case WeightRole::v_proj:
-    case WeightRole::o_proj:
-    case WeightRole::gate_proj:
-    case WeightRole::up_proj:
-    case WeightRole::down_proj:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// The SmoothQuant factors that apply to a projection's input columns, or null.
-const std::vector<float>* column_factors(WeightRole role, int64_t layer,
+// The SmoothQuant factors that apply to a projection's input columns (one set per fused group of
+// a layer), or null.
+const std::vector<float>* column_factors(const WeightSpec& spec,
                                          const SmoothingFactors* smoothing) {
-  if (smoothing == nullptr || layer < 0) return nullptr;
-  const auto l = static_cast<size_t>(layer);
-  switch (role) {
-    case WeightRole::q_proj:
-    case WeightRole::k_proj:
-    case WeightRole::v_proj:
+  if (smoothing == nullptr || spec.layer < 0 || !spec.part.quantizable) return nullptr;
+  const auto l = static_cast<size_t>(spec.layer);
+  switch (spec.part.group) {
+    case FusedGroup::qkv:
       return &smoothing->qkv.at(l);
-    case WeightRole::gate_proj:
-    case WeightRole::up_proj:
+    case FusedGroup::gate_up:
       return &smoothing->gate_up.at(l);
-    default:
-      return nullptr;
+    case FusedGroup::none:
+      break;
   }
+  return nullptr;
 }
 
 // The factors a norm's weight is divided by, or null.
@@ -75,7 +59,25 @@ std::vector<float> dequantized(const std::vector<float>& w, int64_t out, int64_t
 
 bool is_quantized_role(WeightRole role, const QuantConfig& config) {
   if (config.weights == DType::bf16) return false;
-  return is_projection(role) || (role == WeightRole::lm_head && config.quantize_lm_head);
+  switch (role) {
+    case WeightRole::q_proj:
+    case WeightRole::k_proj:
+    case WeightRole::v_proj:
+    case WeightRole::o_proj:
+    case WeightRole::gate_proj:
+    case WeightRole::up_proj:
+    case WeightRole::down_proj:
+      return true;
+    case WeightRole::lm_head:
+      return config.quantize_lm_head;
+    default:
+      return false;
+  }
+}
+
+bool is_quantized(const WeightSpec& spec, const QuantConfig& config) {
+  if (config.weights == DType::bf16 || !spec.part.quantizable) return false;
+  return spec.role != WeightRole::lm_head || config.quantize_lm_head;
 }
 
 int64_t quantized_weight_bytes(const LlamaConfig& model, const QuantConfig& config) {
@@ -93,8 +95,8 @@ int64_t quantized_weight_bytes(const LlamaConfig& model, const QuantConfig& conf
   };
   int64_t total = 0;
   for (const WeightSpec& spec : llama_weight_specs(model)) {
-    total += is_quantized_role(spec.role, config) ? matrix_bytes(spec.shape[0], spec.shape[1])
-                                                  : 2 * spec.elements();
+    total += is_quantized(spec, config) ? matrix_bytes(spec.shape[0], spec.shape[1])
+                                        : 2 * spec.elements();
   }
   if (m.tie_word_embeddings && is_quantized_role(WeightRole::lm_head, config)) {
     total += matrix_bytes(m.vocab_size, m.hidden_size);
@@ -120,33 +122,21 @@ void apply_quantization(LlamaWeights& weights, const LlamaConfig& model, const Q
   const ModelConfig& m = model.model;
   require_smoothing(config, smoothing, m.num_layers);
   const SmoothingFactors* factors = config.activations == DType::int8 ? smoothing : nullptr;
-  const int64_t hidden = m.hidden_size, q_dim = m.q_dim(), kv_dim = m.kv_dim();
-  const int64_t inter = m.intermediate_size;
   // A GPTQ checkpoint's projections were loaded as the values they stand for already.
-  for (int64_t l = 0; l < (model.gptq ? 0 : m.num_layers); ++l) {
-    LayerWeights& w = weights.layers[static_cast<size_t>(l)];
-    auto project = [&](std::vector<float>& matrix, WeightRole role, int64_t out, int64_t in) {
-      if (const auto* s = column_factors(role, l, factors)) {
-        scale_weight_columns(matrix.data(), out, in, *s);
+  for (const WeightSpec& spec : llama_weight_specs(model)) {
+    if (model.gptq || spec.layer < 0) continue;
+    std::vector<float>& values = weights.at(spec);
+    if (is_quantized(spec, config)) {
+      if (const auto* s = column_factors(spec, factors)) {
+        scale_weight_columns(values.data(), spec.shape[0], spec.shape[1], *s);
       }
-      matrix = dequantized(matrix, out, in, config);
-    };
-    project(w.q_proj, WeightRole::q_proj, q_dim, hidden);
-    project(w.k_proj, WeightRole::k_proj, kv_dim, hidden);
-    project(w.v_proj, WeightRole::v_proj, kv_dim, hidden);
-    project(w.o_proj, WeightRole::o_proj, hidden, q_dim);
-    project(w.gate_proj, WeightRole::gate_proj, inter, hidden);
-    project(w.up_proj, WeightRole::up_proj, inter, hidden);
-    project(w.down_proj, WeightRole::down_proj, hidden, inter);
-    if (const auto* s = norm_factors(WeightRole::input_layernorm, l, factors)) {
-      divide_norm_weight(w.input_layernorm.data(), hidden, *s);
-    }
-    if (const auto* s = norm_factors(WeightRole::post_attention_layernorm, l, factors)) {
-      divide_norm_weight(w.post_attention_layernorm.data(), hidden, *s);
+      values = dequantized(values, spec.shape[0], spec.shape[1], config);
+    } else if (const auto* s = norm_factors(spec.role, spec.layer, factors)) {
+      divide_norm_weight(values.data(), m.hidden_size, *s);
     }
   }
   if (config.quantize_lm_head) {
-    weights.lm_head = dequantized(weights.output_embedding(), m.vocab_size, hidden, config);
+    weights.lm_head = dequantized(weights.output_embedding(), m.vocab_size, m.hidden_size, config);
   }
 }
 
@@ -157,10 +147,9 @@ WeightLoader quantizing_loader(TensorSource source, const LlamaConfig& model, Qu
   return [source = std::move(source), config, smoothing](const WeightSpec& spec) {
     LoadedWeight loaded;
     std::vector<uint16_t> bits = source(spec);
-    if (is_quantized_role(spec.role, config)) {
-      loaded.quantized =
-          quantize_bf16_matrix(bits, spec.shape.at(0), spec.shape.at(1), config,
-                               column_factors(spec.role, spec.layer, smoothing.get()));
+    if (is_quantized(spec, config)) {
+      loaded.quantized = quantize_bf16_matrix(bits, spec.shape.at(0), spec.shape.at(1), config,
+                                              column_factors(spec, smoothing.get()));
       return loaded;
     }
     if (const auto* s = norm_factors(spec.role, spec.layer, smoothing.get())) {

@@ -18,6 +18,8 @@ namespace inferlab::engine {
 // The projections a QuantConfig with quantized weights quantizes: q/k/v, o, gate/up, down, and
 // the LM head unless quantize_lm_head is false (embeddings, norms and biases stay bf16).
 bool is_quantized_role(WeightRole role, const QuantConfig& config);
+// The same for one weight, as its family spec marks it (TensorPart::quantizable).
+bool is_quantized(const WeightSpec& spec, const QuantConfig& config);
 
 // One projection's bf16 bits quantized as `config` says, after multiplying its input columns by
 // `column_scale` (SmoothQuant) when given.

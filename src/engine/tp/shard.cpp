@@ -37,6 +37,31 @@ RowRange even_part(int64_t size, int64_t rank, int64_t ranks) {
   return {rank * (size / ranks), size / ranks};
 }
 
+// A rank's share of one tensor, as the spec's shard rule says: `whole` is the whole model's
+// tensor, `spec` the rank's (rank_config's shapes). The LM head's vocabulary rows are padded to
+// spec.shape[0] with zero rows (zero logits, dropped when gathered).
+template <typename T>
+std::vector<T> shard_tensor(std::vector<T> whole, const WeightSpec& spec, const ModelConfig& m,
+                            int64_t rank, int64_t ranks) {
+  const int64_t width = spec.columns();
+  switch (spec.part.shard) {
+    case Shard::replicated:
+      return whole;
+    case Shard::rows:
+      return slice_rows(whole, width, even_part(extent_size(spec.part.rows, m), rank, ranks));
+    case Shard::columns: {
+      const int64_t whole_width = extent_size(spec.part.columns, m);
+      return slice_columns(whole, whole_width, even_part(whole_width, rank, ranks));
+    }
+    case Shard::vocab_rows: {
+      std::vector<T> rows = slice_rows(whole, width, shard_rows(m.vocab_size, rank, ranks));
+      rows.resize(static_cast<size_t>(spec.elements()), T{});
+      return rows;
+    }
+  }
+  return whole;
+}
+
 }  // namespace
 
 void check_tensor_parallel(const ModelConfig& m, int64_t ranks) {
@@ -82,37 +107,23 @@ LlamaConfig rank_config(const LlamaConfig& config, int64_t ranks) {
 
 LlamaWeights shard_weights(const LlamaWeights& weights, const LlamaConfig& config, int64_t rank,
                            int64_t ranks) {
-  const ModelConfig& m = config.model;
-  check_tensor_parallel(m, ranks);
+  check_tensor_parallel(config.model, ranks);
   if (rank < 0 || rank >= ranks) throw std::invalid_argument("shard_weights: bad rank");
-  const int64_t hidden = m.hidden_size;
-  const RowRange q_rows = even_part(m.q_dim(), rank, ranks);
-  const RowRange kv_rows = even_part(m.kv_dim(), rank, ranks);
-  const RowRange mlp_rows = even_part(m.intermediate_size, rank, ranks);
-
+  const LlamaConfig local_config = rank_config(config, ranks);
+  const std::vector<WeightSpec> local_specs = llama_weight_specs(local_config);
   LlamaWeights local;
-  local.embed_tokens = weights.embed_tokens;
-  local.final_norm = weights.final_norm;
-  local.lm_head =
-      slice_rows(weights.output_embedding(), hidden, shard_rows(m.vocab_size, rank, ranks));
-  local.layers.reserve(weights.layers.size());
-  for (const LayerWeights& w : weights.layers) {
-    LayerWeights l;
-    l.input_layernorm = w.input_layernorm;
-    l.post_attention_layernorm = w.post_attention_layernorm;
-    l.q_proj = slice_rows(w.q_proj, hidden, q_rows);
-    l.k_proj = slice_rows(w.k_proj, hidden, kv_rows);
-    l.v_proj = slice_rows(w.v_proj, hidden, kv_rows);
-    if (!w.q_bias.empty()) {
-      l.q_bias = slice_rows(w.q_bias, 1, q_rows);
-      l.k_bias = slice_rows(w.k_bias, 1, kv_rows);
-      l.v_bias = slice_rows(w.v_bias, 1, kv_rows);
+  local.layers.resize(weights.layers.size());
+  for (const WeightSpec& spec : local_specs) {
+    // The whole model's tensor; a tied LM head is the embedding.
+    const std::vector<float>& whole =
+        spec.role == WeightRole::lm_head ? weights.output_embedding() : weights.at(spec);
+    std::vector<float> part = shard_tensor(whole, spec, config.model, rank, ranks);
+    // The CPU reference's LM head keeps the rank's real vocabulary rows only.
+    if (spec.role == WeightRole::lm_head) {
+      part.resize(static_cast<size_t>(shard_rows(config.model.vocab_size, rank, ranks).count *
+                                      config.model.hidden_size));
     }
-    l.o_proj = slice_columns(w.o_proj, m.q_dim(), q_rows);
-    l.gate_proj = slice_rows(w.gate_proj, hidden, mlp_rows);
-    l.up_proj = slice_rows(w.up_proj, hidden, mlp_rows);
-    l.down_proj = slice_columns(w.down_proj, m.intermediate_size, mlp_rows);
-    local.layers.push_back(std::move(l));
+    local.set(spec, std::move(part));
   }
   return local;
 }
@@ -137,36 +148,7 @@ TensorSource sharded_tensor_source(TensorSource source, const LlamaConfig& confi
     if (found == whole.end()) {
       throw std::invalid_argument("sharded_tensor_source: no tensor '" + spec.name + "'");
     }
-    std::vector<uint16_t> bits = source(found->second);
-    const int64_t hidden = m.hidden_size;
-    switch (spec.role) {
-      case WeightRole::q_proj:
-      case WeightRole::q_bias:
-        return slice_rows(bits, spec.shape.size() > 1 ? hidden : 1,
-                          even_part(m.q_dim(), rank, ranks));
-      case WeightRole::k_proj:
-      case WeightRole::v_proj:
-      case WeightRole::k_bias:
-      case WeightRole::v_bias:
-        return slice_rows(bits, spec.shape.size() > 1 ? hidden : 1,
-                          even_part(m.kv_dim(), rank, ranks));
-      case WeightRole::gate_proj:
-      case WeightRole::up_proj:
-        return slice_rows(bits, hidden, even_part(m.intermediate_size, rank, ranks));
-      case WeightRole::o_proj:
-        return slice_columns(bits, m.q_dim(), even_part(m.q_dim(), rank, ranks));
-      case WeightRole::down_proj:
-        return slice_columns(bits, m.intermediate_size,
-                             even_part(m.intermediate_size, rank, ranks));
-      case WeightRole::lm_head: {
-        std::vector<uint16_t> rows =
-            slice_rows(bits, hidden, shard_rows(m.vocab_size, rank, ranks));
-        rows.resize(static_cast<size_t>(spec.elements()), 0);  // padding rows: zero logits
-        return rows;
-      }
-      default:
-        return bits;  // replicated: the embedding and the norms
-    }
+    return shard_tensor(source(found->second), spec, m, rank, ranks);
   };
 }
 

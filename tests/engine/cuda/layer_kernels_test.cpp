@@ -71,6 +71,39 @@ TEST(CudaLayerKernels, RmsNormAndFusedAddMatchTheReference) {
   }
 }
 
+// Qwen3's per-head norm: every query and key head of each fused QKV row normalised with its own
+// weight, the value heads untouched; head sizes 64 to 256 and an odd 96 (lanes partly idle), a
+// warp count that leaves the last block partial (3 tokens x 5 heads = 15 warps).
+TEST(CudaLayerKernels, HeadRmsNormNormalisesQueryAndKeyHeadsOnly) {
+  REQUIRE_GPU();
+  for (int d : {64, 96, 128, 256}) {
+    const int tokens = 3, heads = 4, kv_heads = 1;
+    const int row = (heads + 2 * kv_heads) * d;
+    auto qkv = random_bf16(static_cast<size_t>(tokens * row), 6, 0.3f, 1.5f);
+    auto q_weight = random_bf16(static_cast<size_t>(d), 7, 1.0f, 0.1f);
+    auto k_weight = random_bf16(static_cast<size_t>(d), 8, 1.0f, 0.1f);
+    auto dq = to_device(qkv.bits), dqw = to_device(q_weight.bits), dkw = to_device(k_weight.bits);
+    cuda::head_rms_norm(dq.data(), tokens, heads, kv_heads, d, dqw.data(), dkw.data(), 1e-6f,
+                        nullptr);
+    const auto got = to_host(dq);
+    std::vector<float> want = qkv.values;
+    for (int t = 0; t < tokens; ++t) {
+      for (int h = 0; h < heads + kv_heads; ++h) {
+        float* head = &want[static_cast<size_t>(t * row + h * d)];
+        cpu::rms_norm(head, (h < heads ? q_weight : k_weight).values.data(), d, 1e-6, head);
+      }
+    }
+    expect_close_bf16(got, want);
+    for (int t = 0; t < tokens; ++t) {  // the value heads: bit for bit what went in
+      for (int i = (heads + kv_heads) * d; i < row; ++i) {
+        ASSERT_EQ(got[static_cast<size_t>(t * row + i)],
+                  qkv.values[static_cast<size_t>(t * row + i)])
+            << "head_dim " << d;
+      }
+    }
+  }
+}
+
 // Several blocks per token (4 heads each), a partial last block, head_dim 64 and 128.
 void check_rope(int heads, int kv_heads, int d) {
   const int tokens = 3;

@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""The families added by their spec (model/family_spec.cpp) against transformers, on the GPU.
+
+For each family: transformers builds a random model from its own config class (Phi3Config,
+Qwen3Config, Qwen3MoeConfig; 4 layers of 1024, weights widened to N(0, 1/sqrt(in)) and norm
+weights drawn N(1, 0.1) so that Qwen3's q/k norms matter), saves it with save_pretrained (Qwen3-
+MoE's experts rewritten per expert when transformers 5 fuses them, moe_reference.unfuse_experts),
+and `inferlab logits` runs a 320-token prefill and 32 teacher-forced decode steps on the CUDA
+backend from that folder. Reference: transformers' fp32 forward of the same bf16 weights (one
+pass, no cache). Per family: the cosine of each position's logits to the reference, for the engine
+and for transformers' own bf16 forward, and argmax agreement.
+
+  phi3       Phi-3 layout (qkv_proj and gate_up_proj stored fused), head_dim 64
+  qwen3      Qwen3 (per-head q_norm/k_norm), head_dim 128 with 16 heads: q_dim 2048 != hidden
+  qwen3_moe  Qwen3-MoE: 16 experts of 512, top 4, norm_topk_prob, Qwen3's attention
+
+Usage on the device:  python3 validation/family_gpu.py BUILD/inferlab $OUT/family_logits.json
+                      [--families phi3,qwen3,qwen3_moe]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from moe_reference import unfuse_experts  # noqa: E402
+
+PREFILL, DECODE = 320, 32
+COMMON = dict(hidden_size=1024, num_hidden_layers=4, num_attention_heads=16,
+              num_key_value_heads=4, max_position_embeddings=4096, rms_norm_eps=1e-6,
+              tie_word_embeddings=False)
+
+
+def make_model(family):
+    import transformers as tf
+    if family == "phi3":
+        config = tf.Phi3Config(vocab_size=32064, intermediate_size=2816, rope_theta=10000.0,
+                               sliding_window=None, pad_token_id=32000, **COMMON)
+        return tf.Phi3ForCausalLM(config), config, None
+    if family == "qwen3":
+        config = tf.Qwen3Config(vocab_size=32000, intermediate_size=2816, head_dim=128,
+                                rope_theta=1e6, use_sliding_window=False, **COMMON)
+        return tf.Qwen3ForCausalLM(config), config, None
+    if family == "qwen3_moe":
+        config = tf.Qwen3MoeConfig(vocab_size=32000, intermediate_size=2816,
+                                   moe_intermediate_size=512, num_experts=16,
+                                   num_experts_per_tok=4, norm_topk_prob=True, head_dim=128,
+                                   decoder_sparse_step=1, mlp_only_layers=[], rope_theta=1e6,
+                                   use_sliding_window=False, **COMMON)
+        return tf.Qwen3MoeForCausalLM(config), config, 512
+    raise SystemExit(f"unknown family {family}")
+
+
+def cosines(a, b):
+    a = a.astype(np.float64)
+    b = b.astype(np.float64)
+    return (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+
+
+def summary(logits, reference):
+    c = cosines(logits, reference)
+    return {"min_cosine": float(c.min()), "mean_cosine": float(c.mean()),
+            "prefill_min_cosine": float(c[:PREFILL].min()),
+            "decode_min_cosine": float(c[PREFILL:].min()),
+            "argmax_agree": int((logits.argmax(1) == reference.argmax(1)).sum()),
+            "positions": int(logits.shape[0])}
+
+
+def check(binary, family):
+    torch.manual_seed(0)
+    model, config, expert_inter = make_model(family)
+    model = model.to(torch.bfloat16).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() == 1:
+                p.normal_(1.0, 0.1)  # norm weights (these models have no biases)
+            elif p.dim() == 2:  # [out, in] projections, the router and the embeddings
+                p.normal_(0.0, 1.0 / p.shape[1] ** 0.5)
+            else:  # transformers 5's fused experts: gate_up reads the hidden size, down I
+                fan_in = config.hidden_size if 2 * expert_inter in p.shape[1:] else expert_inter
+                p.normal_(0.0, 1.0 / fan_in ** 0.5)
+    vocab = config.vocab_size
+    ids = np.random.default_rng(7).integers(0, min(vocab, 32000), PREFILL + DECODE).tolist()
+    row = {"family": family, "config": {k: v for k, v in config.to_dict().items()
+                                        if isinstance(v, (int, float, str, bool)) or v is None}}
+    with tempfile.TemporaryDirectory() as ckpt:
+        model.save_pretrained(ckpt, safe_serialization=True)
+        if expert_inter:
+            unfuse_experts(ckpt, expert_inter, names="qwen")
+        json.dump(ids, open(os.path.join(ckpt, "ids.json"), "w"))
+        npy = os.path.join(ckpt, "logits.npy")
+        t = time.time()
+        r = subprocess.run([binary, "logits", "--model", ckpt, "--tokens",
+                            os.path.join(ckpt, "ids.json"), "--prefill", str(PREFILL), "--out",
+                            npy, "--device", "cuda"], capture_output=True, text=True)
+        row["engine_wall_s"] = time.time() - t
+        if r.returncode != 0:
+            row["error"] = f"inferlab logits failed ({r.returncode}): {r.stderr[-2000:]}"
+            return row
+        ours = np.load(npy)
+        row["tensors"] = sorted({k.split(".", 3)[-1] for k in _names(ckpt)
+                                 if ".layers.0." in k})[:40]
+    model = model.cuda()
+    with torch.no_grad():
+        x = torch.tensor([ids], device="cuda")
+        bf16 = model(x).logits[0].float().cpu().numpy()
+        fp32 = model.float()(x).logits[0].double().cpu().numpy()
+    row["engine"] = summary(ours, fp32)
+    row["transformers_bf16"] = summary(bf16, fp32)
+    row["engine_vs_transformers_bf16_min_cosine"] = float(cosines(ours, bf16).min())
+    # The issue's bar: cosine to fp32 within 0.001 of transformers-bf16's.
+    for key in ("mean_cosine", "min_cosine"):
+        row[f"bar_met_{key}"] = row["engine"][key] >= row["transformers_bf16"][key] - 0.001
+    return row
+
+
+def _names(ckpt):
+    from safetensors import safe_open
+    names = []
+    for f in os.listdir(ckpt):
+        if f.endswith(".safetensors"):
+            with safe_open(os.path.join(ckpt, f), "pt") as h:
+                names += list(h.keys())
+    return names
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("binary")
+    parser.add_argument("out")
+    parser.add_argument("--families", default="phi3,qwen3,qwen3_moe")
+    args = parser.parse_args()
+    import transformers
+    result = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
+              "transformers": transformers.__version__,
+              "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+              "prefill": PREFILL, "decode": DECODE, "families": []}
+    for family in args.families.split(","):
+        try:
+            row = check(args.binary, family)
+        except Exception as error:  # one family's failure must not lose the others
+            row = {"family": family, "error": repr(error)}
+        result["families"].append(row)
+        print(json.dumps({k: v for k, v in row.items() if k != "config"}, indent=1), flush=True)
+        json.dump(result, open(args.out, "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main()
