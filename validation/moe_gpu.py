@@ -15,8 +15,11 @@ speed: Mixtral 8x7B (random bf16 weights at the real shapes, 93 GB) decode at ba
   "reduce-overhead": CUDA graphs) where it compiles; median of timed steps by CUDA events. The
   fastest PyTorch figure is the reference.
 
+  MOE_MODEL=qwen3-30b-a3b runs the speed phases on Qwen3-30B-A3B (61 GB) instead; the PyTorch
+  model is then transformers' class for the shipped config's model_type.
+
 Usage on the device:  python3 validation/moe_gpu.py logits|speed-engine|speed-torch BUILD/inferlab
-                      OUT.json     (MOE_BATCHES=1,32: the decode batches)
+                      OUT.json     (MOE_BATCHES=1,32: the decode batches; MOE_MODEL)
 """
 import json
 import os
@@ -33,6 +36,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from moe_reference import unfuse_experts  # noqa: E402
 
 PREFILL, DECODE = 320, 32
+# The shipped model the speed phases run (a data/models name): Mixtral 8x7B, or Qwen3-30B-A3B.
+MODEL = os.environ.get("MOE_MODEL", "mixtral-8x7b")
 CONTEXT, STEPS = 1024, 16
 
 
@@ -93,7 +98,7 @@ def logits_check(binary, out):
 def engine_speed(binary, out, batches=(1, 32)):
     rows = []
     for batch in batches:
-        cmd = [binary, "bench", "--model", "mixtral-8x7b", "--device", "cuda", "--format", "json",
+        cmd = [binary, "bench", "--model", MODEL, "--device", "cuda", "--format", "json",
                "--batch", str(batch), "--input", str(CONTEXT), "--output", str(STEPS + 1),
                "--repeats", "1", "--compare"] + os.environ.get("MOE_BENCH_EXTRA", "").split()
         t = time.time()
@@ -110,18 +115,17 @@ def engine_speed(binary, out, batches=(1, 32)):
 
 
 def torch_speed(out, batches=(1, 32)):
-    from transformers import MixtralConfig, MixtralForCausalLM, StaticCache
-    config = MixtralConfig(vocab_size=32000, hidden_size=4096, intermediate_size=14336,
-                           num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8,
-                           num_local_experts=8, num_experts_per_tok=2,
-                           max_position_embeddings=32768, rms_norm_eps=1e-5, rope_theta=1e6,
-                           sliding_window=None, tie_word_embeddings=False)
+    # The shipped config (data/models/MODEL.json) as transformers' own config class reads it.
+    from transformers import AutoConfig, AutoModelForCausalLM
+    here = os.path.dirname(os.path.abspath(__file__))
+    shipped = json.load(open(os.path.join(here, "..", "data", "models", MODEL + ".json")))
+    config = AutoConfig.for_model(shipped.pop("model_type"), **shipped)
     torch.set_default_dtype(torch.bfloat16)
     t = time.time()
     with torch.device("cuda"):
-        model = MixtralForCausalLM(config).eval()
+        model = AutoModelForCausalLM.from_config(config).eval()
     torch.set_default_dtype(torch.float32)
-    result = {"torch": torch.__version__, "init_s": time.time() - t, "rows": []}
+    result = {"model": MODEL, "torch": torch.__version__, "init_s": time.time() - t, "rows": []}
     import transformers
     result["transformers"] = transformers.__version__
     budget_end = time.time() + float(os.environ.get("MOE_TORCH_BUDGET_S", "420"))
