@@ -8,7 +8,8 @@ MoE's experts rewritten per expert when transformers 5 fuses them, moe_reference
 and `inferlab logits` runs a 320-token prefill and 32 teacher-forced decode steps on the CUDA
 backend from that folder. Reference: transformers' fp32 forward of the same bf16 weights (one
 pass, no cache). Per family: the cosine of each position's logits to the reference, for the engine
-and for transformers' own bf16 forward, and argmax agreement.
+for transformers' own bf16 forward and for the engine's fp32 CPU reference (`--device cpu`: the
+same semantics without bf16 roundings), and argmax agreement.
 
   phi3       Phi-3 layout (qkv_proj and gate_up_proj stored fused), head_dim 64
   qwen3      Qwen3 (per-head q_norm/k_norm), head_dim 128 with 16 heads: q_dim 2048 != hidden
@@ -104,6 +105,15 @@ def check(binary, family):
             row["error"] = f"inferlab logits failed ({r.returncode}): {r.stderr[-2000:]}"
             return row
         ours = np.load(npy)
+        # The fp32 CPU reference on the same folder: the engine's semantics without bf16.
+        cpu_npy = os.path.join(ckpt, "logits_cpu.npy")
+        r = subprocess.run([binary, "logits", "--model", ckpt, "--tokens",
+                            os.path.join(ckpt, "ids.json"), "--prefill", str(PREFILL), "--out",
+                            cpu_npy, "--device", "cpu"], capture_output=True, text=True)
+        cpu = np.load(cpu_npy) if r.returncode == 0 else None
+        if cpu is None:
+            row["cpu_error"] = r.stderr[-2000:]
+        row["config_json"] = json.load(open(os.path.join(ckpt, "config.json")))
         row["tensors"] = sorted({k.split(".", 3)[-1] for k in _names(ckpt)
                                  if ".layers.0." in k})[:40]
     model = model.cuda()
@@ -114,6 +124,8 @@ def check(binary, family):
     row["engine"] = summary(ours, fp32)
     row["transformers_bf16"] = summary(bf16, fp32)
     row["engine_vs_transformers_bf16_min_cosine"] = float(cosines(ours, bf16).min())
+    if cpu is not None:
+        row["engine_cpu_fp32"] = summary(cpu, fp32)
     # The issue's bar: cosine to fp32 within 0.001 of transformers-bf16's.
     for key in ("mean_cosine", "min_cosine"):
         row[f"bar_met_{key}"] = row["engine"][key] >= row["transformers_bf16"][key] - 0.001

@@ -26,7 +26,10 @@ std::vector<int64_t> token_ids(const nlohmann::json& config, const char* key) {
 MoeParams parse_moe(const nlohmann::json& config, const ModelConfig& m,
                     const std::string& context) {
   MoeParams moe;
-  const bool qwen = config.contains("num_experts") && !config.contains("num_local_experts");
+  // Qwen's routing rule by model type (transformers 5 may write num_local_experts for it too),
+  // or by the expert-count key of a config with another model type.
+  const bool qwen = m.model_type == "qwen2_moe" || m.model_type == "qwen3_moe" ||
+                    (config.contains("num_experts") && !config.contains("num_local_experts"));
   // Mixtral always renormalises (softmax of the top-k logits); Qwen only with norm_topk_prob.
   moe.renormalize_top_k = qwen ? optional_bool(config, "norm_topk_prob", false, context) : true;
   const std::string refusal = context + ": mixture of experts with ";

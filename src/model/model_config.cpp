@@ -137,7 +137,9 @@ ModelConfig parse_model_config(const nlohmann::json& config, const std::string& 
                        experts_key + ")");
     }
   }
-  if (m.is_moe() && std::string(experts_key) == "num_experts") {
+  // transformers 5 may write num_local_experts for Qwen-MoE too (its attribute map): the expert
+  // width is moe_intermediate_size wherever a config gives one.
+  if (m.is_moe() && config.contains("moe_intermediate_size")) {
     m.intermediate_size =
         optional_count(config, "moe_intermediate_size", m.intermediate_size, context, 1, kMaxDim);
   }

@@ -159,6 +159,23 @@ TEST(MoeConfig, BadExpertCountsAreRefused) {
                      {"num_experts_per_tok (7)", "4 experts (num_experts)"});
 }
 
+// transformers 5 writes Qwen3-MoE's expert count as num_local_experts (its attribute map): the
+// expert width and the routing rule still come from moe_intermediate_size and norm_topk_prob.
+TEST(MoeConfig, Qwen3MoeAsTransformersFiveWritesIt) {
+  for (bool norm : {false, true}) {
+    nlohmann::json json = testing::tiny_qwen_moe_config_json(norm);
+    json["architectures"] = {"Qwen3MoeForCausalLM"};
+    json["model_type"] = "qwen3_moe";
+    json["num_local_experts"] = json["num_experts"];
+    json.erase("num_experts");
+    const LlamaConfig config = parse_llama_config(json, "q3", "test");
+    EXPECT_EQ(config.model.num_experts, 4);
+    EXPECT_EQ(config.model.intermediate_size, 48);  // moe_intermediate_size, not 128
+    EXPECT_EQ(config.moe.renormalize_top_k, norm);
+    EXPECT_STREQ(family_spec(config.model).name, "qwen3_moe");
+  }
+}
+
 TEST(MoeConfig, UnsupportedFeaturesAreRefused) {
   auto shared = testing::tiny_qwen_moe_config_json(true);
   shared["shared_expert_intermediate_size"] = 64;
