@@ -7,7 +7,8 @@ weights drawn N(1, 0.1) so that Qwen3's q/k norms matter), saves it with save_pr
 MoE's experts rewritten per expert when transformers 5 fuses them, moe_reference.unfuse_experts),
 and `inferlab logits` runs a 320-token prefill and 32 teacher-forced decode steps on the CUDA
 backend from that folder. Reference: transformers' fp32 forward of the same bf16 weights (one
-pass, no cache). Per family: the cosine of each position's logits to the reference, for the engine
+pass, no cache), the folder loaded with from_pretrained (hf_references: a model cast with
+.to(bfloat16) would carry bf16-rounded RoPE frequencies). Per family: the cosine of each position's logits to the reference, for the engine
 for transformers' own bf16 forward and for the engine's fp32 CPU reference (`--device cpu`: the
 same semantics without bf16 roundings), and argmax agreement.
 
@@ -92,6 +93,11 @@ def check(binary, family):
                                         if isinstance(v, (int, float, str, bool)) or v is None}}
     with tempfile.TemporaryDirectory() as ckpt:
         model.save_pretrained(ckpt, safe_serialization=True)
+        row["cast_model_rotary_buffers"] = sorted(
+            {str(b.dtype) for n, b in model.named_buffers() if "inv_freq" in n})
+        del model
+        # transformers' references load the folder as a user would (its own file layout).
+        bf16, fp32, row["rotary_buffers"] = hf_references(ckpt, ids)
         if expert_inter:
             unfuse_experts(ckpt, expert_inter, names="qwen")
         json.dump(ids, open(os.path.join(ckpt, "ids.json"), "w"))
@@ -116,11 +122,6 @@ def check(binary, family):
         row["config_json"] = json.load(open(os.path.join(ckpt, "config.json")))
         row["tensors"] = sorted({k.split(".", 3)[-1] for k in _names(ckpt)
                                  if ".layers.0." in k})[:40]
-    model = model.cuda()
-    with torch.no_grad():
-        x = torch.tensor([ids], device="cuda")
-        bf16 = model(x).logits[0].float().cpu().numpy()
-        fp32 = model.float()(x).logits[0].double().cpu().numpy()
     row["engine"] = summary(ours, fp32)
     row["transformers_bf16"] = summary(bf16, fp32)
     row["engine_vs_transformers_bf16_min_cosine"] = float(cosines(ours, bf16).min())
@@ -130,6 +131,26 @@ def check(binary, family):
     for key in ("mean_cosine", "min_cosine"):
         row[f"bar_met_{key}"] = row["engine"][key] >= row["transformers_bf16"][key] - 0.001
     return row
+
+
+def hf_references(ckpt, ids):
+    """transformers' logits of `ids` from the saved folder: loaded in bf16 (its bf16 forward) and
+    in fp32 (the reference: the same bf16 weights, fp32 math). Loaded with from_pretrained, not
+    by casting a model built in fp32: `model.to(torch.bfloat16)` also rounds the rotary
+    inv_freq buffers to bf16 (a RoPE angle error of up to 0.2% of position x frequency), which a
+    model loaded from a checkpoint does not have. Returns (bf16, fp32, the rotary buffers'
+    dtypes as loaded)."""
+    from transformers import AutoModelForCausalLM
+    x = torch.tensor([ids], device="cuda")
+    out, dtypes = [], []
+    for dtype in (torch.bfloat16, torch.float32):
+        model = AutoModelForCausalLM.from_pretrained(ckpt, dtype=dtype).cuda().eval()
+        dtypes += sorted({str(b.dtype) for n, b in model.named_buffers() if "inv_freq" in n})
+        with torch.no_grad():
+            out.append(model(x).logits[0].double().cpu().numpy())
+        del model
+        torch.cuda.empty_cache()
+    return out[0], out[1], dtypes
 
 
 def _names(ckpt):

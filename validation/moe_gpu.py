@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from family_gpu import hf_references  # noqa: E402
 from moe_reference import unfuse_experts  # noqa: E402
 
 PREFILL, DECODE = 320, 32
@@ -66,6 +67,11 @@ def logits_check(binary, out):
               "prefill": PREFILL, "decode": DECODE}
     with tempfile.TemporaryDirectory() as ckpt:
         model.save_pretrained(ckpt, safe_serialization=True)
+        del model
+        # From the folder, as a user loads it (family_gpu.hf_references: a model cast with
+        # .to(bfloat16) carries bf16-rounded RoPE frequencies; the logits of
+        # validation/data/moe_h200_2026-11-28/call1..7 were measured against such a model).
+        bf16, fp32, result["rotary_buffers"] = hf_references(ckpt, ids)
         unfuse_experts(ckpt, config.intermediate_size)
         json.dump(ids, open(os.path.join(ckpt, "ids.json"), "w"))
         npy = os.path.join(ckpt, "logits.npy")
@@ -77,10 +83,6 @@ def logits_check(binary, out):
             sys.exit(f"inferlab logits failed ({r.returncode}):\n{r.stderr}")
         result["engine_wall_s"] = time.time() - t
         ours = np.load(npy)
-    model = model.cuda()
-    with torch.no_grad():
-        bf16 = model(torch.tensor([ids], device="cuda")).logits[0].float().cpu().numpy()
-        fp32 = model.float()(torch.tensor([ids], device="cuda")).logits[0].double().cpu().numpy()
     for name, logits in (("engine", ours), ("transformers_bf16", bf16)):
         c = cosines(logits, fp32)
         result[name] = {"min_cosine": float(c.min()), "mean_cosine": float(c.mean()),
@@ -138,7 +140,8 @@ def torch_speed(out, batches=(1, 32)):
             except Exception:  # noqa: BLE001
                 result["rows"].append({"experts": backend, "error": f"set: {e}"[:300]})
                 continue
-        for compiled in (False, True):
+        # MOE_TORCH_COMPILED_ONLY=1: torch.compile alone (the reference; eager is slower).
+        for compiled in (True,) if os.environ.get("MOE_TORCH_COMPILED_ONLY") else (False, True):
             for batch in batches:
                 if time.time() > budget_end:
                     result["rows"].append({"experts": backend, "compiled": compiled,

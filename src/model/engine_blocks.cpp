@@ -22,7 +22,7 @@ bool engine_runs_model(const ModelConfig& model, int tp) {
 }
 
 bool engine_moe_decode_kernels(int64_t tokens, int64_t experts, int64_t top_k) {
-  return tokens <= 1 || tokens * top_k <= experts / 4;
+  return engine_moe_form(tokens, experts, top_k) != MoeExpertForm::gemm;
 }
 
 int64_t engine_gemv_max_rows(DType weights) {
@@ -350,30 +350,35 @@ class EngineBuilder {
   }
 
   // A mixture of experts' MLP (engine/cuda/cuda_moe.cpp): the router with its top-k (and the
-  // sort of the slots by expert for the GEMMs); the experts, on the decode kernels (slot by slot)
-  // or as a cuBLASLt GEMM per expert reached (its rows gathered first, SiLU x mul over all slots
-  // between); the weighted combine. The experts a step reaches are those uniform routing reaches
-  // in expectation (expected_active_experts).
+  // sort of the slots by expert for the grouped kernels and the GEMMs); the experts in the form
+  // engine_moe_form picks (slot kernels, grouped kernels, or a cuBLASLt GEMM per expert reached
+  // with its rows gathered first and SiLU x mul over all slots between); the weighted combine.
+  // The experts a step reaches are those uniform routing reaches in expectation
+  // (expected_active_experts).
   void add_experts() {
     const int64_t h = s_.hidden, inter = s_.intermediate, layers = model_.num_layers;
     const int64_t experts = model_.num_experts, top_k = model_.experts_per_token;
     const int64_t slots = tokens_ * top_k;
     const double t = static_cast<double>(tokens_), n = static_cast<double>(slots);
     const double reached = expected_active_experts(experts, top_k, tokens_);
-    const bool decode_kernels = engine_moe_decode_kernels(tokens_, experts, top_k);
+    const MoeExpertForm form = engine_moe_form(tokens_, experts, top_k);
+    const bool decode_kernels = form != MoeExpertForm::gemm;
     Op route;
     route.name = "moe_route";
     route.kind = OpKind::gemm;
-    route.compute_dtype = DType::fp32;       // a warp's dot products on the CUDA cores
-    route.kernels = decode_kernels ? 1 : 2;  // router + top-k (then the sort)
+    route.compute_dtype = DType::fp32;  // a warp's dot products on the CUDA cores
+    // Router logits (+ a top-k kernel for few tokens), then the sort unless slot by slot.
+    route.kernels =
+        (engine_moe_route_split(tokens_, experts) ? 2 : 1) + (form == MoeExpertForm::slots ? 0 : 1);
     route.gemm = {tokens_, experts, h, 1};
     route.flops = 2.0 * t * static_cast<double>(experts * h);
     route.weight_bytes = static_cast<double>(experts * h) * fb_;
     route.activation_bytes = t * static_cast<double>(h) * fb_ + 16.0 * n;
     route.tag = tag("moe_route", "route", "bf16");
     add(route, Scope::per_layer, layers);
-    // The decode kernels read a slot's expert once per slot; the GEMMs each reached expert once.
-    const double reads = decode_kernels ? n : reached;
+    // The slot kernels read a slot's expert once per slot; the grouped kernels and the GEMMs
+    // each reached expert once.
+    const double reads = form == MoeExpertForm::slots ? n : reached;
     const double gate_up_weights = reads * 2.0 * static_cast<double>(inter * h) * fb_;
     const double down_weights = reads * static_cast<double>(h * inter) * fb_;
     if (decode_kernels) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "model/engine_moe_rules.hpp"
 #include "model/model_config.hpp"
 #include "model/op.hpp"
 #include "model/step_graph.hpp"
@@ -31,11 +32,9 @@ bool is_engine_kernel_class(const std::string& name);
 // fused kernel list of KernelPlan.
 bool engine_runs_model(const ModelConfig& model, int tp);
 
-// Whether the engine runs a mixture of experts' experts in a pass of `tokens` with its decode
-// kernels (CUDA cores, graph-capturable: engine/cuda/moe_kernels.hpp) rather than a cuBLASLt
-// GEMM per expert after reading the experts' row counts on the host (a synchronisation a layer,
-// so the pass runs eagerly): one token, or at most a quarter as many slots (tokens x experts
-// per token) as experts.
+// Whether the engine runs a mixture of experts' experts in a pass of `tokens` without reading
+// the experts' row counts on the host (engine_moe_form: the slot or the grouped kernels), so
+// that the pass can be captured in a CUDA graph.
 bool engine_moe_decode_kernels(int64_t tokens, int64_t experts, int64_t top_k);
 
 // Rows up to which a projection takes the engine's GEMV kernels (Projector::takes_gemv): the

@@ -69,7 +69,7 @@ struct TensorPart {
 };
 
 // Which checkpoints hold a tensor.
-enum class Presence { always, qkv_bias, untied_lm_head, dense_mlp, moe_mlp };
+enum class Presence { always, qkv_bias, untied_lm_head };
 
 // Where a tensor lives: once per model, per layer, or per expert of each layer.
 enum class TensorScope { model, layer, expert };

@@ -303,15 +303,25 @@ TEST(EngineBlocks, OtherFamiliesKeepTheFusedList) {
 }
 
 // Mixtral 8x7B (8 experts of 14336, top 2, hidden 4096, 32 layers): one token takes the expert
-// decode kernels, which read the 2 experts it reaches (2 · 3 · 14336 · 4096 bf16 weights a layer);
-// 32 tokens (64 slots) take a cuBLASLt GEMM per expert reached, uniform routing reaching
-// 8 · (1 − (6/8)^32) of them, after the slots' gather; the layers run unfused.
+// slot kernels, which read the 2 experts it reaches (2 · 3 · 14336 · 4096 bf16 weights a layer);
+// 32 tokens (64 slots) a cuBLASLt GEMM per expert reached, 8 · (1 − (6/8)^32) of them, after the
+// slots' gather; the layers run unfused. Qwen3-30B-A3B (128 experts of 768, top 8) at 8 tokens
+// takes the grouped kernels, each expert uniform routing reaches (128 · (1 − (120/128)^8)) read
+// once, with the router split over blocks and the sort: 3 routing kernels.
 TEST(EngineBlocks, MixtureOfExpertsStepsPriceTheExpertsTheStepReaches) {
   const ModelConfig mixtral = load_model("mixtral-8x7b");
-  EXPECT_TRUE(engine_moe_decode_kernels(1, 8, 2));
-  EXPECT_FALSE(engine_moe_decode_kernels(2, 8, 2));   // 4 slots > 8 / 4
-  EXPECT_TRUE(engine_moe_decode_kernels(4, 128, 8));  // Qwen3-MoE's 32 slots of 128 experts
-  EXPECT_FALSE(engine_moe_decode_kernels(5, 128, 8));
+  EXPECT_EQ(engine_moe_form(1, 8, 2), MoeExpertForm::slots);
+  EXPECT_EQ(engine_moe_form(2, 8, 2), MoeExpertForm::gemm);     // 4 slots > 8 / 4; few experts
+  EXPECT_EQ(engine_moe_form(4, 128, 8), MoeExpertForm::slots);  // Qwen3-MoE: 32 of 128 experts
+  EXPECT_EQ(engine_moe_form(5, 128, 8), MoeExpertForm::grouped);
+  EXPECT_EQ(engine_moe_form(64, 128, 8), MoeExpertForm::grouped);  // 4 slots an expert
+  EXPECT_EQ(engine_moe_form(65, 128, 8), MoeExpertForm::gemm);
+  EXPECT_TRUE(engine_moe_decode_kernels(64, 128, 8));  // no host read: graph-capturable
+  EXPECT_FALSE(engine_moe_decode_kernels(65, 128, 8));
+  EXPECT_FALSE(engine_moe_decode_kernels(2, 8, 2));
+  EXPECT_FALSE(engine_moe_route_split(1, 8));  // Mixtral: a block per token is 8 warps already
+  EXPECT_TRUE(engine_moe_route_split(128, 128));
+  EXPECT_FALSE(engine_moe_route_split(129, 128));
   const double expert = 3.0 * 14336 * 4096 * 2;  // bytes of one expert's gate, up and down
   auto op_named = [](const std::vector<Op>& ops, const std::string& name) {
     for (const Op& op : ops) {
@@ -347,6 +357,15 @@ TEST(EngineBlocks, MixtureOfExpertsStepsPriceTheExpertsTheStepReaches) {
               1e3);
   EXPECT_STREQ(op_named(ops, "moe_gather").tag.kernel_class, "moe_route");
   EXPECT_DOUBLE_EQ(op_named(ops, "silu_mul").activation_bytes, 3.0 * 64 * 14336 * 2);  // slots
+
+  const ModelConfig qwen = load_model("qwen3-30b-a3b");
+  const StepShape decode8{Phase::decode, 8, 1, 1024};
+  build_step_graph(qwen, decode8, Precision{}, engine_plan(true, true), shard_dims(qwen, 1), ops);
+  const Op grouped = op_named(ops, "experts_gate_up");
+  EXPECT_STREQ(grouped.tag.path, "moe_gemv");
+  EXPECT_NEAR(grouped.weight_bytes + op_named(ops, "experts_down").weight_bytes,
+              128.0 * (1.0 - std::pow(120.0 / 128.0, 8)) * 3.0 * 768 * 2048 * 2, 1e3);
+  EXPECT_EQ(op_named(ops, "moe_route").kernels, 3);  // router logits, top-k, sort
 }
 
 // Split over GPUs the engine's step has an all-reduce after each O and down projection (the

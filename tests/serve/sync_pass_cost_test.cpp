@@ -76,9 +76,10 @@ TEST(ServeCost, EachPassTheHostWaitsForAddsTheSyncCost) {
 }
 
 // A mixture of experts' GEMM form reads the experts' row counts on the host in every layer
-// (engine_moe_decode_kernels): Mixtral 8x7B's decode of 4 sequences (8 slots, more than 8 / 4)
-// waits for the host 32 times more than the iteration's own wait, and runs eagerly, graphs on or
-// off; one sequence takes the decode kernels, graph-replayed, with only the iteration's wait.
+// (engine_moe_form): Mixtral 8x7B's decode of 4 sequences (8 slots, more than 8 / 4; too few
+// experts for the grouped kernels) waits for the host 32 times more than the iteration's own
+// wait, and runs eagerly, graphs on or off; one sequence takes the slot kernels, graph-replayed,
+// with only the iteration's wait.
 TEST(ServeCost, MixtureOfExpertsGemmPassesWaitForTheHostInEveryLayer) {
   const auto dir =
       std::filesystem::temp_directory_path() / ("inferlab_moe_sync_" + std::to_string(::getpid()));

@@ -79,7 +79,7 @@ BackendBuffers buffers_for(const LlamaConfig& config, const CudaBackendOptions& 
   b.moe_rows = b.moe_slots * m.hidden_size;
   if (m.is_moe()) {
     b.moe_ints = 3 * b.moe_slots + m.num_experts + 1;
-    b.moe_floats = b.moe_slots;
+    b.moe_floats = b.moe_slots + t * m.num_experts;  // slot weights, then router logits
   }
   b.lm_rows = rows * m.hidden_size;
   b.logits_elements = rows * m.vocab_size;

@@ -1,12 +1,16 @@
 // The CUDA backend's mixture-of-experts MLP block (moe_kernels.hpp has the kernels):
 //   add+RMSNorm → router + top-k → experts → weighted combine into proj_
-// The experts run in one of two forms with the same numerics:
-//   decode kernels (a token's few slots, every pass a graph replays): a kernel for gate/up +
-//     SiLU×mul and one for down, slot by slot, each reading only the expert its slot chose;
-//   GEMMs (more slots: batched decode, prefill): the slots sorted by expert on the device, the
-//     experts' row counts to the host (one synchronisation a layer, so these passes run
-//     eagerly), each slot's input gathered next to its expert's others, a cuBLASLt GEMM per
-//     expert over its rows (Projector: the tensor cores), SiLU×mul over all slots at once.
+// The experts run in one of three forms (model/engine_moe_rules.hpp picks) with the same
+// numerics:
+//   slot kernels (a token's few slots): a kernel for gate/up + SiLU×mul and one for down, slot
+//     by slot, each reading only the expert its slot chose;
+//   grouped kernels (a few slots an expert: batched decode of many-expert models): the slots
+//     sorted by expert on the device, the same two products with each chosen expert's weights
+//     read once for all its slots; no host read, so graphs capture these passes too;
+//   GEMMs (more slots an expert: large batches, prefill): the experts' row counts to the host
+//     (one synchronisation a layer, so these passes run eagerly), each slot's input gathered
+//     next to its expert's others, a cuBLASLt GEMM per expert over its rows (Projector: the
+//     tensor cores), SiLU×mul over all slots at once.
 #include <algorithm>
 #include <vector>
 
@@ -25,15 +29,13 @@ MoeRouting CudaBackend::moe_routing() {
   routing.slot_position = ints + 2 * slots;
   routing.expert_offsets = ints + 3 * slots;
   routing.expert_weights = moe_floats_.data();
+  routing.router_logits = moe_floats_.data() + slots;
   return routing;
 }
 
 bool CudaBackend::moe_takes_gemv(int tokens) const {
-  // The decode kernels multiply on CUDA cores, slot by slot: one token streams its experts'
-  // weights at 3.5 TB/s (gate/up) on the H200, but every slot reads its expert again and costs
-  // its arithmetic again; at batch 32 of Mixtral 8x7B (8 slots an expert) the CUDA-core kernels
-  // took 142 ms a step where cuBLASLt's GEMMs over each expert's rows took 27 (MEASUREMENTS
-  // §48). The rule is model/engine_blocks.hpp's, which the prediction reads too.
+  // The slot and grouped kernels need no host read of the experts' row counts (the rule is
+  // model/engine_moe_rules.hpp's, which the prediction reads too).
   const ModelConfig& m = config_.model;
   return engine_moe_decode_kernels(tokens, m.num_experts, m.experts_per_token);
 }
@@ -53,17 +55,22 @@ void CudaBackend::launch_moe_block(int64_t layer, int tokens) {
   const MoeRouting routing = moe_routing();
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   INFERLAB_CUDA_CHECK(cudaStreamIsCapturing(stream_, &capture));
-  const bool gemv = capture != cudaStreamCaptureStatusNone || moe_takes_gemv(tokens);
+  MoeExpertForm form = engine_moe_form(tokens, experts, top_k);
+  // A graph cannot hold the host read the GEMMs need: a captured pass takes the grouped kernels.
+  if (capture != cudaStreamCaptureStatusNone && form == MoeExpertForm::gemm) {
+    form = MoeExpertForm::grouped;
+  }
   moe_route(normed_.data(), w.router, tokens, hidden, experts, top_k, config_.moe.renormalize_top_k,
             routing, stream_);
-  // The decode kernels go slot by slot; the GEMMs need the slots grouped by expert.
-  if (!gemv) moe_sort_by_expert(slots, experts, routing, stream_);
+  // The slot kernels go slot by slot; the grouped kernels and the GEMMs need the slots grouped
+  // by expert.
+  if (form != MoeExpertForm::slots) moe_sort_by_expert(slots, experts, routing, stream_);
   timer_.mark("moe_route", 2.0 * (t + experts) * hidden + 8.0 * s, 2.0 * t * experts * hidden);
 
-  // The GEMMs' row counts, on the host; a profiled pass's bytes count the experts the batch
-  // reached (not an assumed spread).
+  // The GEMMs' row counts, on the host; a profiled grouped pass reads them too, so that its
+  // bytes count the experts the batch reached (not an assumed spread).
   std::vector<int32_t> offsets;
-  if (!gemv) {
+  if (form == MoeExpertForm::gemm || (form == MoeExpertForm::grouped && timer_.enabled())) {
     offsets.resize(static_cast<size_t>(experts) + 1);
     INFERLAB_CUDA_CHECK(cudaMemcpyAsync(offsets.data(), routing.expert_offsets,
                                         offsets.size() * sizeof(int32_t), cudaMemcpyDeviceToHost,
@@ -74,18 +81,28 @@ void CudaBackend::launch_moe_block(int64_t layer, int tokens) {
   for (int e = 0; e < static_cast<int>(offsets.size()) - 1; ++e) {
     experts_reached += offsets[static_cast<size_t>(e) + 1] > offsets[static_cast<size_t>(e)];
   }
-  // The decode kernels read an expert once per slot that chose it; the GEMMs once.
-  const double reads = gemv ? s : experts_reached;
+  // The slot kernels read an expert once per slot that chose it; the others once.
+  const double reads = form == MoeExpertForm::slots ? s : experts_reached;
   const double gate_up_bytes = reads * 2.0 * 2 * inter * hidden;
   const double down_bytes = reads * 2.0 * hidden * inter;
   const double act = 2.0 * s;  // bytes per feature of the slots' rows
 
-  if (gemv) {
+  if (form == MoeExpertForm::slots) {
     moe_expert_gate_up(normed_.data(), w.experts_gate_up, slots, top_k, hidden, inter, routing,
                        act_.data(), stream_);
+  } else if (form == MoeExpertForm::grouped) {
+    moe_grouped_gate_up(normed_.data(), w.experts_gate_up, experts, top_k, hidden, inter, routing,
+                        act_.data(), stream_);
+  }
+  if (form != MoeExpertForm::gemm) {
     timer_.mark("gemm_gate_up", gate_up_bytes + act * (hidden + inter), 4.0 * s * inter * hidden);
-    moe_expert_down(act_.data(), w.experts_down, slots, hidden, inter, routing, moe_out_.data(),
-                    stream_);
+    if (form == MoeExpertForm::slots) {
+      moe_expert_down(act_.data(), w.experts_down, slots, hidden, inter, routing, moe_out_.data(),
+                      stream_);
+    } else {
+      moe_grouped_down(act_.data(), w.experts_down, experts, hidden, inter, routing,
+                       moe_out_.data(), stream_);
+    }
     timer_.mark("gemm_down", down_bytes + act * (inter + hidden), 2.0 * s * hidden * inter);
   } else {
     moe_gather_slots(normed_.data(), slots, top_k, hidden, routing, moe_in_.data(), stream_);
@@ -112,7 +129,9 @@ void CudaBackend::launch_moe_block(int64_t layer, int tokens) {
     }
     timer_.mark("gemm_down", down_bytes + act * (inter + hidden), 2.0 * s * hidden * inter);
   }
-  moe_combine(moe_out_.data(), gemv, tokens, top_k, hidden, routing, proj_.data(), stream_);
+  // The slot and grouped kernels write by slot, the GEMMs by sorted position.
+  moe_combine(moe_out_.data(), form != MoeExpertForm::gemm, tokens, top_k, hidden, routing,
+              proj_.data(), stream_);
   timer_.mark("moe_combine", act * hidden + 2.0 * t * hidden);
 }
 

@@ -4,6 +4,7 @@
 
 #include "engine/cuda/cuda_check.hpp"
 #include "engine/cuda/moe_kernels.hpp"
+#include "model/engine_moe_rules.hpp"
 
 namespace inferlab::engine::cuda {
 
@@ -62,22 +63,12 @@ __device__ inline void warp_argmax(float& value, int& index) {
 
 // One block per token: a warp per expert's logit (16-byte loads), then warp 0 takes the softmax
 // and k rounds of a warp-wide argmax.
-__global__ void route_kernel(const bf16* x, const bf16* router, int hidden, int num_experts,
-                             int top_k, bool renormalize, MoeRouting routing) {
-  __shared__ float logits[kMoeMaxExperts];
-  const int t = blockIdx.x;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const auto* row = reinterpret_cast<const Bf16x8*>(x + static_cast<int64_t>(t) * hidden);
-  const int vectors = hidden / kVector;
-  for (int e = warp; e < num_experts; e += blockDim.x / 32) {
-    const auto* w = reinterpret_cast<const Bf16x8*>(router + static_cast<int64_t>(e) * hidden);
-    float sum = 0;
-    for (int v = lane; v < vectors; v += 32) sum += dot8(w[v], row[v]);
-    sum = warp_sum(sum);
-    if (lane == 0) logits[e] = round_bf16(sum);  // nn.Linear's bf16 output
-  }
-  __syncthreads();
-  if (warp != 0) return;
+// Softmax over `logits` (shared, bf16-rounded router logits of token t) and the top_k choices,
+// by one warp: the largest first, ties to the lower index; written to routing. Overwrites the
+// chosen logits.
+__device__ void select_top_k(float* logits, int t, int num_experts, int top_k, bool renormalize,
+                             const MoeRouting& routing) {
+  const int lane = threadIdx.x % 32;
   float top = -INFINITY;
   for (int e = lane; e < num_experts; e += 32) top = fmaxf(top, logits[e]);
   for (int offset = 16; offset > 0; offset /= 2) {
@@ -111,6 +102,55 @@ __global__ void route_kernel(const bf16* x, const bf16* router, int hidden, int 
       routing.expert_weights[t * top_k + j] = renormalize ? chosen[j] / chosen_sum : chosen[j];
     }
   }
+}
+
+// bf16(x[t] · w) by one warp (fp32 sums, nn.Linear's bf16 output).
+__device__ inline float router_logit(const bf16* x_row, const bf16* w_row, int hidden) {
+  const auto* row = reinterpret_cast<const Bf16x8*>(x_row);
+  const auto* w = reinterpret_cast<const Bf16x8*>(w_row);
+  float sum = 0;
+  for (int v = threadIdx.x % 32; v < hidden / kVector; v += 32) sum += dot8(w[v], row[v]);
+  return round_bf16(warp_sum(sum));
+}
+
+// Many tokens: a block per token, its warps over the experts, then warp 0 selects.
+__global__ void route_kernel(const bf16* x, const bf16* router, int hidden, int num_experts,
+                             int top_k, bool renormalize, MoeRouting routing) {
+  __shared__ float logits[kMoeMaxExperts];
+  const int t = blockIdx.x;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const bf16* row = x + static_cast<int64_t>(t) * hidden;
+  for (int e = warp; e < num_experts; e += blockDim.x / 32) {
+    const float logit = router_logit(row, router + static_cast<int64_t>(e) * hidden, hidden);
+    if (lane == 0) logits[e] = logit;
+  }
+  __syncthreads();
+  if (warp == 0) select_top_k(logits, t, num_experts, top_k, renormalize, routing);
+}
+
+// Few tokens (decode): one block per token read all of the router (512 KB for Qwen3-MoE's 128
+// experts of 2048) on one SM, ~50 µs; here the logits spread over blocks of kRouteWarps experts
+// each, to routing.router_logits, and a second kernel selects.
+constexpr int kRouteWarps = 8;
+
+__global__ void router_logits_kernel(const bf16* x, const bf16* router, int hidden, int num_experts,
+                                     float* logits) {
+  const int t = blockIdx.y;
+  const int e = blockIdx.x * kRouteWarps + threadIdx.x / 32;
+  if (e >= num_experts) return;  // whole warps: e is the warp's
+  const float logit = router_logit(x + static_cast<int64_t>(t) * hidden,
+                                   router + static_cast<int64_t>(e) * hidden, hidden);
+  if (threadIdx.x % 32 == 0) logits[static_cast<int64_t>(t) * num_experts + e] = logit;
+}
+
+__global__ void select_kernel(int num_experts, int top_k, bool renormalize, MoeRouting routing) {
+  __shared__ float logits[kMoeMaxExperts];
+  const int t = blockIdx.x;
+  for (int e = threadIdx.x; e < num_experts; e += 32) {
+    logits[e] = routing.router_logits[static_cast<int64_t>(t) * num_experts + e];
+  }
+  __syncwarp();
+  select_top_k(logits, t, num_experts, top_k, renormalize, routing);
 }
 
 // One block of 1024 threads: counts in shared memory, an exclusive scan by thread 0, then one
@@ -239,6 +279,116 @@ __global__ void down_kernel(const bf16* act, const bf16* down, int hidden, int i
   if (lane == 0) y[static_cast<int64_t>(slot) * hidden + r] = __float2bfloat16(sum);
 }
 
+// Grouped form: a block row per expert (blockIdx.y), reading its weights once for all the slots
+// that chose it (the sort's groups), kGroupedRows slots at a time; a warp per output channel as
+// the slot kernels, each lane summing in the same order, so every output is bit for bit the slot
+// kernels'. Experts nobody chose leave at once: the grid does not depend on the routing, so the
+// pass needs no host read of the counts and is graph-capturable.
+constexpr int kGroupedRows = 8;
+
+__global__ void grouped_gate_up_kernel(const bf16* x, const bf16* gate_up, int top_k, int hidden,
+                                       int inter, MoeRouting routing, bf16* act) {
+  const int e = blockIdx.y;
+  const int begin = routing.expert_offsets[e], end = routing.expert_offsets[e + 1];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int i = blockIdx.x * kWarpsPerBlock + warp;
+  if (begin == end || i >= inter) return;
+  const bf16* expert = gate_up + static_cast<int64_t>(e) * 2 * inter * hidden;
+  const auto* gate_row = reinterpret_cast<const Bf16x8*>(expert + static_cast<int64_t>(i) * hidden);
+  const auto* up_row =
+      reinterpret_cast<const Bf16x8*>(expert + static_cast<int64_t>(inter + i) * hidden);
+  const int vectors = hidden / kVector;
+  for (int first = begin; first < end; first += kGroupedRows) {
+    const int rows = min(kGroupedRows, end - first);
+    int slot[kGroupedRows];
+    const Bf16x8* in[kGroupedRows];
+#pragma unroll
+    for (int r = 0; r < kGroupedRows; ++r) {
+      slot[r] = r < rows ? routing.sorted_slots[first + r] : 0;
+      in[r] = reinterpret_cast<const Bf16x8*>(x + static_cast<int64_t>(slot[r] / top_k) * hidden);
+    }
+    float gate[kGroupedRows] = {}, up[kGroupedRows] = {};
+    for (int base = lane; base < vectors; base += 32 * kUnroll) {
+      Bf16x8 g[kUnroll], u[kUnroll];
+#pragma unroll
+      for (int j = 0; j < kUnroll; ++j) {
+        const int v = base + 32 * j;
+        if (v < vectors) {
+          g[j] = gate_row[v];
+          u[j] = up_row[v];
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < kUnroll; ++j) {
+        const int v = base + 32 * j;
+        if (v >= vectors) break;
+#pragma unroll
+        for (int r = 0; r < kGroupedRows; ++r) {
+          if (r < rows) {
+            const Bf16x8 xv = in[r][v];
+            gate[r] += dot8(g[j], xv);
+            up[r] += dot8(u[j], xv);
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < kGroupedRows; ++r) {
+      if (r >= rows) break;  // rows is the warp's: the shuffles stay full-warp
+      const float g = round_bf16(warp_sum(gate[r])), u = round_bf16(warp_sum(up[r]));
+      if (lane == 0) {
+        const float silu = round_bf16(g / (1.0f + expf(-g)));
+        act[static_cast<int64_t>(slot[r]) * inter + i] = __float2bfloat16(silu * u);
+      }
+    }
+  }
+}
+
+__global__ void grouped_down_kernel(const bf16* act, const bf16* down, int hidden, int inter,
+                                    MoeRouting routing, bf16* y) {
+  const int e = blockIdx.y;
+  const int begin = routing.expert_offsets[e], end = routing.expert_offsets[e + 1];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int out_row = blockIdx.x * kWarpsPerBlock + warp;
+  if (begin == end || out_row >= hidden) return;
+  const auto* row =
+      reinterpret_cast<const Bf16x8*>(down + (static_cast<int64_t>(e) * hidden + out_row) * inter);
+  const int vectors = inter / kVector;
+  for (int first = begin; first < end; first += kGroupedRows) {
+    const int rows = min(kGroupedRows, end - first);
+    int slot[kGroupedRows];
+    const Bf16x8* in[kGroupedRows];
+#pragma unroll
+    for (int r = 0; r < kGroupedRows; ++r) {
+      slot[r] = r < rows ? routing.sorted_slots[first + r] : 0;
+      in[r] = reinterpret_cast<const Bf16x8*>(act + static_cast<int64_t>(slot[r]) * inter);
+    }
+    float sum[kGroupedRows] = {};
+    for (int base = lane; base < vectors; base += 32 * kUnroll) {
+      Bf16x8 w[kUnroll];
+#pragma unroll
+      for (int j = 0; j < kUnroll; ++j) {
+        if (base + 32 * j < vectors) w[j] = load_weights(row + base + 32 * j);
+      }
+#pragma unroll
+      for (int j = 0; j < kUnroll; ++j) {
+        const int v = base + 32 * j;
+        if (v >= vectors) break;
+#pragma unroll
+        for (int r = 0; r < kGroupedRows; ++r) {
+          if (r < rows) sum[r] += dot8(w[j], in[r][v]);
+        }
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < kGroupedRows; ++r) {
+      if (r >= rows) break;
+      const float total = warp_sum(sum[r]);
+      if (lane == 0) y[static_cast<int64_t>(slot[r]) * hidden + out_row] = __float2bfloat16(total);
+    }
+  }
+}
+
 __global__ void gather_kernel(const bf16* x, int top_k, int hidden, MoeRouting routing,
                               bf16* rows) {
   const int p = blockIdx.x;
@@ -296,6 +446,15 @@ void moe_route(const bf16* x, const bf16* router, int tokens, int hidden, int nu
   }
   check_widths(hidden, kVector);
   if (tokens == 0) return;
+  if (routing.router_logits != nullptr && engine_moe_route_split(tokens, num_experts)) {
+    const dim3 grid((num_experts + kRouteWarps - 1) / kRouteWarps, tokens);
+    router_logits_kernel<<<grid, 32 * kRouteWarps, 0, stream>>>(x, router, hidden, num_experts,
+                                                                routing.router_logits);
+    INFERLAB_CUDA_CHECK_LAUNCH();
+    select_kernel<<<tokens, 32, 0, stream>>>(num_experts, top_k, renormalize, routing);
+    INFERLAB_CUDA_CHECK_LAUNCH();
+    return;
+  }
   route_kernel<<<tokens, 256, 0, stream>>>(x, router, hidden, num_experts, top_k, renormalize,
                                            routing);
   INFERLAB_CUDA_CHECK_LAUNCH();
@@ -326,6 +485,26 @@ void moe_expert_down(const bf16* act, const bf16* down, int slots, int hidden, i
   if (slots == 0) return;
   const dim3 grid((hidden + kWarpsPerBlock - 1) / kWarpsPerBlock, slots);
   down_kernel<<<grid, 32 * kWarpsPerBlock, 0, stream>>>(act, down, hidden, inter, routing, y);
+  INFERLAB_CUDA_CHECK_LAUNCH();
+}
+
+void moe_grouped_gate_up(const bf16* x, const bf16* gate_up, int num_experts, int top_k, int hidden,
+                         int inter, const MoeRouting& routing, bf16* act, cudaStream_t stream) {
+  check_widths(hidden, inter);
+  if (num_experts < 1) return;
+  const dim3 grid((inter + kWarpsPerBlock - 1) / kWarpsPerBlock, num_experts);
+  grouped_gate_up_kernel<<<grid, 32 * kWarpsPerBlock, 0, stream>>>(x, gate_up, top_k, hidden, inter,
+                                                                   routing, act);
+  INFERLAB_CUDA_CHECK_LAUNCH();
+}
+
+void moe_grouped_down(const bf16* act, const bf16* down, int num_experts, int hidden, int inter,
+                      const MoeRouting& routing, bf16* y, cudaStream_t stream) {
+  check_widths(hidden, inter);
+  if (num_experts < 1) return;
+  const dim3 grid((hidden + kWarpsPerBlock - 1) / kWarpsPerBlock, num_experts);
+  grouped_down_kernel<<<grid, 32 * kWarpsPerBlock, 0, stream>>>(act, down, hidden, inter, routing,
+                                                                y);
   INFERLAB_CUDA_CHECK_LAUNCH();
 }
 

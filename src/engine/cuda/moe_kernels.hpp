@@ -28,6 +28,8 @@ struct MoeRouting {
                                       // positions [offsets[e], offsets[e + 1])
   int32_t* sorted_slots = nullptr;    // [slots] slot ids grouped by expert
   int32_t* slot_position = nullptr;   // [slots] each slot's sorted position
+  float* router_logits = nullptr;     // [tokens, num_experts] scratch: with it, moe_route spreads
+                                      // a pass of few tokens' router over many blocks
 };
 
 // Router logits bf16(x[t] · router[e]) (fp32 sums), softmax over all experts in fp32, the
@@ -56,6 +58,17 @@ void moe_expert_gate_up(const __nv_bfloat16* x, const __nv_bfloat16* gate_up, in
 // down: [num_experts][hidden, inter].
 void moe_expert_down(const __nv_bfloat16* act, const __nv_bfloat16* down, int slots, int hidden,
                      int inter, const MoeRouting& routing, __nv_bfloat16* y, cudaStream_t stream);
+
+// Grouped form (after moe_sort_by_expert): the decode kernels' products, act and y by slot as
+// theirs and bit for bit equal to them, but each chosen expert's weights read once for all its
+// slots (8 at a time) instead of once per slot. A block row per expert, whatever the routing:
+// no host read of the counts, graph-capturable; CUDA-core arithmetic, for a few slots an expert.
+void moe_grouped_gate_up(const __nv_bfloat16* x, const __nv_bfloat16* gate_up, int num_experts,
+                         int top_k, int hidden, int inter, const MoeRouting& routing,
+                         __nv_bfloat16* act, cudaStream_t stream);
+void moe_grouped_down(const __nv_bfloat16* act, const __nv_bfloat16* down, int num_experts,
+                      int hidden, int inter, const MoeRouting& routing, __nv_bfloat16* y,
+                      cudaStream_t stream);
 
 // Tensor-core form's input: rows[p, :] = x[sorted_slots[p] / top_k, :] for p < slots.
 void moe_gather_slots(const __nv_bfloat16* x, int slots, int top_k, int hidden,

@@ -100,6 +100,20 @@ void check_layer(const Shape& shape, unsigned seed) {
           << "token " << token;
     }
   }
+  // The split routing (router logits over many blocks, then one warp per token selecting: few
+  // tokens with a scratch buffer) picks the same experts with the same weights, bit for bit.
+  if (t <= 128) {
+    DeviceBuffer<int32_t> split_ids(static_cast<size_t>(slots));
+    DeviceBuffer<float> split_weights(static_cast<size_t>(slots));
+    DeviceBuffer<float> router_logits(static_cast<size_t>(t) * e);
+    cuda::MoeRouting split = routing;
+    split.expert_ids = split_ids.data();
+    split.expert_weights = split_weights.data();
+    split.router_logits = router_logits.data();
+    cuda::moe_route(x_d.data(), router_d.data(), t, h, e, k, shape.renormalize, split, nullptr);
+    EXPECT_EQ(download(split.expert_ids, static_cast<size_t>(slots)), ids);
+    EXPECT_EQ(download(split.expert_weights, static_cast<size_t>(slots)), chosen_weights);
+  }
   // Sort: offsets count each expert's slots; sorted slots grouped by expert, increasing within
   // one; slot_position its inverse.
   const auto offsets = download(routing.expert_offsets, static_cast<size_t>(e) + 1);
@@ -121,6 +135,15 @@ void check_layer(const Shape& shape, unsigned seed) {
   // Experts, slot by slot: transformers' roundings; the GPU's fp32 sums differ in order, so a
   // value may land one bf16 step away (2^-8 relative) from the reference's.
   const auto act_h = to_host(act), y_h = to_host(y), rows_h = to_host(rows), out_h = to_host(out);
+  // The grouped kernels (each expert's weights once for its slots, 8 at a time) give the slot
+  // kernels' outputs bit for bit, slot by slot.
+  DeviceBuffer<bf16> grouped_act(static_cast<size_t>(slots) * n);
+  DeviceBuffer<bf16> grouped_y(static_cast<size_t>(slots) * h);
+  cuda::moe_grouped_gate_up(x_d.data(), gate_up_d.data(), e, k, h, n, routing, grouped_act.data(),
+                            nullptr);
+  cuda::moe_grouped_down(act.data(), down_d.data(), e, h, n, routing, grouped_y.data(), nullptr);
+  EXPECT_EQ(to_host(grouped_act), act_h);
+  EXPECT_EQ(to_host(grouped_y), y_h);
   double act_error = 0, act_scale = 0, y_error = 0, y_scale = 0;
   for (int slot = 0; slot < slots; ++slot) {
     const int token = slot / k, expert = ids[static_cast<size_t>(slot)];
@@ -195,6 +218,13 @@ TEST(MoeKernels, MixtralRoutingAtDecodeAndPrefillSizes) {
 TEST(MoeKernels, QwenRoutingWithoutRenormalisation) {
   REQUIRE_GPU();
   check_layer({40, 128, 64, 64, 6, false}, 3);
+}
+
+// Qwen3-MoE's router: 128 experts, top 8, renormalised (norm_topk_prob), at decode sizes (the
+// split routing) and past them (200 tokens: a block per token).
+TEST(MoeKernels, Qwen3MoeRoutingOf128Experts) {
+  REQUIRE_GPU();
+  for (int tokens : {1, 32, 200}) check_layer({tokens, 256, 48, 128, 8, true}, 20 + tokens);
 }
 
 TEST(MoeKernels, EveryExpertChosenAndManySlotsAnExpert) {
