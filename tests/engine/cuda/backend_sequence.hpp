@@ -4,11 +4,15 @@
 // (every row's logits: 327 rows, more than one LM-head chunk), a mixed batch (a decode token, a
 // chunk of 20 after 280 cached tokens, a new prompt), 4 decode steps of three sequences, a
 // speculative verification of 4, 5 and 3 tokens, and optionally one sequence's single token.
+#include <gtest/gtest.h>
+
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "engine/backend.hpp"
 #include "engine/cuda/logits_agreement.hpp"
+#include "engine/sampling.hpp"
 
 namespace inferlab::engine {
 
@@ -55,6 +59,28 @@ inline Agreement run_sequence(Backend& gpu, Backend& cpu, bool single_token_step
     compare(gpu.forward(single), cpu.forward(single), agreement);
   }
   return agreement;
+}
+
+// Greedy decode of `batch` (prompts, all_logits off) on an eager backend and on one that replays
+// CUDA graphs, `steps` steps after the prefill, each step feeding back the eager pick: both must
+// pick the same ids at every step. The blocks of each sequence must hold its prompt and steps + 1
+// more tokens.
+inline void expect_graph_replay_matches_eager(Backend& eager, Backend& graphed, ForwardBatch batch,
+                                              int steps, const std::string& what) {
+  const std::vector<SampleSpec> greedy(batch.sequences.size(), SampleSpec{{0.0, 0, 1.0}, 0.0});
+  std::vector<int32_t> a = eager.forward_sample(batch, greedy);
+  std::vector<int32_t> b = graphed.forward_sample(batch, greedy);
+  for (int step = 0; step < steps; ++step) {
+    ASSERT_EQ(a, b) << what << ", step " << step;
+    for (size_t s = 0; s < batch.sequences.size(); ++s) {
+      auto& seq = batch.sequences[s];
+      seq.cached_tokens += static_cast<int64_t>(seq.tokens.size());
+      seq.tokens = {a[s]};
+    }
+    a = eager.forward_sample(batch, greedy);
+    b = graphed.forward_sample(batch, greedy);
+  }
+  EXPECT_EQ(a, b) << what;
 }
 
 }  // namespace inferlab::engine

@@ -82,20 +82,7 @@ TEST(CudaFamilyBackend, Qwen3GraphReplayedDecodeMatchesEager) {
   ForwardBatch batch;
   batch.sequences.push_back({sequence_tokens(40, 1), 0, {0, 1, 2, 3}, false});
   batch.sequences.push_back({sequence_tokens(90, 2), 0, {10, 11, 12, 13, 14, 15, 16}, false});
-  const std::vector<SampleSpec> greedy(2, SampleSpec{{0.0, 0, 1.0}, 0.0});
-  std::vector<int32_t> a = eager->forward_sample(batch, greedy);
-  std::vector<int32_t> b = graphed->forward_sample(batch, greedy);
-  for (int step = 0; step < 10; ++step) {
-    ASSERT_EQ(a, b) << "step " << step;
-    for (size_t s = 0; s < batch.sequences.size(); ++s) {
-      auto& seq = batch.sequences[s];
-      seq.cached_tokens += static_cast<int64_t>(seq.tokens.size());
-      seq.tokens = {a[s]};
-    }
-    a = eager->forward_sample(batch, greedy);
-    b = graphed->forward_sample(batch, greedy);
-  }
-  EXPECT_EQ(a, b);
+  expect_graph_replay_matches_eager(*eager, *graphed, batch, 10, "qwen3");
 }
 
 TEST(CudaFamilyBackend, Qwen3MoeWithEveryExpertChosenMatchesTheCpuReference) {
@@ -155,20 +142,7 @@ TEST(CudaFamilyBackend, Qwen3MoeGroupedExpertsMatchTheCpuReferenceAndReplay) {
   batch.sequences.push_back({sequence_tokens(30, 1), 0, {0, 1, 2}, false});
   batch.sequences.push_back({sequence_tokens(50, 2), 0, {5, 6, 7, 8}, false});
   batch.sequences.push_back({sequence_tokens(20, 3), 0, {9, 10}, false});
-  const std::vector<SampleSpec> greedy(3, SampleSpec{{0.0, 0, 1.0}, 0.0});
-  std::vector<int32_t> x = eager->forward_sample(batch, greedy);
-  std::vector<int32_t> y = graphed->forward_sample(batch, greedy);
-  for (int step = 0; step < 8; ++step) {
-    ASSERT_EQ(x, y) << "step " << step;
-    for (size_t s = 0; s < batch.sequences.size(); ++s) {
-      auto& seq = batch.sequences[s];
-      seq.cached_tokens += static_cast<int64_t>(seq.tokens.size());
-      seq.tokens = {x[s]};
-    }
-    x = eager->forward_sample(batch, greedy);
-    y = graphed->forward_sample(batch, greedy);
-  }
-  EXPECT_EQ(x, y);
+  expect_graph_replay_matches_eager(*eager, *graphed, batch, 8, "qwen3_moe, grouped experts");
 }
 
 TEST(CudaFamilyBackend, Phi3CheckpointMatchesTheCpuReference) {

@@ -86,20 +86,7 @@ TEST(CudaHeadDimBackend, GraphReplayedDecodeMatchesEagerAtHeadDim256) {
        0,
        {10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29},
        false});
-  const std::vector<SampleSpec> greedy(2, SampleSpec{{0.0, 0, 1.0}, 0.0});
-  std::vector<int32_t> a = eager->forward_sample(batch, greedy);
-  std::vector<int32_t> b = graphed->forward_sample(batch, greedy);
-  for (int step = 0; step < 12; ++step) {
-    ASSERT_EQ(a, b) << "step " << step;
-    for (size_t s = 0; s < batch.sequences.size(); ++s) {
-      auto& seq = batch.sequences[s];
-      seq.cached_tokens += static_cast<int64_t>(seq.tokens.size());
-      seq.tokens = {a[s]};
-    }
-    a = eager->forward_sample(batch, greedy);
-    b = graphed->forward_sample(batch, greedy);
-  }
-  EXPECT_EQ(a, b);
+  expect_graph_replay_matches_eager(*eager, *graphed, batch, 12, "head_dim 256");
 }
 
 // Refused before any GPU work (so also on a machine without one): an InputError naming the size

@@ -124,20 +124,8 @@ TEST(CudaMoeBackend, GraphReplayedDecodeMatchesEager) {
       for (int b = 0; b < 5; ++b) table.push_back(s * 5 + b);  // 80 tokens: 59 + 7 steps fit
       batch.sequences.push_back({sequence_tokens(20 + s, s + 1), 0, table, false});
     }
-    const std::vector<SampleSpec> greedy(static_cast<size_t>(sequences),
-                                         SampleSpec{{0.0, 0, 1.0}, 0.0});
-    std::vector<int32_t> a = eager->forward_sample(batch, greedy);
-    std::vector<int32_t> b = graphed->forward_sample(batch, greedy);
-    for (int step = 0; step < 6; ++step) {
-      ASSERT_EQ(a, b) << sequences << " sequences, step " << step;
-      for (size_t s = 0; s < batch.sequences.size(); ++s) {
-        auto& seq = batch.sequences[s];
-        seq.cached_tokens += static_cast<int64_t>(seq.tokens.size());
-        seq.tokens = {a[s]};
-      }
-      a = eager->forward_sample(batch, greedy);
-      b = graphed->forward_sample(batch, greedy);
-    }
+    expect_graph_replay_matches_eager(*eager, *graphed, batch, 6,
+                                      std::to_string(sequences) + " sequences");
   }
 }
 
