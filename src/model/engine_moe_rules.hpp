@@ -12,7 +12,7 @@ namespace inferlab {
 // - grouped: the grouped kernels after a device-side sort, each chosen expert's weights read
 //   once for all its slots, on CUDA cores: models of at least kEngineMoeGroupedMinExperts
 //   experts, up to kEngineMoeGroupedSlotsPerExpert slots an expert on average. Measured on
-//   Qwen3-30B-A3B (128 experts of 768) at batch 32, 2 slots an expert: 50.4 ms a step against
+//   Qwen3-30B-A3B (128 experts of 768) at batch 32, 2 slots an expert: 41.9 ms a step against
 //   75.7 with the GEMMs (MEASUREMENTS §49). Not measured on few wide experts (Mixtral's 8 of
 //   14336 keep their measured forms);
 // - gemm: a cuBLASLt GEMM per expert reached, after reading the experts' row counts on the host

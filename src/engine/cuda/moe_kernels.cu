@@ -280,65 +280,88 @@ __global__ void down_kernel(const bf16* act, const bf16* down, int hidden, int i
 }
 
 // Grouped form: a block row per expert (blockIdx.y), reading its weights once for all the slots
-// that chose it (the sort's groups), kGroupedRows slots at a time; a warp per output channel as
-// the slot kernels, each lane summing in the same order, so every output is bit for bit the slot
-// kernels'. Experts nobody chose leave at once: the grid does not depend on the routing, so the
-// pass needs no host read of the counts and is graph-capturable.
+// that chose it (the sort's groups), kGroupedRows slots at a time; each warp owns
+// kGroupedChannels output channels (strided by the block's warps, so neighbouring warps read
+// neighbouring rows) and computes each as the slot kernels do, every lane summing in the same
+// order, so every output is bit for bit the slot kernels'. Several channels a warp because one
+// is too little work: a warp reads its expert's counts and slots before any weight, and with one
+// channel (two 4 KB rows of Qwen3-30B-A3B) that wait left HBM at 1.2 TB/s (MEASUREMENTS §49).
+// Experts nobody chose leave at once: the grid does not depend on the routing, so the pass
+// needs no host read of the counts and is graph-capturable.
 constexpr int kGroupedRows = 8;
+constexpr int kGroupedChannels = 4;
+
+// The slots [first, first + rows) of the sorted order, and their input rows (`inputs` rows of
+// `width` bf16, slot s's row s / divisor).
+struct GroupedRows {
+  int slot[kGroupedRows];
+  const Bf16x8* in[kGroupedRows];
+};
+
+__device__ inline GroupedRows grouped_rows(const MoeRouting& routing, int first, int rows,
+                                           const bf16* inputs, int width, int divisor) {
+  GroupedRows g;
+#pragma unroll
+  for (int r = 0; r < kGroupedRows; ++r) {
+    g.slot[r] = r < rows ? routing.sorted_slots[first + r] : 0;
+    g.in[r] =
+        reinterpret_cast<const Bf16x8*>(inputs + static_cast<int64_t>(g.slot[r] / divisor) * width);
+  }
+  return g;
+}
 
 __global__ void grouped_gate_up_kernel(const bf16* x, const bf16* gate_up, int top_k, int hidden,
                                        int inter, MoeRouting routing, bf16* act) {
   const int e = blockIdx.y;
   const int begin = routing.expert_offsets[e], end = routing.expert_offsets[e + 1];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int i = blockIdx.x * kWarpsPerBlock + warp;
-  if (begin == end || i >= inter) return;
+  const int first_channel = blockIdx.x * kWarpsPerBlock * kGroupedChannels + warp;
+  if (begin == end || first_channel >= inter) return;
   const bf16* expert = gate_up + static_cast<int64_t>(e) * 2 * inter * hidden;
-  const auto* gate_row = reinterpret_cast<const Bf16x8*>(expert + static_cast<int64_t>(i) * hidden);
-  const auto* up_row =
-      reinterpret_cast<const Bf16x8*>(expert + static_cast<int64_t>(inter + i) * hidden);
   const int vectors = hidden / kVector;
   for (int first = begin; first < end; first += kGroupedRows) {
     const int rows = min(kGroupedRows, end - first);
-    int slot[kGroupedRows];
-    const Bf16x8* in[kGroupedRows];
+    const GroupedRows in = grouped_rows(routing, first, rows, x, hidden, top_k);
+    for (int c = 0; c < kGroupedChannels; ++c) {
+      const int i = first_channel + c * kWarpsPerBlock;
+      if (i >= inter) break;
+      const auto* gate_row =
+          reinterpret_cast<const Bf16x8*>(expert + static_cast<int64_t>(i) * hidden);
+      const auto* up_row =
+          reinterpret_cast<const Bf16x8*>(expert + static_cast<int64_t>(inter + i) * hidden);
+      float gate[kGroupedRows] = {}, up[kGroupedRows] = {};
+      for (int base = lane; base < vectors; base += 32 * kUnroll) {
+        Bf16x8 g[kUnroll], u[kUnroll];
 #pragma unroll
-    for (int r = 0; r < kGroupedRows; ++r) {
-      slot[r] = r < rows ? routing.sorted_slots[first + r] : 0;
-      in[r] = reinterpret_cast<const Bf16x8*>(x + static_cast<int64_t>(slot[r] / top_k) * hidden);
-    }
-    float gate[kGroupedRows] = {}, up[kGroupedRows] = {};
-    for (int base = lane; base < vectors; base += 32 * kUnroll) {
-      Bf16x8 g[kUnroll], u[kUnroll];
-#pragma unroll
-      for (int j = 0; j < kUnroll; ++j) {
-        const int v = base + 32 * j;
-        if (v < vectors) {
-          g[j] = gate_row[v];
-          u[j] = up_row[v];
+        for (int j = 0; j < kUnroll; ++j) {
+          const int v = base + 32 * j;
+          if (v < vectors) {
+            g[j] = gate_row[v];
+            u[j] = up_row[v];
+          }
         }
-      }
 #pragma unroll
-      for (int j = 0; j < kUnroll; ++j) {
-        const int v = base + 32 * j;
-        if (v >= vectors) break;
+        for (int j = 0; j < kUnroll; ++j) {
+          const int v = base + 32 * j;
+          if (v >= vectors) break;
 #pragma unroll
-        for (int r = 0; r < kGroupedRows; ++r) {
-          if (r < rows) {
-            const Bf16x8 xv = in[r][v];
-            gate[r] += dot8(g[j], xv);
-            up[r] += dot8(u[j], xv);
+          for (int r = 0; r < kGroupedRows; ++r) {
+            if (r < rows) {
+              const Bf16x8 xv = in.in[r][v];
+              gate[r] += dot8(g[j], xv);
+              up[r] += dot8(u[j], xv);
+            }
           }
         }
       }
-    }
 #pragma unroll
-    for (int r = 0; r < kGroupedRows; ++r) {
-      if (r >= rows) break;  // rows is the warp's: the shuffles stay full-warp
-      const float g = round_bf16(warp_sum(gate[r])), u = round_bf16(warp_sum(up[r]));
-      if (lane == 0) {
-        const float silu = round_bf16(g / (1.0f + expf(-g)));
-        act[static_cast<int64_t>(slot[r]) * inter + i] = __float2bfloat16(silu * u);
+      for (int r = 0; r < kGroupedRows; ++r) {
+        if (r >= rows) break;  // rows is the warp's: the shuffles stay full-warp
+        const float gv = round_bf16(warp_sum(gate[r])), uv = round_bf16(warp_sum(up[r]));
+        if (lane == 0) {
+          const float silu = round_bf16(gv / (1.0f + expf(-gv)));
+          act[static_cast<int64_t>(in.slot[r]) * inter + i] = __float2bfloat16(silu * uv);
+        }
       }
     }
   }
@@ -349,42 +372,42 @@ __global__ void grouped_down_kernel(const bf16* act, const bf16* down, int hidde
   const int e = blockIdx.y;
   const int begin = routing.expert_offsets[e], end = routing.expert_offsets[e + 1];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int out_row = blockIdx.x * kWarpsPerBlock + warp;
-  if (begin == end || out_row >= hidden) return;
-  const auto* row =
-      reinterpret_cast<const Bf16x8*>(down + (static_cast<int64_t>(e) * hidden + out_row) * inter);
+  const int first_row = blockIdx.x * kWarpsPerBlock * kGroupedChannels + warp;
+  if (begin == end || first_row >= hidden) return;
   const int vectors = inter / kVector;
   for (int first = begin; first < end; first += kGroupedRows) {
     const int rows = min(kGroupedRows, end - first);
-    int slot[kGroupedRows];
-    const Bf16x8* in[kGroupedRows];
+    const GroupedRows in = grouped_rows(routing, first, rows, act, inter, 1);
+    for (int c = 0; c < kGroupedChannels; ++c) {
+      const int out_row = first_row + c * kWarpsPerBlock;
+      if (out_row >= hidden) break;
+      const auto* row = reinterpret_cast<const Bf16x8*>(
+          down + (static_cast<int64_t>(e) * hidden + out_row) * inter);
+      float sum[kGroupedRows] = {};
+      for (int base = lane; base < vectors; base += 32 * kUnroll) {
+        Bf16x8 w[kUnroll];
 #pragma unroll
-    for (int r = 0; r < kGroupedRows; ++r) {
-      slot[r] = r < rows ? routing.sorted_slots[first + r] : 0;
-      in[r] = reinterpret_cast<const Bf16x8*>(act + static_cast<int64_t>(slot[r]) * inter);
-    }
-    float sum[kGroupedRows] = {};
-    for (int base = lane; base < vectors; base += 32 * kUnroll) {
-      Bf16x8 w[kUnroll];
+        for (int j = 0; j < kUnroll; ++j) {
+          if (base + 32 * j < vectors) w[j] = load_weights(row + base + 32 * j);
+        }
 #pragma unroll
-      for (int j = 0; j < kUnroll; ++j) {
-        if (base + 32 * j < vectors) w[j] = load_weights(row + base + 32 * j);
-      }
+        for (int j = 0; j < kUnroll; ++j) {
+          const int v = base + 32 * j;
+          if (v >= vectors) break;
 #pragma unroll
-      for (int j = 0; j < kUnroll; ++j) {
-        const int v = base + 32 * j;
-        if (v >= vectors) break;
-#pragma unroll
-        for (int r = 0; r < kGroupedRows; ++r) {
-          if (r < rows) sum[r] += dot8(w[j], in[r][v]);
+          for (int r = 0; r < kGroupedRows; ++r) {
+            if (r < rows) sum[r] += dot8(w[j], in.in[r][v]);
+          }
         }
       }
-    }
 #pragma unroll
-    for (int r = 0; r < kGroupedRows; ++r) {
-      if (r >= rows) break;
-      const float total = warp_sum(sum[r]);
-      if (lane == 0) y[static_cast<int64_t>(slot[r]) * hidden + out_row] = __float2bfloat16(total);
+      for (int r = 0; r < kGroupedRows; ++r) {
+        if (r >= rows) break;
+        const float total = warp_sum(sum[r]);
+        if (lane == 0) {
+          y[static_cast<int64_t>(in.slot[r]) * hidden + out_row] = __float2bfloat16(total);
+        }
+      }
     }
   }
 }
@@ -492,7 +515,8 @@ void moe_grouped_gate_up(const bf16* x, const bf16* gate_up, int num_experts, in
                          int inter, const MoeRouting& routing, bf16* act, cudaStream_t stream) {
   check_widths(hidden, inter);
   if (num_experts < 1) return;
-  const dim3 grid((inter + kWarpsPerBlock - 1) / kWarpsPerBlock, num_experts);
+  constexpr int kPerBlock = kWarpsPerBlock * kGroupedChannels;
+  const dim3 grid((inter + kPerBlock - 1) / kPerBlock, num_experts);
   grouped_gate_up_kernel<<<grid, 32 * kWarpsPerBlock, 0, stream>>>(x, gate_up, top_k, hidden, inter,
                                                                    routing, act);
   INFERLAB_CUDA_CHECK_LAUNCH();
@@ -502,7 +526,8 @@ void moe_grouped_down(const bf16* act, const bf16* down, int num_experts, int hi
                       const MoeRouting& routing, bf16* y, cudaStream_t stream) {
   check_widths(hidden, inter);
   if (num_experts < 1) return;
-  const dim3 grid((hidden + kWarpsPerBlock - 1) / kWarpsPerBlock, num_experts);
+  constexpr int kPerBlock = kWarpsPerBlock * kGroupedChannels;
+  const dim3 grid((hidden + kPerBlock - 1) / kPerBlock, num_experts);
   grouped_down_kernel<<<grid, 32 * kWarpsPerBlock, 0, stream>>>(act, down, hidden, inter, routing,
                                                                 y);
   INFERLAB_CUDA_CHECK_LAUNCH();
