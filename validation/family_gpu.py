@@ -79,13 +79,15 @@ def check(binary, family):
     model, config, expert_inter = make_model(family)
     model = model.to(torch.bfloat16).eval()
     with torch.no_grad():
-        for p in model.parameters():
+        for name, p in model.named_parameters():
             if p.dim() == 1:
                 p.normal_(1.0, 0.1)  # norm weights (these models have no biases)
             elif p.dim() == 2:  # [out, in] projections, the router and the embeddings
                 p.normal_(0.0, 1.0 / p.shape[1] ** 0.5)
             else:  # transformers 5's fused experts: gate_up reads the hidden size, down I
-                fan_in = config.hidden_size if 2 * expert_inter in p.shape[1:] else expert_inter
+                # (by name: with hidden 1024 and I 512 the shapes alone do not tell them apart;
+                # the call-3 model of 2026-11-28 drew its fused down_proj with 1/sqrt(1024))
+                fan_in = config.hidden_size if "gate_up" in name else expert_inter
                 p.normal_(0.0, 1.0 / fan_in ** 0.5)
     vocab = config.vocab_size
     ids = np.random.default_rng(7).integers(0, min(vocab, 32000), PREFILL + DECODE).tolist()

@@ -26,10 +26,9 @@ std::vector<int64_t> token_ids(const nlohmann::json& config, const char* key) {
 MoeParams parse_moe(const nlohmann::json& config, const ModelConfig& m,
                     const std::string& context) {
   MoeParams moe;
-  // Qwen's routing rule by model type (transformers 5 may write num_local_experts for it too),
-  // or by the expert-count key of a config with another model type.
-  const bool qwen = m.model_type == "qwen2_moe" || m.model_type == "qwen3_moe" ||
-                    (config.contains("num_experts") && !config.contains("num_local_experts"));
+  // Qwen's routing rule by model type (transformers 5 may write num_local_experts for it too);
+  // other model types are refused before this (parse_llama_config).
+  const bool qwen = m.model_type == "qwen2_moe" || m.model_type == "qwen3_moe";
   // Mixtral always renormalises (softmax of the top-k logits); Qwen only with norm_topk_prob.
   moe.renormalize_top_k = qwen ? optional_bool(config, "norm_topk_prob", false, context) : true;
   const std::string refusal = context + ": mixture of experts with ";
@@ -64,6 +63,24 @@ LlamaConfig parse_llama_config(const nlohmann::json& config, const std::string& 
   const ModelConfig& m = result.model;
   if (m.gpt_style)
     throw InputError(context + ": GPT-2 style models are not supported by the engine");
+  // The family's tensors must be what the config describes: a named family of the other kind
+  // (qwen3_moe without experts, qwen3 with them) would lose its layer's ops to the default
+  // family, and a mixture of experts of a model_type no family names would get Mixtral's tensor
+  // names with a routing rule read from keys that may be Qwen's.
+  const FamilySpec* named = named_family(m.model_type);
+  if (named != nullptr && family_has_experts(*named) != m.is_moe()) {
+    throw InputError(context + ": model_type " + m.model_type +
+                     (m.is_moe() ? " with experts" : " without experts") +
+                     " is not a family the engine knows");
+  }
+  if (named == nullptr && m.is_moe()) {
+    throw InputError(context + ": a mixture of experts of model_type '" + m.model_type +
+                     "' is not supported (the engine knows mixtral, qwen2_moe and qwen3_moe)");
+  }
+  if (m.qkv_bias && family_fuses_qkv(family_spec(m))) {
+    throw InputError(context + ": attention_bias with " + family_spec(m).name +
+                     "'s fused qkv_proj is not supported");
+  }
   if (m.is_moe()) {
     result.moe = parse_moe(config, m, context);
     if (result.gptq) {

@@ -183,11 +183,6 @@ std::vector<FamilySpec> make_specs() {
   };
 }
 
-bool has_experts(const FamilySpec& spec) {
-  return std::any_of(spec.tensors.begin(), spec.tensors.end(),
-                     [](const StoredTensor& t) { return t.scope == TensorScope::expert; });
-}
-
 const FamilySpec& named_spec(const char* name) {
   for (const FamilySpec& spec : family_specs()) {
     if (std::string(spec.name) == name) return spec;
@@ -261,6 +256,27 @@ int64_t extent_size(Extent extent, const ModelConfig& m) {
   return 0;
 }
 
+bool family_has_experts(const FamilySpec& spec) {
+  return std::any_of(spec.tensors.begin(), spec.tensors.end(),
+                     [](const StoredTensor& t) { return t.scope == TensorScope::expert; });
+}
+
+bool family_fuses_qkv(const FamilySpec& spec) {
+  return std::any_of(spec.tensors.begin(), spec.tensors.end(), [](const StoredTensor& t) {
+    return t.parts.size() > 1 && t.parts.front().role == WeightRole::q_proj;
+  });
+}
+
+const FamilySpec* named_family(const std::string& model_type) {
+  for (const FamilySpec& spec : family_specs()) {
+    if (std::find(spec.model_types.begin(), spec.model_types.end(), model_type) !=
+        spec.model_types.end()) {
+      return &spec;
+    }
+  }
+  return nullptr;
+}
+
 const std::vector<FamilySpec>& family_specs() {
   static const std::vector<FamilySpec> specs = make_specs();
   return specs;
@@ -272,7 +288,7 @@ const FamilySpec& family_spec(const ModelConfig& model) {
                                  model.model_type) != spec.model_types.end();
     // A family's tensors are either a dense MLP or experts: a config of the other kind under
     // the family's model_type falls through to the default of its kind.
-    if (named && has_experts(spec) == model.is_moe()) return spec;
+    if (named && family_has_experts(spec) == model.is_moe()) return spec;
   }
   return named_spec(model.is_moe() ? "mixtral" : "llama");
 }

@@ -103,6 +103,13 @@ const std::vector<FamilySpec>& family_specs();
 // The family of `model` by its model_type; the Llama spec for a model_type no entry names.
 const FamilySpec& family_spec(const ModelConfig& model);
 
+// The family whose model_types name `model_type`, or null (family_spec's fallback applies).
+const FamilySpec* named_family(const std::string& model_type);
+// Whether a family's layers hold experts (a mixture of experts) rather than a dense MLP.
+bool family_has_experts(const FamilySpec& spec);
+// Whether a family stores q/k/v as one tensor (no place for q/k/v biases).
+bool family_fuses_qkv(const FamilySpec& spec);
+
 // Whether `tensor` is in `model`'s checkpoint.
 bool tensor_present(const StoredTensor& tensor, const ModelConfig& model);
 // A tensor's name with its layer and expert filled in.

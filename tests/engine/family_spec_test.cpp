@@ -299,6 +299,28 @@ TEST(FamilySpec, Qwen3NormsEveryQueryAndKeyHead) {
   EXPECT_GT(largest_difference, 0.05);
 }
 
+// Configs whose family would not match what they describe are refused, naming the problem:
+// a named family of the other kind (its layer's ops would be lost to the default family), a
+// mixture of experts of a model_type no family names, QKV biases with a fused qkv_proj.
+TEST(FamilySpec, ConfigsThatNoFamilyDescribesAreRefused) {
+  nlohmann::json qwen3_moe = testing::tiny_llama_config_json();
+  qwen3_moe["model_type"] = "qwen3_moe";  // no experts
+  testing::expect_input_error([&] { parse_llama_config(qwen3_moe, "q", "cfg"); },
+                              {"cfg", "qwen3_moe without experts"});
+  nlohmann::json qwen3 = testing::tiny_qwen_moe_config_json(true);
+  qwen3["model_type"] = "qwen3";  // experts
+  testing::expect_input_error([&] { parse_llama_config(qwen3, "q", "cfg"); },
+                              {"qwen3 with experts"});
+  nlohmann::json unknown = testing::tiny_mixtral_config_json();
+  unknown["model_type"] = "some_new_moe";
+  testing::expect_input_error([&] { parse_llama_config(unknown, "u", "cfg"); },
+                              {"some_new_moe", "mixtral, qwen2_moe and qwen3_moe"});
+  nlohmann::json biased = as_phi3(tiny_untied_llama_json());
+  biased["attention_bias"] = true;
+  testing::expect_input_error([&] { parse_llama_config(biased, "p", "cfg"); },
+                              {"attention_bias", "phi3"});
+}
+
 TEST(FamilySpec, FusedCheckpointsAreNotGptqQuantized) {
   nlohmann::json config = as_phi3(tiny_untied_llama_json());
   config["quantization_config"] = {{"quant_method", "gptq"},

@@ -61,8 +61,6 @@ __device__ inline void warp_argmax(float& value, int& index) {
   }
 }
 
-// One block per token: a warp per expert's logit (16-byte loads), then warp 0 takes the softmax
-// and k rounds of a warp-wide argmax.
 // Softmax over `logits` (shared, bf16-rounded router logits of token t) and the top_k choices,
 // by one warp: the largest first, ties to the lower index; written to routing. Overwrites the
 // chosen logits.
@@ -89,6 +87,8 @@ __device__ void select_top_k(float* logits, int t, int num_experts, int top_k, b
       }
     }
     warp_argmax(best, best_index);
+    // Every logit left NaN or -inf (a broken input): stay inside the experts, not past them.
+    best_index = min(best_index, num_experts - 1);
     chosen[j] = expf(best - top) / total;
     chosen_sum += chosen[j];
     if (lane == 0) {

@@ -41,8 +41,8 @@ RowRange even_part(int64_t size, int64_t rank, int64_t ranks) {
 // tensor, `spec` the rank's (rank_config's shapes). The LM head's vocabulary rows are padded to
 // spec.shape[0] with zero rows (zero logits, dropped when gathered).
 template <typename T>
-std::vector<T> shard_tensor(std::vector<T> whole, const WeightSpec& spec, const ModelConfig& m,
-                            int64_t rank, int64_t ranks) {
+std::vector<T> shard_tensor(const std::vector<T>& whole, const WeightSpec& spec,
+                            const ModelConfig& m, int64_t rank, int64_t ranks) {
   const int64_t width = spec.columns();
   switch (spec.part.shard) {
     case Shard::replicated:
