@@ -102,25 +102,16 @@ def check(binary, family):
         bf16, fp32, row["rotary_buffers"] = hf_references(ckpt, ids)
         if expert_inter:
             unfuse_experts(ckpt, expert_inter, names="qwen")
-        json.dump(ids, open(os.path.join(ckpt, "ids.json"), "w"))
-        npy = os.path.join(ckpt, "logits.npy")
         t = time.time()
-        r = subprocess.run([binary, "logits", "--model", ckpt, "--tokens",
-                            os.path.join(ckpt, "ids.json"), "--prefill", str(PREFILL), "--out",
-                            npy, "--device", "cuda"], capture_output=True, text=True)
+        ours, error = engine_logits(binary, ckpt, ids, "cuda")
         row["engine_wall_s"] = time.time() - t
-        if r.returncode != 0:
-            row["error"] = f"inferlab logits failed ({r.returncode}): {r.stderr[-2000:]}"
+        if ours is None:
+            row["error"] = error
             return row
-        ours = np.load(npy)
         # The fp32 CPU reference on the same folder: the engine's semantics without bf16.
-        cpu_npy = os.path.join(ckpt, "logits_cpu.npy")
-        r = subprocess.run([binary, "logits", "--model", ckpt, "--tokens",
-                            os.path.join(ckpt, "ids.json"), "--prefill", str(PREFILL), "--out",
-                            cpu_npy, "--device", "cpu"], capture_output=True, text=True)
-        cpu = np.load(cpu_npy) if r.returncode == 0 else None
+        cpu, error = engine_logits(binary, ckpt, ids, "cpu")
         if cpu is None:
-            row["cpu_error"] = r.stderr[-2000:]
+            row["cpu_error"] = error
         row["config_json"] = json.load(open(os.path.join(ckpt, "config.json")))
         row["tensors"] = sorted({k.split(".", 3)[-1] for k in _names(ckpt)
                                  if ".layers.0." in k})[:40]
@@ -133,6 +124,20 @@ def check(binary, family):
     for key in ("mean_cosine", "min_cosine"):
         row[f"bar_met_{key}"] = row["engine"][key] >= row["transformers_bf16"][key] - 0.001
     return row
+
+
+def engine_logits(binary, ckpt, ids, device):
+    """`inferlab logits` of `ids` on the checkpoint folder: a prefill of PREFILL tokens, then
+    teacher-forced decode steps. Returns (logits [positions, vocab], None), or (None, the error)."""
+    tokens = os.path.join(ckpt, "ids.json")
+    json.dump(ids, open(tokens, "w"))
+    npy = os.path.join(ckpt, f"logits_{device}.npy")
+    r = subprocess.run([binary, "logits", "--model", ckpt, "--tokens", tokens, "--prefill",
+                        str(PREFILL), "--out", npy, "--device", device],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        return None, f"inferlab logits failed ({r.returncode}): {r.stderr[-2000:]}"
+    return np.load(npy), None
 
 
 def hf_references(ckpt, ids):

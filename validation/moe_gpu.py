@@ -33,19 +33,12 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from family_gpu import hf_references  # noqa: E402
+from family_gpu import DECODE, PREFILL, cosines, engine_logits, hf_references, summary  # noqa: E402,E501
 from moe_reference import unfuse_experts  # noqa: E402
 
-PREFILL, DECODE = 320, 32
 # The shipped model the speed phases run (a data/models name): Mixtral 8x7B, or Qwen3-30B-A3B.
 MODEL = os.environ.get("MOE_MODEL", "mixtral-8x7b")
 CONTEXT, STEPS = 1024, 16
-
-
-def cosines(a, b):
-    a = a.astype(np.float64)
-    b = b.astype(np.float64)
-    return (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
 
 
 def logits_check(binary, out):
@@ -73,23 +66,13 @@ def logits_check(binary, out):
         # validation/data/moe_h200_2026-11-28/call1..7 were measured against such a model).
         bf16, fp32, result["rotary_buffers"] = hf_references(ckpt, ids)
         unfuse_experts(ckpt, config.intermediate_size)
-        json.dump(ids, open(os.path.join(ckpt, "ids.json"), "w"))
-        npy = os.path.join(ckpt, "logits.npy")
         t = time.time()
-        r = subprocess.run([binary, "logits", "--model", ckpt, "--tokens",
-                            os.path.join(ckpt, "ids.json"), "--prefill", str(PREFILL), "--out",
-                            npy, "--device", "cuda"], capture_output=True, text=True)
-        if r.returncode != 0:
-            sys.exit(f"inferlab logits failed ({r.returncode}):\n{r.stderr}")
+        ours, error = engine_logits(binary, ckpt, ids, "cuda")
+        if ours is None:
+            sys.exit(error)
         result["engine_wall_s"] = time.time() - t
-        ours = np.load(npy)
     for name, logits in (("engine", ours), ("transformers_bf16", bf16)):
-        c = cosines(logits, fp32)
-        result[name] = {"min_cosine": float(c.min()), "mean_cosine": float(c.mean()),
-                        "prefill_min_cosine": float(c[:PREFILL].min()),
-                        "decode_min_cosine": float(c[PREFILL:].min()),
-                        "argmax_agree": int((logits.argmax(1) == fp32.argmax(1)).sum()),
-                        "positions": len(ids)}
+        result[name] = summary(logits, fp32)
     result["engine_vs_transformers_bf16_min_cosine"] = float(cosines(ours, bf16).min())
     result["bar_met"] = (result["engine"]["min_cosine"]
                          >= result["transformers_bf16"]["min_cosine"] - 0.001)

@@ -91,18 +91,21 @@ std::vector<StoredTensor> dense_mlp_tensors(bool fused_gate_up = false) {
           layer_tensor("mlp.down_proj.weight", {kDown})};
 }
 
-// Mixtral: block_sparse_moe.{gate, experts.E.w1 (gate), w3 (up), w2 (down)}.
-std::vector<StoredTensor> mixtral_expert_tensors() {
-  const std::string block = "block_sparse_moe.";
-  return {layer_tensor(block + "gate.weight", {kRouter}), expert_tensor(block, "w1", kGate),
-          expert_tensor(block, "w3", kUp), expert_tensor(block, "w2", kDown)};
+// A layer's router and experts under `block`, the experts' gate, up and down named as given:
+// Mixtral's block_sparse_moe.{gate, experts.E.w1, w3, w2}; Qwen2-MoE's and Qwen3-MoE's
+// mlp.{gate, experts.E.gate_proj, up_proj, down_proj}.
+std::vector<StoredTensor> expert_tensors(const std::string& block, const char* gate, const char* up,
+                                         const char* down) {
+  return {layer_tensor(block + "gate.weight", {kRouter}), expert_tensor(block, gate, kGate),
+          expert_tensor(block, up, kUp), expert_tensor(block, down, kDown)};
 }
 
-// Qwen2-MoE and Qwen3-MoE: mlp.{gate, experts.E.gate_proj, up_proj, down_proj}.
+std::vector<StoredTensor> mixtral_expert_tensors() {
+  return expert_tensors("block_sparse_moe.", "w1", "w3", "w2");
+}
+
 std::vector<StoredTensor> qwen_expert_tensors() {
-  const std::string block = "mlp.";
-  return {layer_tensor(block + "gate.weight", {kRouter}), expert_tensor(block, "gate_proj", kGate),
-          expert_tensor(block, "up_proj", kUp), expert_tensor(block, "down_proj", kDown)};
+  return expert_tensors("mlp.", "gate_proj", "up_proj", "down_proj");
 }
 
 // Embedding, the given layer tensors, final norm, LM head (absent when tied).
