@@ -13,6 +13,9 @@ over measured.
 
 Usage on the device:  python3 validation/serve_engine_vs_sim.py BUILD/inferlab OUT.json
                       [--model llama-3-8b] [--requests 300] [--loads 0.25,0.5,0.9]
+Anywhere, the simulator again (a later calibration) beside a file's engine runs:
+                      python3 validation/serve_engine_vs_sim.py BUILD/inferlab OUT.json
+                      --resimulate EARLIER.json
 """
 import argparse
 import json
@@ -58,7 +61,10 @@ def main():
     ap.add_argument("--output-dist", default="lognormal:128,0.6")
     ap.add_argument("--loads", default="0.25,0.5,0.9",
                     help="shares of the measured capacity to run beside saturation")
+    ap.add_argument("--resimulate", help="a result file: keep its engine runs, simulate again")
     args = ap.parse_args()
+    if args.resimulate:
+        return resimulate(args)
     result = {"model": args.model, "hardware": args.hardware, "requests": args.requests,
               "kv_tokens": args.kv_tokens, "input_dist": args.input_dist,
               "output_dist": args.output_dist,
@@ -80,6 +86,24 @@ def main():
         result["runs"].append(row)
         print(name, f"rate {rate:.2f}/s", json.dumps(row["sim_over_engine"]), flush=True)
         json.dump(result, open(args.out, "w"), indent=1)
+
+
+def resimulate(args):
+    earlier = json.load(open(args.resimulate))
+    for key in ("model", "hardware", "requests", "kv_tokens", "input_dist", "output_dist"):
+        setattr(args, key, earlier[key])
+    result = dict(earlier, resimulated_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                  runs=[])
+    for run in earlier["runs"]:
+        simulated = serve(args.binary, "sim", run["rate_per_s"], args)
+        row = dict(run, sim=simulated, sim_over_engine={})
+        for field, stat in FIELDS:
+            key = field if stat is None else f"{field}.{stat}"
+            row["sim_over_engine"][key] = pick(simulated, field, stat) / pick(run["engine"], field, stat)
+        result["runs"].append(row)
+        print(run["load"], f"rate {run['rate_per_s']:.2f}/s", json.dumps(row["sim_over_engine"]),
+              flush=True)
+    json.dump(result, open(args.out, "w"), indent=1)
 
 
 if __name__ == "__main__":

@@ -53,7 +53,11 @@ EngineOptions batch_engine_options(const BenchArgs& a) {
   EngineOptions options;
   options.device = resolve_device(a.device);
   options.seed = a.seed;
-  options.kv_tokens = a.batch * (a.input + a.output);
+  // Each sequence takes whole blocks: --batch 4 of 20 tokens needs 4 x 2 blocks of 16, not 80
+  // tokens' 5 (the CPU's cache holds exactly kv_tokens).
+  const int64_t blocks_per_sequence =
+      (a.input + a.output + options.block_size - 1) / options.block_size;
+  options.kv_tokens = a.batch * blocks_per_sequence * options.block_size;
   options.max_batch_tokens = std::max<int64_t>(4096, a.batch * a.input);
   options.max_sequences = a.batch;
   options.gpu_memory_utilization = a.gpu_memory_utilization;

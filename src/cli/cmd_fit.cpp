@@ -20,12 +20,45 @@ struct FitArgs {
   double decode_cta_gbps = 0.0;  // --engine: EngineCosts::decode_cta_bps / 1e9
   double sync_pass_us = 0.0;     // --engine: EngineCosts::sync_pass_s x 1e6
   double switch_layer_us = 0.0;  // --engine: EngineCosts::model_switch_per_layer_s x 1e6
+  std::string base;              // --engine --base: a calibration to extend
 };
 
 // --engine: the engine's calibration from its own profiles (fit split only). The hardware and
 // its ceilings are the profiles' (all must agree), with --profile choosing the ceilings.
+// --engine --base FILE: FILE extended by the kernels the profiles measure and it lacks; its own
+// keys and step constants kept (fit_engine.hpp's extend_engine_costs).
+void run_engine_extension(const FitArgs& a, OutputFormat format) {
+  if (a.decode_cta_gbps > 0.0 || a.sync_pass_us > 0.0 || a.switch_layer_us > 0.0) {
+    throw InputError(
+        "fit --engine --base keeps the base's step constants: drop "
+        "--decode-cta-gbps, --sync-pass-us and --model-switch-us-per-layer");
+  }
+  const EngineCosts base_costs = load_engine_costs_file(a.base);
+  const auto profiles = load_engine_profiles(a.data);
+  const std::string hardware = common_hardware(profiles);
+  if (hardware != base_costs.hardware) {
+    throw InputError("fit --engine --base: the profiles are of " + hardware + ", the base of " +
+                     base_costs.hardware);
+  }
+  CommonArgs base = a.common;
+  base.hardware = hardware;
+  base.framework = "vllm";  // the fallback: today's model, not engine costs
+  base.engine_costs = "auto";
+  const LoadedHardware fallback = load_cost_model(base);
+  EngineFit fit = extend_engine_costs(base_costs, profiles, fallback.spec, *fallback.cost);
+  fit.costs.source += fmt::format(
+      "; then extended by `inferlab fit --engine --base {} --data {}`: {} kernel keys from {} "
+      "fit points of {} engine profiles ({} held-out points not used), the base's keys and step "
+      "constants kept",
+      a.base, join_names(a.data, " "), fit.costs.fit_summary["extensions"].back()["keys"].size(),
+      fit.fit_points, profiles.size(), fit.held_out_points);
+  if (!a.out.empty()) write_engine_costs_file(a.out, fit.costs);
+  emit(engine_costs_to_json(fit.costs), engine_fit_text(fit), engine_fit_csv(fit), format);
+}
+
 void run_engine_fit(const FitArgs& a, OutputFormat format) {
   if (!a.sustained.empty()) throw InputError("--sustained is for --cost calibrated, not --engine");
+  if (!a.base.empty()) return run_engine_extension(a, format);
   const auto profiles = load_engine_profiles(a.data);
   const std::string hardware = common_hardware(profiles);
   CommonArgs base = a.common;
@@ -133,6 +166,10 @@ void register_fit(CLI::App& app) {
                   "With --engine: microseconds a layer that a model's first pass after another "
                   "model's costs more (speculation with a draft model; measured by "
                   "validation/sync_pass.py from `bench --speculative draft=...`; 0: not priced)");
+  cmd->add_option("--base", args->base,
+                  "With --engine: extend this calibration (a data/engine_costs/ file) by the "
+                  "kernels the --data profiles measure and it lacks, keeping its own keys and "
+                  "step constants");
   cmd->add_option("--decode-cta-gbps", args->decode_cta_gbps,
                   "With --engine: GB/s one flash-decode CTA streams alone, which prices the "
                   "longest sequence of a decode batch of unequal contexts (measured by "

@@ -9,6 +9,7 @@
 
 #include "engine/kv_cache.hpp"
 #include "engine/llama_config.hpp"
+#include "engine/routing_stats.hpp"
 #include "engine/sampling.hpp"
 
 namespace inferlab::engine {
@@ -112,6 +113,9 @@ class Backend {
   // time per kernel class (it perturbs the timing a little; off by default).
   virtual void set_profiling(bool) {}
   virtual std::vector<KernelClassTime> last_forward_profile() const { return {}; }
+  // A mixture of experts' routing in the last forward pass (routing_stats.hpp): the CPU records
+  // every pass, the CUDA backend its profiled passes; empty for dense models and elsewhere.
+  virtual RoutingStats last_forward_routing() const { return {}; }
   // Fills every slot of the KV cache with random values drawn from `seed` (benchmarks: a decode
   // step at a long context costs what its reads cost, whatever the values, so the context need
   // not be prefilled).

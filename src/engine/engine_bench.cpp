@@ -130,10 +130,12 @@ BenchResult run_engine_bench(Backend& backend, const BenchOptions& o) {
     backend.set_profiling(true);
     timed_pass(backend, prefill, greedy);
     result.prefill_kernels = backend.last_forward_profile();
+    result.prefill_routing = backend.last_forward_routing();
     ForwardBatch middle = decode_from(ids);
     for (auto& s : middle.sequences) s.cached_tokens = o.input_tokens + (o.output_tokens - 1) / 2;
     timed_pass(backend, middle, greedy);
     result.decode_kernels = backend.last_forward_profile();
+    result.decode_routing = backend.last_forward_routing();
     backend.set_profiling(false);
   }
   for (auto& s : prefill.sequences) allocator.release(s.block_table);

@@ -37,6 +37,7 @@ struct BenchResult {
   int64_t kv_cache_tokens = 0;      // the backend's pool
   int64_t kv_bytes_per_token = 0;   // bf16 keys and values, all layers
   std::vector<KernelClassTime> prefill_kernels, decode_kernels;  // profiled passes
+  RoutingStats prefill_routing, decode_routing;  // their routing (mixtures of experts)
 };
 
 // Prefills `batch` random prompts of input_tokens together, `repeats` times, then decodes

@@ -164,7 +164,8 @@ std::vector<ProfileMeasurement> run_engine_profile(Backend& backend,
     backend.set_profiling(true);
     device_time_of(backend, batch, greedy, ids);
     measured[index] =
-        ProfileMeasurement{point, timing_stats(samples), backend.last_forward_profile()};
+        ProfileMeasurement{point, timing_stats(samples), backend.last_forward_profile(),
+                           backend.last_forward_routing()};
     backend.set_profiling(false);
   }
   std::vector<ProfileMeasurement> out;

@@ -25,6 +25,7 @@ struct ProfileMeasurement {
   ProfilePoint point;
   TimingStats step;  // device time of one forward pass with sampling (graph replay where on)
   std::vector<KernelClassTime> kernels;  // an eager, profiled pass of the same shape
+  RoutingStats routing;                  // that pass's routing (mixtures of experts)
 };
 
 // The grids `bench --profile` measures.

@@ -442,7 +442,75 @@ double fit_clock_gain(const std::vector<FitPoint>& points, EngineCosts& costs,
   return best_gain;
 }
 
+// The fit split's points of `profiles` with their kernel lists; held-out points only counted.
+std::vector<FitPoint> fit_split_points(const std::vector<EngineProfile>& profiles,
+                                       EngineSetupCache& setups, int& held_out) {
+  std::vector<FitPoint> points;
+  for (const EngineProfile& profile : profiles) {
+    for (const EngineProfilePoint& point : profile.points) {
+      if (point.held_out) {
+        ++held_out;
+        continue;
+      }
+      const EngineStepSetup& setup = setups.of(profile);
+      points.push_back({&profile, &point, &setup, engine_point_ops(setup, point)});
+    }
+  }
+  if (points.empty()) {
+    throw InputError("the engine profiles have no point in the fit split to fit");
+  }
+  return points;
+}
+
+std::vector<std::string> profile_paths(const std::vector<EngineProfile>& profiles) {
+  std::vector<std::string> files;
+  for (const auto& p : profiles) files.push_back(p.path);
+  return files;
+}
+
 }  // namespace
+
+EngineFit extend_engine_costs(const EngineCosts& base, const std::vector<EngineProfile>& profiles,
+                              const HardwareSpec& hw, const CostModel& fallback,
+                              const EngineKernelPrior& prior) {
+  EngineFit fit;
+  fit.costs = base;
+  EngineSetupCache setups(hw);
+  const std::vector<FitPoint> points = fit_split_points(profiles, setups, fit.held_out_points);
+  fit.fit_points = static_cast<int>(points.size());
+  // The tensor cores' clock at each point as base prices it (base's keys, the fallback for the
+  // kernels it lacks), as the full fit's last stage has it.
+  ClockAtPoints clock;
+  clock.gain = base.matrix_clock_gain;
+  if (clock.gain > 0.0) {
+    const EngineCostModel priced(base, std::make_unique<BorrowedCost>(fallback));
+    clock.duty = measured_tensor_core_duty(points, priced);
+  }
+  const auto samples = class_samples(points, base.ceilings, base.profile_mark_s, fit.notes, clock);
+  std::vector<std::string> added;
+  for (const auto& [key, list] : samples) {
+    if (base.kernels.count(key) != 0) continue;
+    const std::string path = path_of_key(key);
+    fit.costs.kernels[key] =
+        fit_engine_kernel(list, prior, engine_bound_of_path(path), engine_serial_path(path));
+    fit.class_samples += static_cast<int>(list.size());
+    added.push_back(key);
+  }
+  if (added.empty()) {
+    throw InputError("fit --engine --base: these profiles measure no kernel the base lacks");
+  }
+  const EngineCostModel fitted(fit.costs, std::make_unique<BorrowedCost>(fallback));
+  nlohmann::json extension = {{"files", profile_paths(profiles)},
+                              {"keys", added},
+                              {"fit_points", fit.fit_points},
+                              {"held_out_points_not_used", fit.held_out_points},
+                              {"class_samples", fit.class_samples},
+                              {"fit_steps", step_summary(points, fitted)},
+                              {"notes", fit.notes}};
+  if (!fit.costs.fit_summary.is_object()) fit.costs.fit_summary = nlohmann::json::object();
+  fit.costs.fit_summary["extensions"].push_back(std::move(extension));
+  return fit;
+}
 
 EngineFit fit_engine_costs(const std::vector<EngineProfile>& profiles, const HardwareSpec& hw,
                            const CostModel& fallback, const EngineKernelPrior& prior) {
@@ -451,21 +519,8 @@ EngineFit fit_engine_costs(const std::vector<EngineProfile>& profiles, const Har
   fit.costs.ceilings = engine_ceilings_of(hw);
   // The fit split only, from here on: nothing of a held-out point (its times included) is read.
   EngineSetupCache setups(hw);
-  std::vector<FitPoint> points;
-  for (const EngineProfile& profile : profiles) {
-    for (const EngineProfilePoint& point : profile.points) {
-      if (point.held_out) {
-        ++fit.held_out_points;
-        continue;
-      }
-      const EngineStepSetup& setup = setups.of(profile);
-      points.push_back({&profile, &point, &setup, engine_point_ops(setup, point)});
-    }
-  }
+  const std::vector<FitPoint> points = fit_split_points(profiles, setups, fit.held_out_points);
   fit.fit_points = static_cast<int>(points.size());
-  if (points.empty()) {
-    throw InputError("the engine profiles have no point in the fit split to fit");
-  }
   fit.costs.profile_mark_s = fit_profile_mark(points);
   // Two rounds: the second refines the profile mark with the host time the first found (small
   // prefills and eager decodes wait on the host between kernels, which the mark alone does not
@@ -509,9 +564,7 @@ EngineFit fit_engine_costs(const std::vector<EngineProfile>& profiles, const Har
         fit.costs.host_per_kernel_s * 1e6));
   }
   const EngineCostModel fitted(fit.costs, std::make_unique<BorrowedCost>(fallback));
-  std::vector<std::string> files;
-  for (const auto& p : profiles) files.push_back(p.path);
-  fit.costs.fit_summary = {{"files", files},
+  fit.costs.fit_summary = {{"files", profile_paths(profiles)},
                            {"fit_points", fit.fit_points},
                            {"held_out_points_not_used", fit.held_out_points},
                            {"class_samples", fit.class_samples},

@@ -33,4 +33,15 @@ struct EngineFit {
 EngineFit fit_engine_costs(const std::vector<EngineProfile>& profiles, const HardwareSpec& ceilings,
                            const CostModel& fallback, const EngineKernelPrior& prior = {});
 
+// `fit --engine --base FILE`: `base` (a fitted calibration) extended by the (class, path, format)
+// keys it lacks, fitted on `profiles`' fit split with base's profile mark and tensor-core clock;
+// every key and step constant of base is kept. A new model's profiles then add its own kernels
+// (a mixture of experts' router and experts) without moving what the other models were fitted
+// on: their eager steps wait on the host differently (a GEMM an expert launched after a read of
+// the counts), which would move the host's time per launch for every model. The extension is
+// listed in fit_summary["extensions"]. InputError when the profiles add no key.
+EngineFit extend_engine_costs(const EngineCosts& base, const std::vector<EngineProfile>& profiles,
+                              const HardwareSpec& ceilings, const CostModel& fallback,
+                              const EngineKernelPrior& prior = {});
+
 }  // namespace inferlab

@@ -7,6 +7,7 @@
 #include "model/engine_gemv_rows.hpp"
 #include "model/family_spec.hpp"
 #include "model/model_family.hpp"
+#include "model/moe_routing.hpp"
 #include "model/op_builders.hpp"
 
 namespace inferlab {
@@ -353,29 +354,54 @@ class EngineBuilder {
   // sort of the slots by expert for the grouped kernels and the GEMMs); the experts in the form
   // engine_moe_form picks (slot kernels, grouped kernels, or a cuBLASLt GEMM per expert reached
   // with its rows gathered first and SiLU x mul over all slots between); the weighted combine.
-  // The experts a step reaches are those uniform routing reaches in expectation
-  // (expected_active_experts).
+  // The experts a step reaches are those its routing reaches in expectation
+  // (expected_active_experts: the model's measured routing where it has one, else uniform).
   void add_experts() {
     const int64_t h = s_.hidden, inter = s_.intermediate, layers = model_.num_layers;
     const int64_t experts = model_.num_experts, top_k = model_.experts_per_token;
     const int64_t slots = tokens_ * top_k;
     const double t = static_cast<double>(tokens_), n = static_cast<double>(slots);
-    const double reached = expected_active_experts(experts, top_k, tokens_);
+    const int64_t sequences = std::clamp<int64_t>(
+        shape_.routed_sequences > 0 ? shape_.routed_sequences : shape_.batch, 1, tokens_);
+    const double reached =
+        expected_active_experts(model_, sequences, std::max<int64_t>(1, tokens_ / sequences));
     const MoeExpertForm form = engine_moe_form(tokens_, experts, top_k);
     const bool decode_kernels = form != MoeExpertForm::gemm;
+    // The router (engine_moe_route_form), then the sort unless slot by slot.
+    const int sort_kernels = form == MoeExpertForm::slots ? 0 : 1;
+    const MoeRouteForm route_form = engine_moe_route_form(tokens_, experts);
     Op route;
     route.name = "moe_route";
     route.kind = OpKind::gemm;
-    route.compute_dtype = DType::fp32;  // a warp's dot products on the CUDA cores
-    // Router logits (+ a top-k kernel for few tokens), then the sort unless slot by slot.
-    route.kernels =
-        (engine_moe_route_split(tokens_, experts) ? 2 : 1) + (form == MoeExpertForm::slots ? 0 : 1);
     route.gemm = {tokens_, experts, h, 1};
     route.flops = 2.0 * t * static_cast<double>(experts * h);
     route.weight_bytes = static_cast<double>(experts * h) * fb_;
-    route.activation_bytes = t * static_cast<double>(h) * fb_ + 16.0 * n;
-    route.tag = tag("moe_route", "route", "bf16");
-    add(route, Scope::per_layer, layers);
+    if (route_form == MoeRouteForm::gemm) {
+      // A cuBLASLt GEMM into fp32 logits, then the selection and the sort.
+      route.compute_dtype = p_.float_dtype;
+      route.activation_bytes = t * static_cast<double>(h) * fb_ + 4.0 * t * experts;
+      route.tag = tag("moe_route", "gemm", "bf16");
+      route.tag.marks = 0;  // one call with the selection (one profile mark after the sort)
+      add(route, Scope::per_layer, layers);
+      Op select;
+      select.name = "moe_select";
+      select.kind = OpKind::sampling;  // a top-k over each row, like sampling
+      select.compute_dtype = DType::fp32;
+      select.kernels = 1 + sort_kernels;
+      select.rows = tokens_;
+      select.cols = experts;
+      select.activation_bytes = 4.0 * t * experts + 16.0 * n;
+      select.tag = tag("moe_route", "select", "bf16");
+      add(select, Scope::per_layer, layers);
+    } else {
+      // A warp's dot products on the CUDA cores (+ a top-k kernel when split).
+      route.compute_dtype = DType::fp32;
+      route.kernels = (route_form == MoeRouteForm::split ? 2 : 1) + sort_kernels;
+      route.activation_bytes = t * static_cast<double>(h) * fb_ + 16.0 * n;
+      route.tag =
+          tag("moe_route", route_form == MoeRouteForm::split ? "route_split" : "route", "bf16");
+      add(route, Scope::per_layer, layers);
+    }
     // The slot kernels read a slot's expert once per slot; the grouped kernels and the GEMMs
     // each reached expert once.
     const double reads = form == MoeExpertForm::slots ? n : reached;
@@ -391,7 +417,10 @@ class EngineBuilder {
       gate_up.weight_bytes = gate_up_weights;
       gate_up.activation_bytes =
           t * static_cast<double>(h) * fb_ + n * static_cast<double>(inter) * fb_;
-      gate_up.tag = tag("gemm_gate_up", "moe_gemv", "bf16");
+      // The slot and the grouped kernels stream their weights at different rates: each its
+      // own path, so each its own calibration.
+      const char* path = form == MoeExpertForm::slots ? "moe_gemv" : "moe_grouped";
+      gate_up.tag = tag("gemm_gate_up", path, "bf16");
       add(gate_up, Scope::per_layer, layers);
       Op down = gate_up;
       down.name = "experts_down";
@@ -399,7 +428,7 @@ class EngineBuilder {
       down.flops = 2.0 * n * static_cast<double>(inter * h);
       down.weight_bytes = down_weights;
       down.activation_bytes = n * static_cast<double>(inter + h) * fb_;
-      down.tag = tag("gemm_down", "moe_gemv", "bf16");
+      down.tag = tag("gemm_down", path, "bf16");
       add(down, Scope::per_layer, layers);
     } else {
       Op gather = make_embedding_op("moe_gather", slots, h, p_.float_dtype);
@@ -417,7 +446,9 @@ class EngineBuilder {
       gate_up.flops = 4.0 * n * static_cast<double>(inter * h);
       gate_up.weight_bytes = gate_up_weights;
       gate_up.activation_bytes = n * static_cast<double>(h + 2 * inter) * fb_;
-      gate_up.tag = tag("gemm_gate_up", "gemm", "bf16");
+      // Their own path: a GEMM an expert, launched by the host after it waited for the counts
+      // (the pass's GPU idles while it launches them), at each expert's rows.
+      gate_up.tag = tag("gemm_gate_up", "moe_gemm", "bf16");
       add(gate_up, Scope::per_layer, layers);
       add_silu_mul(slots);
       Op down = gate_up;
@@ -426,7 +457,7 @@ class EngineBuilder {
       down.flops = 2.0 * n * static_cast<double>(inter * h);
       down.weight_bytes = down_weights;
       down.activation_bytes = n * static_cast<double>(inter + h) * fb_;
-      down.tag = tag("gemm_down", "gemm", "bf16");
+      down.tag = tag("gemm_down", "moe_gemm", "bf16");
       add(down, Scope::per_layer, layers);
     }
     Op combine;

@@ -35,14 +35,27 @@ constexpr MoeExpertForm engine_moe_form(int64_t tokens, int64_t experts, int64_t
   return MoeExpertForm::gemm;
 }
 
-// The router's logits: a block per token computes them all (8 warps, one expert each at a time)
-// and selects the top-k. With many experts and few tokens that is few blocks reading the whole
-// router each (Qwen3-30B-A3B: 512 KB a token, 2.55 ms of a 5.93 ms batch-1 step); then the
-// logits spread over blocks of 8 experts and a second kernel selects (0.63 ms, MEASUREMENTS §49).
+// The router's logits, in one of three forms:
+// - block: a block per token computes them all (8 warps, one expert each at a time) and selects
+//   the top-k: few experts (Mixtral's 8) and few tokens;
+// - split: with many experts and few tokens a block per token is few blocks reading the whole
+//   router each (Qwen3-30B-A3B: 512 KB a token, 2.55 ms of a 5.93 ms batch-1 step); the logits
+//   spread over blocks of 8 experts and a second kernel selects (0.63 ms, MEASUREMENTS §49);
+// - gemm: past kEngineMoeRouteSplitMaxTokens tokens (prefill) the logits are a cuBLASLt GEMM
+//   (fp32 out) and the same second kernel selects: a block per token read the router from L2
+//   once a token (Qwen3-30B-A3B's 4096-token prefill: 2 GB a layer).
+enum class MoeRouteForm { block, split, gemm };
+
 inline constexpr int64_t kEngineMoeRouteSplitMaxTokens = 128;
 
+constexpr MoeRouteForm engine_moe_route_form(int64_t tokens, int64_t experts) {
+  if (tokens > kEngineMoeRouteSplitMaxTokens) return MoeRouteForm::gemm;
+  return experts > 8 ? MoeRouteForm::split : MoeRouteForm::block;
+}
+
+// moe_route's own choice for a pass of at most kEngineMoeRouteSplitMaxTokens tokens.
 constexpr bool engine_moe_route_split(int64_t tokens, int64_t experts) {
-  return experts > 8 && tokens <= kEngineMoeRouteSplitMaxTokens;
+  return engine_moe_route_form(tokens, experts) == MoeRouteForm::split;
 }
 
 }  // namespace inferlab

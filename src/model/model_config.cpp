@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "model/family_spec.hpp"
+#include "model/moe_routing.hpp"
 #include "util/data_dir.hpp"
 #include "util/error.hpp"
 #include "util/json_file.hpp"
@@ -151,7 +152,12 @@ ModelConfig load_model(const std::string& name_or_path) {
   auto config = read_json_file(path, "model config");
   std::string name = std::filesystem::path(path).stem().string();
   if (name == "config") name = std::filesystem::path(path).parent_path().filename().string();
-  return parse_model_config(config, name, "model config '" + path.string() + "'");
+  ModelConfig model = parse_model_config(config, name, "model config '" + path.string() + "'");
+  // (A shipped name only: a config of the same name elsewhere is another model.)
+  const bool shipped = name_or_path.find('/') == std::string::npos &&
+                       std::filesystem::path(name_or_path).extension() != ".json";
+  if (shipped) attach_shipped_moe_routing(model);
+  return model;
 }
 
 std::vector<std::string> known_models() {

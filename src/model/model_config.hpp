@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace inferlab {
@@ -32,6 +33,10 @@ struct ModelConfig {
   bool gpt_style = false;   // LayerNorm + GELU MLP + learned positions + biases everywhere
   int64_t num_experts = 0;  // 0: dense MLP
   int64_t experts_per_token = 0;
+  // Measured routing (model/moe_routing.hpp): the experts one sequence of so many tokens reaches
+  // in a layer, by increasing tokens, and where it was measured; empty: uniform routing.
+  std::vector<std::pair<int64_t, double>> moe_sequence_reached;
+  std::string moe_routing_source;
   double rope_theta = 10000.0;
   std::optional<RopeScaling> rope_scaling;
 

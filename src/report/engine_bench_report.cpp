@@ -20,6 +20,14 @@ nlohmann::json timing_stats_json(const engine::TimingStats& s) {
           {"samples", s.samples}};
 }
 
+nlohmann::json routing_json(const engine::RoutingStats& routing) {
+  return {{"layers", routing.layers},
+          {"tokens", routing.tokens},
+          {"experts_reached_mean", routing.experts_reached_mean()},
+          {"max_rows_mean", routing.max_rows_mean()},
+          {"sorted_loads_sum", routing.sorted_loads_sum}};
+}
+
 nlohmann::json kernel_classes_json(const std::vector<engine::KernelClassTime>& kernels) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& k : kernels) {
@@ -67,6 +75,10 @@ nlohmann::json bench_json(const BenchSetup& setup, const engine::BenchResult& r,
        {{"prefill", kernel_classes_json(r.prefill_kernels)},
         {"decode", kernel_classes_json(r.decode_kernels)}}},
   };
+  if (!r.decode_routing.empty()) {
+    out["moe_routing"] = {{"prefill", routing_json(r.prefill_routing)},
+                          {"decode", routing_json(r.decode_routing)}};
+  }
   if (predicted) {
     const RequestPrediction& p = *predicted;
     out["predicted"] = {

@@ -25,6 +25,9 @@ struct BenchSetup {
 nlohmann::json timing_stats_json(const engine::TimingStats& stats);
 // Per kernel class: ms, launches, bytes, FLOPs and the achieved GB/s and TFLOP/s.
 nlohmann::json kernel_classes_json(const std::vector<engine::KernelClassTime>& kernels);
+// A pass's routing (engine/routing_stats.hpp): layers, tokens, experts_reached_mean,
+// max_rows_mean and sorted_loads_sum (each layer's slot counts, busiest first, summed).
+nlohmann::json routing_json(const engine::RoutingStats& routing);
 
 // `bench`: the fields predict prints (prefill_ms, ttft_ms, tpot_ms, e2e_ms, decode_tokens_per_s,
 // memory{...}) from the measurement, the spread of every timing, and per-kernel-class GPU time

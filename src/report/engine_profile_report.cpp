@@ -28,6 +28,7 @@ nlohmann::json engine_profile_json(const EngineProfileSetup& setup,
                     {"step_max_ms", m.step.max_s * 1e3},
                     {"repeats", m.step.samples},
                     {"kernels", kernels}});
+    if (!m.routing.empty()) rows.back()["moe_routing"] = routing_json(m.routing);
   }
   return {{"kind", "engine_profile"},
           {"model", setup.model},

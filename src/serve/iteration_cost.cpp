@@ -62,11 +62,14 @@ PredictedIterationCost::PredictedIterationCost(const ModelConfig& model,
   }
 }
 
-double PredictedIterationCost::flat_s(int64_t tokens, bool graphed) const {
-  const int64_t key = 2 * tokens + (graphed ? 1 : 0);
+double PredictedIterationCost::flat_s(int64_t tokens, bool graphed, int64_t sequences) const {
+  // Only a mixture of experts' price depends on how many sequences the rows are.
+  if (!model_.is_moe()) sequences = 1;
+  const auto key = std::make_tuple(tokens, graphed, sequences);
   auto it = flat_cache_.find(key);
   if (it != flat_cache_.end()) return it->second;
-  const StepShape shape{Phase::prefill, 1, tokens, tokens};
+  StepShape shape{Phase::prefill, 1, tokens, tokens};
+  shape.routed_sequences = sequences;
   const StepPrediction step = predict_step(graphed ? context_ : eager_context_, shape);
   double t = step.time_s;
   for (const auto& p : step.ops) {
@@ -164,7 +167,9 @@ double PredictedIterationCost::time_s(const IterationBatch& batch) const {
   const bool padded_graph = graphs_decode_only_ && uniform_decodes;
   const auto seqs = static_cast<int64_t>(batch.seqs.size());
   const int64_t rows = padded_graph ? graph_rows(seqs) * query : batch.total_tokens();
-  double t = flat_s(rows, !graphs_decode_only_ || uniform_decodes);
+  // (A graph's padding rows route as sequences of their own.)
+  double t =
+      flat_s(rows, !graphs_decode_only_ || uniform_decodes, padded_graph ? rows / query : seqs);
   const bool by_token = inferlab_engine_ && attention_by_token(max_query, rows);
   if (by_token) {
     const int64_t tokens = batch.total_tokens();

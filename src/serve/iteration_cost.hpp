@@ -1,6 +1,8 @@
 #pragma once
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -69,7 +71,9 @@ class PredictedIterationCost : public IterationCost {
   // Context-free ops and host cost, per token count; `graphed`: launched as a CUDA graph (where
   // graphs are on), else eagerly. The inferlab engine replays graphs only for iterations of one
   // decode token per sequence; every other iteration runs eagerly.
-  double flat_s(int64_t tokens, bool graphed = true) const;
+  // `sequences`: how many sequences the rows are (a mixture of experts routes each sequence's
+  // tokens alike: StepShape::routed_sequences); only MoE models read it.
+  double flat_s(int64_t tokens, bool graphed = true, int64_t sequences = 1) const;
   double sampled_s(int64_t seqs) const;  // LM head, gather and sampling
   double attention_s(int64_t seqs, int64_t new_tokens, int64_t context) const;
   double draft_step_s(int64_t seqs, int64_t context) const;
@@ -100,8 +104,8 @@ class PredictedIterationCost : public IterationCost {
   // times the two models' layers.
   double model_switch_s_ = 0.0;
   double host_link_bps_;
-  mutable std::unordered_map<int64_t, double> flat_cache_, sampled_cache_, draft_cache_,
-      draft_prefill_cache_;
+  mutable std::map<std::tuple<int64_t, bool, int64_t>, double> flat_cache_;
+  mutable std::unordered_map<int64_t, double> sampled_cache_, draft_cache_, draft_prefill_cache_;
   mutable std::unordered_map<uint64_t, double> attention_cache_;
   mutable std::vector<Op> scratch_;
 };

@@ -20,6 +20,17 @@ using testing::read_npy;
 using testing::run_inferlab;
 using testing::TinyCheckpoint;
 
+// Sequences that spill into a second block: 4 × 20 tokens take 4 × 2 blocks of 16, more than
+// 80 tokens' 5 blocks (the CPU's cache holds what bench sizes it for; it used to refuse this).
+TEST(EngineBenchCli, SequencesOfPartBlocksFitTheCacheBenchSizes) {
+  REQUIRE_TOKENIZER();
+  TinyCheckpoint tiny{"bench_cli_blocks", 64};
+  auto r = run_inferlab("bench --model " + tiny.ckpt.string() +
+                        " --device cpu --batch 4 --input 16 --output 4 --repeats 1 --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["memory"]["kv_cache_tokens"].get<int>(), 128);
+}
+
 TEST(EngineBenchCli, BenchOnTheCpuReportsPredictsFieldsAndTheSpread) {
   REQUIRE_TOKENIZER();
   TinyCheckpoint tiny{"bench_cli", 64};

@@ -29,6 +29,28 @@ std::filesystem::path scratch() {
   return dir;
 }
 
+// An extension must add kernels and keeps the base's step constants: profiles the base already
+// covers, the step constants given again, a base that is not there: errors, exit 2.
+TEST(EngineCalibrationCli, AnExtensionThatAddsNothingIsRefused) {
+  const std::string costs = (scratch() / "base.json").string();
+  ASSERT_EQ(run_inferlab("fit --engine --data " + synthetic() + " --out " + costs).exit_code, 0);
+  auto same = run_inferlab("fit --engine --base " + costs + " --data " + synthetic());
+  EXPECT_EQ(same.exit_code, 2);
+  EXPECT_NE(same.err.find("inferlab: error: fit --engine --base: these profiles measure no kernel "
+                          "the base lacks"),
+            std::string::npos)
+      << same.err;
+  auto constants =
+      run_inferlab("fit --engine --base " + costs + " --sync-pass-us 3 --data " + synthetic());
+  EXPECT_EQ(constants.exit_code, 2);
+  EXPECT_NE(constants.err.find("keeps the base's step constants"), std::string::npos)
+      << constants.err;
+  auto missing = run_inferlab("fit --engine --base " + (scratch() / "absent.json").string() +
+                              " --data " + synthetic());
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("inferlab: error:"), std::string::npos) << missing.err;
+}
+
 TEST(EngineCalibrationCli, FitThenValidateThenPredict) {
   const std::string costs = (scratch() / "h200.json").string();
   auto fit =
@@ -143,20 +165,32 @@ TEST(EngineCalibrationCli, WithoutEngineCostsTodaysPricingAndItsNote) {
 }
 
 // The shipped H200 calibration is the fit of the profiles its file lists, with the two loop
-// constants and the straggler rate it was given (its source says so); and the fit says that
-// these profiles do not pin the host's time per eager launch down (MEASUREMENTS §47).
+// constants and the straggler rate it was given (its source says so), extended by the kernels of
+// the profiles its extension lists (the mixtures of experts' router and experts, MEASUREMENTS
+// §50); and the fit says that the base profiles do not pin the host's time per eager launch down
+// (MEASUREMENTS §47).
 TEST(EngineCalibrationCli, ShippedH200EngineCostsAreTheFitOfTheirProfiles) {
   const std::filesystem::path repo = std::filesystem::path(testing::test_data_dir()).parent_path();
   const auto shipped = nlohmann::json::parse(std::ifstream(repo / "data/engine_costs/h200.json"));
-  std::string files;
-  for (const auto& f : shipped["fit"]["files"])
-    files += " " + (repo / f.get<std::string>()).string();
-  auto fit = run_inferlab(
+  auto paths = [&](const nlohmann::json& list) {
+    std::string files;
+    for (const auto& f : list) files += " " + (repo / f.get<std::string>()).string();
+    return files;
+  };
+  const auto dir = std::filesystem::temp_directory_path() / "inferlab_shipped_h200_costs";
+  std::filesystem::create_directories(dir);
+  const std::string base = (dir / "base.json").string();
+  auto base_fit = run_inferlab(
       "fit --engine --format json --decode-cta-gbps 35 --sync-pass-us 16.3 "
-      "--model-switch-us-per-layer 4.73 --data" +
-      files);
+      "--model-switch-us-per-layer 4.73 --out " +
+      base + " --data" + paths(shipped["fit"]["files"]));
+  ASSERT_EQ(base_fit.exit_code, 0) << base_fit.err;
+  ASSERT_EQ(shipped["fit"]["extensions"].size(), 1u);
+  auto fit = run_inferlab("fit --engine --format json --base " + base + " --data" +
+                          paths(shipped["fit"]["extensions"][0]["files"]));
   ASSERT_EQ(fit.exit_code, 0) << fit.err;
   const auto got = nlohmann::json::parse(fit.out);
+  EXPECT_EQ(got["fit"]["extensions"][0]["keys"], shipped["fit"]["extensions"][0]["keys"]);
   auto near = [](double a, double b) { return std::fabs(a - b) <= 1e-9 * std::fabs(b) + 1e-15; };
   for (const auto& [name, value] : shipped["steps"].items()) {
     EXPECT_TRUE(near(got["steps"][name].get<double>(), value.get<double>())) << name;
@@ -169,11 +203,12 @@ TEST(EngineCalibrationCli, ShippedH200EngineCostsAreTheFitOfTheirProfiles) {
     }
   }
   bool said = false;
-  for (const auto& note : got["fit"]["notes"]) {
+  const auto base_json = nlohmann::json::parse(base_fit.out);
+  for (const auto& note : base_json["fit"]["notes"]) {
     said = said || note.get<std::string>().find("host's time per eager launch is not identified") !=
                        std::string::npos;
   }
-  EXPECT_TRUE(said) << got["fit"]["notes"].dump();
+  EXPECT_TRUE(said) << base_json["fit"]["notes"].dump();
 }
 
 }  // namespace

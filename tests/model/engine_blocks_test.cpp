@@ -309,7 +309,8 @@ TEST(EngineBlocks, OtherFamiliesKeepTheFusedList) {
 // takes the grouped kernels, each expert uniform routing reaches (128 · (1 − (120/128)^8)) read
 // once, with the router split over blocks and the sort: 3 routing kernels.
 TEST(EngineBlocks, MixtureOfExpertsStepsPriceTheExpertsTheStepReaches) {
-  const ModelConfig mixtral = load_model("mixtral-8x7b");
+  ModelConfig mixtral = load_model("mixtral-8x7b");
+  mixtral.moe_sequence_reached.clear();  // uniform routing (measured: MoeRouting.*)
   EXPECT_EQ(engine_moe_form(1, 8, 2), MoeExpertForm::slots);
   EXPECT_EQ(engine_moe_form(2, 8, 2), MoeExpertForm::gemm);     // 4 slots > 8 / 4; few experts
   EXPECT_EQ(engine_moe_form(4, 128, 8), MoeExpertForm::slots);  // Qwen3-MoE: 32 of 128 experts
@@ -350,7 +351,7 @@ TEST(EngineBlocks, MixtureOfExpertsStepsPriceTheExpertsTheStepReaches) {
                    ops);
   const double reached = 8.0 * (1.0 - std::pow(6.0 / 8.0, 32));
   const Op gemm = op_named(ops, "experts_gate_up");
-  EXPECT_STREQ(gemm.tag.path, "gemm");
+  EXPECT_STREQ(gemm.tag.path, "moe_gemm");
   EXPECT_EQ(gemm.kernels, 8);
   EXPECT_EQ(gemm.gemm.m, 8);  // 64 slots over ~8 experts
   EXPECT_NEAR(gemm.weight_bytes + op_named(ops, "experts_down").weight_bytes, reached * expert,
@@ -358,14 +359,61 @@ TEST(EngineBlocks, MixtureOfExpertsStepsPriceTheExpertsTheStepReaches) {
   EXPECT_STREQ(op_named(ops, "moe_gather").tag.kernel_class, "moe_route");
   EXPECT_DOUBLE_EQ(op_named(ops, "silu_mul").activation_bytes, 3.0 * 64 * 14336 * 2);  // slots
 
-  const ModelConfig qwen = load_model("qwen3-30b-a3b");
+  ModelConfig qwen = load_model("qwen3-30b-a3b");
+  qwen.moe_sequence_reached.clear();  // uniform routing (measured: MoeRouting.*)
   const StepShape decode8{Phase::decode, 8, 1, 1024};
   build_step_graph(qwen, decode8, Precision{}, engine_plan(true, true), shard_dims(qwen, 1), ops);
   const Op grouped = op_named(ops, "experts_gate_up");
-  EXPECT_STREQ(grouped.tag.path, "moe_gemv");
+  EXPECT_STREQ(grouped.tag.path, "moe_grouped");
   EXPECT_NEAR(grouped.weight_bytes + op_named(ops, "experts_down").weight_bytes,
               128.0 * (1.0 - std::pow(120.0 / 128.0, 8)) * 3.0 * 768 * 2048 * 2, 1e3);
   EXPECT_EQ(op_named(ops, "moe_route").kernels, 3);  // router logits, top-k, sort
+  EXPECT_STREQ(op_named(ops, "moe_route").tag.path, "route_split");
+}
+
+// Past 128 tokens the router is a cuBLASLt GEMM into fp32 logits, one call with the selection
+// and the sort (one profile mark); the experts a prefill reaches follow the model's measured
+// routing: one sequence of 1024 tokens reaches what the curve says, two such sequences
+// E (1 - (1 - R/E)^2); the serving simulator's flat pass of 64 one-token rows routes as 64
+// sequences (uniform routing's expectation), not as one sequence of 64 tokens.
+TEST(EngineBlocks, MixtureOfExpertsPrefillsRouteByGemmAndBySequence) {
+  ModelConfig qwen = load_model("qwen3-30b-a3b");
+  qwen.moe_sequence_reached = {{128, 32.0}, {2048, 48.0}};
+  auto op_named = [](const std::vector<Op>& ops, const std::string& name) {
+    for (const Op& op : ops) {
+      if (op.name == name) return op;
+    }
+    ADD_FAILURE() << "no op " << name;
+    return Op{};
+  };
+  const double expert = 3.0 * 768 * 2048 * 2;  // bytes of one expert's gate, up and down
+  auto expert_bytes = [&](const std::vector<Op>& ops) {
+    return op_named(ops, "experts_gate_up").weight_bytes +
+           op_named(ops, "experts_down").weight_bytes;
+  };
+  std::vector<Op> ops;
+  build_step_graph(qwen, {Phase::prefill, 1, 512, 512}, Precision{}, engine_plan(true, true),
+                   shard_dims(qwen, 1), ops);
+  const Op route = op_named(ops, "moe_route"), select = op_named(ops, "moe_select");
+  EXPECT_STREQ(route.tag.path, "gemm");
+  EXPECT_EQ(route.tag.marks, 0);
+  EXPECT_EQ(route.gemm.m, 512);
+  EXPECT_EQ(route.gemm.n, 128);
+  EXPECT_STREQ(select.tag.kernel_class, "moe_route");
+  EXPECT_EQ(select.kernels, 2);                         // selection and sort
+  EXPECT_NEAR(expert_bytes(ops), 40.0 * expert, 1e-3);  // halfway in log: 40 experts
+
+  build_step_graph(qwen, {Phase::prefill, 2, 512, 512}, Precision{}, engine_plan(true, true),
+                   shard_dims(qwen, 1), ops);
+  EXPECT_NEAR(expert_bytes(ops), 67.5 * expert, 1e-3);  // 128 (1 - (88/128)^2)
+
+  StepShape flat{Phase::prefill, 1, 64, 64};
+  build_step_graph(qwen, flat, Precision{}, engine_plan(true, true), shard_dims(qwen, 1), ops);
+  const double one_sequence = expert_bytes(ops);
+  flat.routed_sequences = 64;
+  build_step_graph(qwen, flat, Precision{}, engine_plan(true, true), shard_dims(qwen, 1), ops);
+  EXPECT_NEAR(expert_bytes(ops), 128.0 * (1.0 - std::pow(120.0 / 128.0, 64)) * expert, 1e-3);
+  EXPECT_LT(one_sequence, expert_bytes(ops));
 }
 
 // Split over GPUs the engine's step has an all-reduce after each O and down projection (the

@@ -30,6 +30,8 @@ bool engine_stream_gemv_path(std::string_view path) {
 
 double engine_op_peak(const Op& op, const EngineCeilings& ceilings) {
   if (!runs_on_matrix_units(op.kind)) return ceilings.fp32_flops_per_s;
+  // The experts' slot and grouped kernels multiply on the CUDA cores.
+  if (engine_moe_cuda_core_path(op.tag.path)) return ceilings.fp32_flops_per_s;
   if (ceilings.stream_gemv_simt && engine_stream_gemv_path(op.tag.path)) {
     return ceilings.fp32_flops_per_s;
   }
@@ -44,8 +46,12 @@ double engine_op_peak(const Op& op, const EngineCeilings& ceilings) {
                    std::string(dtype_name(op.compute_dtype)) + " matrix peak");
 }
 
+bool engine_moe_cuda_core_path(std::string_view path) {
+  return path == "moe_gemv" || path == "moe_grouped";
+}
+
 bool engine_tensor_core_path(std::string_view path) {
-  return path == "gemm" || path == "flash_prefill";
+  return path == "gemm" || path == "moe_gemm" || path == "flash_prefill";
 }
 
 bool engine_tensor_core_op(const Op& op) {

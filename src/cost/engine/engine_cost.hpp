@@ -52,21 +52,24 @@ class EngineCostModel : public CostModel {
 };
 
 // The peak FLOP/s an op's FLOPs are priced against: the matrix peak of its compute dtype for
-// GEMMs and attention, the fp32 SIMT rate for everything else and, where the ceilings say so
-// (EngineCeilings::stream_gemv_simt), for the streaming GEMV, whose multiply-adds run on the
-// CUDA cores.
+// GEMMs and attention, the fp32 SIMT rate for everything else, for the experts' CUDA-core
+// kernels and, where the ceilings say so (EngineCeilings::stream_gemv_simt), for the streaming
+// GEMV, whose multiply-adds run on the CUDA cores.
 double engine_op_peak(const Op& op, const EngineCeilings& ceilings);
 // The streaming GEMV's paths (1-2 rows): "gemv" and "gemv_fused" (not the tensor-core GEMV's
 // "gemv_mma" ones).
 bool engine_stream_gemv_path(std::string_view path);
+// A mixture of experts' slot and grouped kernels ("moe_gemv", "moe_grouped"): CUDA-core
+// multiply-adds, priced against the fp32 rate like the streaming GEMV.
+bool engine_moe_cuda_core_path(std::string_view path);
 
 // The flash decode's split-K combine trips past the first (model/engine_decode_plan.hpp), as the
 // engine plans the op's shape on `ceilings.sm_count` SMs; 0 for other ops, one group of splits,
 // or no SM count.
 int64_t engine_combine_extra_trips(const Op& op, const EngineCeilings& ceilings);
 
-// Whether the engine runs `op` on the tensor cores (cuBLASLt GEMMs, the tiled prefill
-// attention): the kernels whose clock EngineCosts::matrix_clock_gain describes when their
+// Whether the engine runs `op` on the tensor cores (cuBLASLt GEMMs, the experts' GEMMs, the tiled
+// prefill attention): the kernels whose clock EngineCosts::matrix_clock_gain describes when their
 // compute term binds.
 bool engine_tensor_core_op(const Op& op);
 bool engine_tensor_core_path(std::string_view path);  // the same, by the key's path

@@ -49,10 +49,16 @@ ForwardResult CpuBackend::forward(const ForwardBatch& batch) {
   ForwardResult result;
   result.vocab_size = config_.model.vocab_size;
   result.first_row.push_back(0);
+  const ModelConfig& m = config_.model;
+  routed_experts_.assign(m.is_moe() ? static_cast<size_t>(m.num_layers) : 0, {});
+  routing_.clear();
+  int64_t tokens = 0;
   for (const auto& chunk : batch.sequences) {
     forward_chunk(chunk, result.logits);
     result.first_row.push_back(static_cast<int64_t>(result.logits.size()) / result.vocab_size);
+    tokens += static_cast<int64_t>(chunk.tokens.size());
   }
+  for (const auto& ids : routed_experts_) routing_.add_layer(ids, tokens, m.num_experts);
   return result;
 }
 
@@ -134,7 +140,8 @@ void CpuBackend::forward_chunk(const SequenceChunk& chunk, std::vector<float>& l
       cpu::rms_norm(&x[t * hidden], w.post_attention_layernorm.data(), hidden, eps, &h[t * hidden]);
     }
     if (m.is_moe()) {  // (never quantized: check_moe_quantization)
-      cpu::moe_mlp(h.data(), tokens, w, config_, proj.data());
+      cpu::moe_mlp(h.data(), tokens, w, config_, proj.data(),
+                   &routed_experts_.at(static_cast<size_t>(layer)));
       for (int64_t i = 0; i < tokens * hidden; ++i) x[i] += proj[i];
       continue;
     }

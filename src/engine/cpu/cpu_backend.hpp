@@ -41,6 +41,7 @@ class CpuBackend : public Backend {
   const LlamaConfig& config() const override { return config_; }
   const KvCacheLayout& kv_layout() const override { return cache_.layout(); }
   ForwardResult forward(const ForwardBatch& batch) override;
+  RoutingStats last_forward_routing() const override { return routing_; }
   void fill_kv_cache_random(uint64_t seed) override { cache_.fill_random(seed); }
   int64_t kv_block_host_bytes() const override { return cache_.block_bytes(); }
   std::unique_ptr<KvHostCopy> copy_kv_blocks_to_host(std::span<const int32_t> blocks) override {
@@ -84,6 +85,10 @@ class CpuBackend : public Backend {
   ProjectionInputSink* inputs_ = nullptr;
   HostCollectives* group_ = nullptr;
   int rank_ = 0;
+  // A mixture of experts' choices in this pass, per layer, over all its chunks, and their
+  // statistics once the pass is done.
+  std::vector<std::vector<int32_t>> routed_experts_;
+  RoutingStats routing_;
 };
 
 // Memory the CPU backend takes for `config` with a cache of `max_tokens` tokens: fp32 weights

@@ -35,7 +35,7 @@ ExpertChoice route_token(const float* logits, int64_t num_experts, int64_t top_k
 }
 
 void moe_mlp(const float* x, int64_t tokens, const LayerWeights& weights, const LlamaConfig& config,
-             float* out) {
+             float* out, std::vector<int32_t>* chosen) {
   const ModelConfig& m = config.model;
   const int64_t hidden = m.hidden_size, inter = m.intermediate_size;
   if (static_cast<int64_t>(weights.experts.size()) != m.num_experts) {
@@ -51,6 +51,9 @@ void moe_mlp(const float* x, int64_t tokens, const LayerWeights& weights, const 
     linear(row, 1, weights.router.data(), nullptr, hidden, m.num_experts, logits.data());
     const ExpertChoice choice = route_token(logits.data(), m.num_experts, m.experts_per_token,
                                             config.moe.renormalize_top_k);
+    if (chosen != nullptr) {
+      for (int64_t e : choice.experts) chosen->push_back(static_cast<int32_t>(e));
+    }
     for (size_t c = 0; c < choice.experts.size(); ++c) {
       const auto& expert = weights.experts[static_cast<size_t>(choice.experts[c])];
       linear(row, 1, expert.gate_proj.data(), nullptr, hidden, inter, gate.data());

@@ -23,7 +23,8 @@ ExpertChoice route_token(const float* logits, int64_t num_experts, int64_t top_k
 
 // out[t] = Σ over token t's chosen experts e of weight_e · down_e(SiLU(gate_e x[t]) ⊙ up_e x[t]),
 // with the router's logits router · x[t] in fp32. x: [tokens, hidden], out: [tokens, hidden].
+// With `chosen`, each token's experts are appended to it (token by token, in the order chosen).
 void moe_mlp(const float* x, int64_t tokens, const LayerWeights& weights, const LlamaConfig& config,
-             float* out);
+             float* out, std::vector<int32_t>* chosen = nullptr);
 
 }  // namespace inferlab::engine::cpu

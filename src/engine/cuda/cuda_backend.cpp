@@ -304,6 +304,7 @@ void CudaBackend::finish_timing() {
   INFERLAB_CUDA_CHECK(cudaStreamSynchronize(stream_));
   last_device_s_ = timer_.total_s();
   profile_ = timer_.classes();
+  collect_routing();
 }
 
 ForwardResult CudaBackend::forward(const ForwardBatch& batch) {
@@ -473,6 +474,7 @@ std::vector<int32_t> CudaBackend::run_graphed(const ForwardMetadata& meta,
                                       cudaMemcpyDeviceToHost, stream_));
   finish_timing();
   profile_.clear();
+  routing_.clear();
   return ids;
 }
 

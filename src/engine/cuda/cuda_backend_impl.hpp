@@ -98,6 +98,7 @@ class CudaBackend final : public Backend {
   double last_forward_device_s() const override { return last_device_s_; }
   void set_profiling(bool on) override { timer_.set_enabled(on); }
   std::vector<KernelClassTime> last_forward_profile() const override { return profile_; }
+  RoutingStats last_forward_routing() const override { return routing_; }
   void fill_kv_cache_random(uint64_t seed) override;
   // Every projection once at every row count from 1 to max_rows (CudaBackendOptions::
   // warm_gemm_rows) and the LM head at every count its buffer takes, layer 0's weights standing
@@ -142,6 +143,10 @@ class CudaBackend final : public Backend {
   // replays does); larger passes read the experts' row counts on the host and run a GEMM each.
   bool moe_takes_gemv(int tokens) const;
   MoeRouting moe_routing();
+  // A profiled pass's expert ids of `layer` kept on the device (routing_ids_), and read back into
+  // routing_ once the pass is done (collect_routing, from finish_timing).
+  void record_routing(int64_t layer, const int32_t* expert_ids, int slots);
+  void collect_routing();
   // The O and down GEMVs' epilogue on `input`: the residual add, or under tensor parallelism
   // what makes the all-reduce after it complete the add.
   GemvFused row_parallel_epilogue(const __nv_bfloat16* input);
@@ -193,6 +198,9 @@ class CudaBackend final : public Backend {
   std::map<decltype(GraphShape{}.key()), cudaGraphExec_t> graphs_;  // GraphShape::key() → graph
   double last_device_s_ = -1;
   std::vector<KernelClassTime> profile_;
+  RoutingStats routing_;               // a profiled pass's routing (launch_moe_block)
+  DeviceBuffer<int32_t> routing_ids_;  // [layers][moe_slots], allocated by the first profiled pass
+  int routing_slots_ = 0;              // slots a layer of the pass being recorded, 0: none
 };
 
 }  // namespace inferlab::engine::cuda

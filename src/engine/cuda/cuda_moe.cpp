@@ -33,6 +33,33 @@ MoeRouting CudaBackend::moe_routing() {
   return routing;
 }
 
+void CudaBackend::record_routing(int64_t layer, const int32_t* expert_ids, int slots) {
+  const size_t per_layer = static_cast<size_t>(sizes_.moe_slots);
+  if (routing_ids_.size() == 0) {
+    routing_ids_ = DeviceBuffer<int32_t>(static_cast<size_t>(config_.model.num_layers) * per_layer);
+  }
+  INFERLAB_CUDA_CHECK(cudaMemcpyAsync(routing_ids_.data() + static_cast<size_t>(layer) * per_layer,
+                                      expert_ids, static_cast<size_t>(slots) * sizeof(int32_t),
+                                      cudaMemcpyDeviceToDevice, stream_));
+  routing_slots_ = slots;
+}
+
+void CudaBackend::collect_routing() {
+  if (routing_slots_ == 0) return;
+  const ModelConfig& m = config_.model;
+  const size_t per_layer = static_cast<size_t>(sizes_.moe_slots);
+  std::vector<int32_t> ids(routing_ids_.size());
+  INFERLAB_CUDA_CHECK(cudaMemcpy(ids.data(), routing_ids_.data(), ids.size() * sizeof(int32_t),
+                                 cudaMemcpyDeviceToHost));
+  const auto slots = static_cast<size_t>(routing_slots_);
+  for (int64_t layer = 0; layer < m.num_layers; ++layer) {
+    const std::span<const int32_t> layer_ids(ids.data() + static_cast<size_t>(layer) * per_layer,
+                                             slots);
+    routing_.add_layer(layer_ids, routing_slots_ / m.experts_per_token, m.num_experts);
+  }
+  routing_slots_ = 0;
+}
+
 bool CudaBackend::moe_takes_gemv(int tokens) const {
   // The slot and grouped kernels need no host read of the experts' row counts (the rule is
   // model/engine_moe_rules.hpp's, which the prediction reads too).
@@ -60,12 +87,23 @@ void CudaBackend::launch_moe_block(int64_t layer, int tokens) {
   if (capture != cudaStreamCaptureStatusNone && form == MoeExpertForm::gemm) {
     form = MoeExpertForm::grouped;
   }
-  moe_route(normed_.data(), w.router, tokens, hidden, experts, top_k, config_.moe.renormalize_top_k,
-            routing, stream_);
+  if (engine_moe_route_form(tokens, experts) == MoeRouteForm::gemm) {
+    projector_.linear(normed_.data(), tokens, expert_matrix(w.router, experts, hidden), nullptr,
+                      routing.router_logits, /*y_fp32=*/true, stream_);
+    moe_select(tokens, experts, top_k, config_.moe.renormalize_top_k, routing, stream_);
+  } else {
+    moe_route(normed_.data(), w.router, tokens, hidden, experts, top_k,
+              config_.moe.renormalize_top_k, routing, stream_);
+  }
   // The slot kernels go slot by slot; the grouped kernels and the GEMMs need the slots grouped
   // by expert.
   if (form != MoeExpertForm::slots) moe_sort_by_expert(slots, experts, routing, stream_);
   timer_.mark("moe_route", 2.0 * (t + experts) * hidden + 8.0 * s, 2.0 * t * experts * hidden);
+  // A profiled pass (eager, never captured) keeps where the slots went, on the device: a host
+  // read here would wait for the GPU and put the wait into the next kernel's time.
+  if (timer_.enabled() && capture == cudaStreamCaptureStatusNone) {
+    record_routing(layer, routing.expert_ids, slots);
+  }
 
   // The GEMMs' row counts, on the host; a profiled grouped pass reads them too, so that its
   // bytes count the experts the batch reached (not an assumed spread).

@@ -41,6 +41,12 @@ void moe_route(const __nv_bfloat16* x, const __nv_bfloat16* router, int tokens, 
                int num_experts, int top_k, bool renormalize, const MoeRouting& routing,
                cudaStream_t stream);
 
+// moe_route's selection alone, from logits already in routing.router_logits [tokens,
+// num_experts] (fp32, rounded to bf16 here as nn.Linear's output): the second half of routing
+// a prefill whose router logits came from a cuBLASLt GEMM.
+void moe_select(int tokens, int num_experts, int top_k, bool renormalize, const MoeRouting& routing,
+                cudaStream_t stream);
+
 // Counting sort of the tokens · top_k slots by routing.expert_ids: offsets, sorted slots (in
 // slot order within an expert) and every slot's position. One block.
 void moe_sort_by_expert(int slots, int num_experts, const MoeRouting& routing, cudaStream_t stream);

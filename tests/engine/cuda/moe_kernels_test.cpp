@@ -40,6 +40,13 @@ std::vector<T> download(const T* device, size_t count) {
   return host;
 }
 
+template <typename T>
+DeviceBuffer<T> upload_values(const std::vector<T>& values) {
+  DeviceBuffer<T> buffer(values.size());
+  buffer.upload(values.data(), values.size());
+  return buffer;
+}
+
 double dot(const float* a, const float* b, int n) {
   double sum = 0;
   for (int i = 0; i < n; ++i) sum += double{a[i]} * b[i];
@@ -50,6 +57,29 @@ struct Shape {
   int tokens, hidden, inter, experts, top_k;
   bool renormalize;
 };
+
+// The sort of `ids` as moe_sort_by_expert left it in `routing`: offsets count each expert's
+// slots; sorted slots grouped by expert, increasing within one (stable); slot_position its
+// inverse.
+void check_sort(const std::vector<int32_t>& ids, int experts, const cuda::MoeRouting& routing) {
+  const size_t slots = ids.size();
+  const auto offsets = download(routing.expert_offsets, static_cast<size_t>(experts) + 1);
+  const auto sorted = download(routing.sorted_slots, slots);
+  const auto position = download(routing.slot_position, slots);
+  ASSERT_EQ(offsets.front(), 0);
+  ASSERT_EQ(offsets.back(), static_cast<int32_t>(slots));
+  for (int j = 0; j < experts; ++j) {
+    const auto count = std::count(ids.begin(), ids.end(), j);
+    ASSERT_EQ(offsets[static_cast<size_t>(j) + 1] - offsets[static_cast<size_t>(j)], count);
+    for (int p = offsets[static_cast<size_t>(j)]; p < offsets[static_cast<size_t>(j) + 1]; ++p) {
+      ASSERT_EQ(ids[static_cast<size_t>(sorted[static_cast<size_t>(p)])], j);
+      if (p > offsets[static_cast<size_t>(j)]) {
+        ASSERT_LT(sorted[static_cast<size_t>(p) - 1], sorted[static_cast<size_t>(p)]);
+      }
+      ASSERT_EQ(position[static_cast<size_t>(sorted[static_cast<size_t>(p)])], p);
+    }
+  }
+}
 
 // One MoE layer's kernels end to end on random bf16 inputs, each stage checked.
 void check_layer(const Shape& shape, unsigned seed) {
@@ -115,24 +145,44 @@ void check_layer(const Shape& shape, unsigned seed) {
     EXPECT_EQ(download(split.expert_ids, static_cast<size_t>(slots)), ids);
     EXPECT_EQ(download(split.expert_weights, static_cast<size_t>(slots)), chosen_weights);
   }
-  // Sort: offsets count each expert's slots; sorted slots grouped by expert, increasing within
-  // one; slot_position its inverse.
-  const auto offsets = download(routing.expert_offsets, static_cast<size_t>(e) + 1);
-  const auto sorted = download(routing.sorted_slots, static_cast<size_t>(slots));
-  const auto position = download(routing.slot_position, static_cast<size_t>(slots));
-  ASSERT_EQ(offsets.front(), 0);
-  ASSERT_EQ(offsets.back(), slots);
-  for (int j = 0; j < e; ++j) {
-    const auto count = std::count(ids.begin(), ids.end(), j);
-    ASSERT_EQ(offsets[static_cast<size_t>(j) + 1] - offsets[static_cast<size_t>(j)], count);
-    for (int p = offsets[static_cast<size_t>(j)]; p < offsets[static_cast<size_t>(j) + 1]; ++p) {
-      ASSERT_EQ(ids[static_cast<size_t>(sorted[static_cast<size_t>(p)])], j);
-      if (p > offsets[static_cast<size_t>(j)]) {
-        ASSERT_LT(sorted[static_cast<size_t>(p) - 1], sorted[static_cast<size_t>(p)]);
+  // The prefill's selection (moe_select) from fp32 logits, as a cuBLASLt GEMM leaves them (not
+  // rounded): rounded to bf16 first, it picks what the CPU picks from those logits rounded.
+  {
+    std::vector<float> fp32_logits(static_cast<size_t>(t) * e);
+    for (int token = 0; token < t; ++token) {
+      for (int j = 0; j < e; ++j) {
+        fp32_logits[static_cast<size_t>(token) * e + j] =
+            static_cast<float>(dot(&x.values[static_cast<size_t>(token) * h],
+                                   &router.values[static_cast<size_t>(j) * h], h));
       }
-      ASSERT_EQ(position[static_cast<size_t>(sorted[static_cast<size_t>(p)])], p);
+    }
+    auto logits_d = upload_values(fp32_logits);
+    DeviceBuffer<int32_t> select_ids(static_cast<size_t>(slots));
+    DeviceBuffer<float> select_weights(static_cast<size_t>(slots));
+    cuda::MoeRouting select = routing;
+    select.expert_ids = select_ids.data();
+    select.expert_weights = select_weights.data();
+    select.router_logits = logits_d.data();
+    cuda::moe_select(t, e, k, shape.renormalize, select, nullptr);
+    const auto got_ids = download(select.expert_ids, static_cast<size_t>(slots));
+    const auto got_weights = download(select.expert_weights, static_cast<size_t>(slots));
+    for (int token = 0; token < t; ++token) {
+      std::vector<float> rounded(static_cast<size_t>(e));
+      for (int j = 0; j < e; ++j) {
+        rounded[static_cast<size_t>(j)] =
+            round_bf16(fp32_logits[static_cast<size_t>(token) * e + j]);
+      }
+      const cpu::ExpertChoice choice = cpu::route_token(rounded.data(), e, k, shape.renormalize);
+      for (int j = 0; j < k; ++j) {
+        const size_t s = static_cast<size_t>(token * k + j);
+        EXPECT_EQ(got_ids[s], choice.experts[static_cast<size_t>(j)]) << "token " << token;
+        EXPECT_NEAR(got_weights[s], choice.weights[static_cast<size_t>(j)], 2e-6)
+            << "token " << token;
+      }
     }
   }
+  check_sort(ids, e, routing);
+  const auto sorted = download(routing.sorted_slots, static_cast<size_t>(slots));
   // Experts, slot by slot: transformers' roundings; the GPU's fp32 sums differ in order, so a
   // value may land one bf16 step away (2^-8 relative) from the reference's.
   const auto act_h = to_host(act), y_h = to_host(y), rows_h = to_host(rows), out_h = to_host(out);
@@ -239,6 +289,33 @@ TEST(MoeKernels, EveryExpertChosenAndManySlotsAnExpert) {
   check_layer({50, 64, 40, 3, 3, true}, 4);  // 50 slots an expert
 }
 
+// The sort at a 4096-token prefill's size and past its warps' even runs (32 warps, each a run of
+// whole 32-slot chunks): slot counts that leave the last runs partial or empty, and routing as a
+// random-weight model's prompt routes it (most slots on one expert), or spread.
+TEST(MoeKernels, SortOfManySlotsIsStable) {
+  REQUIRE_GPU();
+  std::mt19937 rng(7);
+  for (int slots : {1, 31, 33, 1000, 1025, 32767, 32768}) {
+    for (bool skewed : {true, false}) {
+      const int experts = 128;
+      std::vector<int32_t> ids(static_cast<size_t>(slots));
+      for (auto& id : ids) {
+        id = skewed && rng() % 8 != 0 ? 5 : static_cast<int32_t>(rng() % experts);
+      }
+      auto ids_d = upload_values(ids);
+      DeviceBuffer<int32_t> ints(static_cast<size_t>(2 * slots + experts + 1));
+      cuda::MoeRouting routing;
+      routing.expert_ids = ids_d.data();
+      routing.sorted_slots = ints.data();
+      routing.slot_position = ints.data() + slots;
+      routing.expert_offsets = ints.data() + 2 * slots;
+      cuda::moe_sort_by_expert(slots, experts, routing, nullptr);
+      SCOPED_TRACE(::testing::Message() << slots << " slots, skewed " << skewed);
+      check_sort(ids, experts, routing);
+    }
+  }
+}
+
 TEST(MoeKernels, RoutingOutOfRangeIsRefused) {
   REQUIRE_GPU();
   cuda::MoeRouting routing;
@@ -246,6 +323,8 @@ TEST(MoeKernels, RoutingOutOfRangeIsRefused) {
                std::invalid_argument);
   EXPECT_THROW(cuda::moe_route(nullptr, nullptr, 1, 64, 8, 9, true, routing, nullptr),
                std::invalid_argument);
+  EXPECT_THROW(cuda::moe_select(1, 8, 2, true, routing, nullptr),
+               std::invalid_argument);  // no logits
   EXPECT_THROW(cuda::moe_expert_gate_up(nullptr, nullptr, 2, 2, 60, 64, routing, nullptr, nullptr),
                std::invalid_argument);
 }

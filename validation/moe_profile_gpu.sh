@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# One device call for the mixture-of-experts prediction (issue 40): the MoE GPU tests, then the
+# engine's profile (`bench --profile`, standard grid, CUDA graphs on, bf16, random weights) of
+# each MoE model, whose points record the routing of their profiled passes (moe_routing).
+#   STAGES="tests qwen3-30b-a3b mixtral-8x7b serve" bash validation/moe_profile_gpu.sh BIN_DIR
+# serve: Mixtral served by the engine and by the simulator on one trace
+# (validation/serve_engine_vs_sim.py, 64 requests, saturated and at half the capacity).
+# Results under $OUT/moe_profile: tests.txt, profile_<model>.json (+ .err), serve.json/.log,
+# gpu.csv.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+source validation/gpu_common.sh
+bin=$1
+gpu_env "$bin"
+out=${OUT:-/tmp}/moe_profile
+mkdir -p "$out"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$out/gpu.csv"
+for stage in ${STAGES:-tests qwen3-30b-a3b mixtral-8x7b}; do
+  start=$(date +%s)
+  case $stage in
+    tests)
+      "$bin/inferlab_tests" --gtest_filter="${MOE_TEST_FILTER:-MoeKernels.*:CudaMoeBackend.*:CudaFamilyBackend.*:CudaLayerKernels*:CudaBackend.*:CudaHeadDimBackend.*:CudaQuantBackend*:RoutingStats.*}" \
+        > "$out/tests.txt" 2>&1
+      echo "tests rc=$?"
+      tail -3 "$out/tests.txt" ;;
+    serve)
+      timeout "${MOE_SERVE_TIMEOUT_S:-300}" python3 validation/serve_engine_vs_sim.py "$bin/inferlab" \
+        "$out/serve.json" --model mixtral-8x7b --hardware h200 --requests 64 --loads 0.5 \
+        --kv-tokens 131072 > "$out/serve.log" 2>&1
+      echo "serve rc=$?"
+      tail -4 "$out/serve.log" ;;
+    *)
+      timeout "${MOE_PROFILE_TIMEOUT_S:-240}" "$bin/inferlab" bench --profile --model "$stage" \
+        --device cuda --repeats 3 --warmup 1 --cuda-graphs on --format json \
+        > "$out/profile_$stage.json" 2> "$out/profile_$stage.err"
+      echo "profile $stage rc=$?"
+      tail -3 "$out/profile_$stage.err" ;;
+  esac
+  echo "$stage took $(( $(date +%s) - start )) s"
+done
