@@ -3,9 +3,9 @@
 
 For each family: transformers builds a random model from its own config class (Phi3Config,
 Qwen3Config, Qwen3MoeConfig; 4 layers of 1024, weights widened to N(0, 1/sqrt(in)) and norm
-weights drawn N(1, 0.1) so that Qwen3's q/k norms matter), saves it with save_pretrained (Qwen3-
-MoE's experts rewritten per expert when transformers 5 fuses them, moe_reference.unfuse_experts),
-and `inferlab logits` runs a 320-token prefill and 32 teacher-forced decode steps on the CUDA
+weights drawn N(1, 0.1) so that Qwen3's q/k norms matter), saves it with save_pretrained (transformers 5
+stacks Qwen3-MoE's experts: mlp.experts.gate_up_proj and down_proj, which the engine reads as
+they are), and `inferlab logits` runs a 320-token prefill and 32 teacher-forced decode steps on the CUDA
 backend from that folder. Reference: transformers' fp32 forward of the same bf16 weights (one
 pass, no cache), the folder loaded with from_pretrained (hf_references: a model cast with
 .to(bfloat16) would carry bf16-rounded RoPE frequencies). Per family: the cosine of each position's logits to the reference, for the engine
@@ -31,7 +31,6 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from moe_reference import unfuse_experts  # noqa: E402
 
 PREFILL, DECODE = 320, 32
 COMMON = dict(hidden_size=1024, num_hidden_layers=4, num_attention_heads=16,
@@ -100,8 +99,6 @@ def check(binary, family):
         del model
         # transformers' references load the folder as a user would (its own file layout).
         bf16, fp32, row["rotary_buffers"] = hf_references(ckpt, ids)
-        if expert_inter:
-            unfuse_experts(ckpt, expert_inter, names="qwen")
         t = time.time()
         ours, error = engine_logits(binary, ckpt, ids, "cuda")
         row["engine_wall_s"] = time.time() - t

@@ -34,7 +34,6 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from family_gpu import DECODE, PREFILL, cosines, engine_logits, hf_references, summary  # noqa: E402,E501
-from moe_reference import unfuse_experts  # noqa: E402
 
 # The shipped model the speed phases run (a data/models name): Mixtral 8x7B, or Qwen3-30B-A3B.
 MODEL = os.environ.get("MOE_MODEL", "mixtral-8x7b")
@@ -65,7 +64,6 @@ def logits_check(binary, out):
         # .to(bfloat16) carries bf16-rounded RoPE frequencies; the logits of
         # validation/data/moe_h200_2026-11-28/call1..7 were measured against such a model).
         bf16, fp32, result["rotary_buffers"] = hf_references(ckpt, ids)
-        unfuse_experts(ckpt, config.intermediate_size)
         t = time.time()
         ours, error = engine_logits(binary, ckpt, ids, "cuda")
         if ours is None:

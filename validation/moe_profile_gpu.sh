@@ -3,6 +3,8 @@
 # engine's profile (`bench --profile`, standard grid, CUDA graphs on, bf16, random weights) of
 # each MoE model, whose points record the routing of their profiled passes (moe_routing).
 #   STAGES="tests qwen3-30b-a3b mixtral-8x7b serve" bash validation/moe_profile_gpu.sh BIN_DIR
+# bench: Mixtral 8x7B batch 1 and 32 (context 1024) with --tp 1 and 2 (MOE_BENCH_TP), each with
+# --compare.
 # serve: Mixtral served by the engine and by the simulator on one trace
 # (validation/serve_engine_vs_sim.py, 64 requests, saturated and at half the capacity).
 # Results under $OUT/moe_profile: tests.txt, profile_<model>.json (+ .err), serve.json/.log,
@@ -23,6 +25,17 @@ for stage in ${STAGES:-tests qwen3-30b-a3b mixtral-8x7b}; do
         > "$out/tests.txt" 2>&1
       echo "tests rc=$?"
       tail -3 "$out/tests.txt" ;;
+    bench)
+      # Mixtral decode and prefill (context 1024) on one GPU and split over two (--tp 2), each
+      # beside `predict` (--compare).
+      for tp in ${MOE_BENCH_TP:-1 2}; do
+        for b in 1 32; do
+          timeout 240 "$bin/inferlab" bench --model mixtral-8x7b --device cuda --tp "$tp" \
+            --batch "$b" --input 1024 --output 17 --repeats 3 --compare --format json \
+            > "$out/bench_mixtral_tp${tp}_b$b.json" 2> "$out/bench_mixtral_tp${tp}_b$b.err"
+          echo "bench tp $tp batch $b rc=$?"
+        done
+      done ;;
     serve)
       timeout "${MOE_SERVE_TIMEOUT_S:-300}" python3 validation/serve_engine_vs_sim.py "$bin/inferlab" \
         "$out/serve.json" --model mixtral-8x7b --hardware h200 --requests 64 --loads 0.5 \

@@ -7,8 +7,8 @@ tokens (prefill 32, then 16 decode steps) and transformers in fp32 on the same t
 forward over all of them), and reports, over every position, the largest absolute difference of
 the logits, the smallest cosine similarity and whether each position's argmax agrees.
 Run on a machine with PyTorch and transformers (no GPU needed): 4.x saves each expert's
-w1/w2/w3 under block_sparse_moe, the names the engine reads; where 5.x saves them fused,
-unfuse_experts rewrites them so (run against 5.17 by validation/moe_gpu.py, 2026-11-28).
+w1/w2/w3 under block_sparse_moe, 5.x the router as mlp.gate and the experts stacked
+(mlp.experts.gate_up_proj, down_proj); the engine reads either as it is.
 
 Usage:  python3 validation/moe_reference.py BUILD/inferlab [OUT.json]
 """
@@ -23,44 +23,6 @@ import torch
 from transformers import MixtralConfig, MixtralForCausalLM
 
 PREFILL, DECODE = 32, 16
-
-
-def unfuse_experts(ckpt, inter, names="mixtral"):
-    """transformers 5.x may save a layer's experts fused (`...experts.gate_up_proj` [E, 2I, H] or
-    [E, H, 2I], `...experts.down_proj` [E, H, I] or [E, I, H]); rewrite them as the per-expert
-    [out, in] tensors of the Hub's checkpoints, the names the engine reads: Mixtral's
-    block_sparse_moe.experts.E.w1 (gate), w3 (up), w2 (down) and block_sparse_moe.gate, or with
-    names="qwen" Qwen-MoE's mlp.experts.E.gate_proj, up_proj, down_proj and mlp.gate. Orientation
-    by shape (H and I differ here). A no-op for 4.x files."""
-    import glob
-    from safetensors.torch import load_file, save_file
-    mixtral = names == "mixtral"
-    gate, up, down = ("w1", "w3", "w2") if mixtral else ("gate_proj", "up_proj", "down_proj")
-    for path in glob.glob(os.path.join(ckpt, "*.safetensors")):
-        tensors = load_file(path)
-        fused = [k for k in tensors if k.endswith(("experts.gate_up_proj", "experts.down_proj"))]
-        if not fused:
-            continue
-        for key in fused:
-            t = tensors.pop(key)
-            prefix = key.rsplit("experts.", 1)[0]
-            if mixtral:
-                prefix = prefix.replace(".mlp.", ".block_sparse_moe.")
-            for e in range(t.shape[0]):
-                m = t[e]
-                if key.endswith("gate_up_proj"):
-                    m = m if m.shape[0] == 2 * inter else m.t()  # to [2I, H]
-                    tensors[f"{prefix}experts.{e}.{gate}.weight"] = m[:inter].contiguous()
-                    tensors[f"{prefix}experts.{e}.{up}.weight"] = m[inter:].contiguous()
-                else:
-                    m = m if m.shape[1] == inter else m.t()  # to [H, I]
-                    tensors[f"{prefix}experts.{e}.{down}.weight"] = m.contiguous()
-        for key in [k for k in tensors if mixtral and ".mlp.gate." in k]:  # 5.x's router name
-            tensors[key.replace(".mlp.gate.", ".block_sparse_moe.gate.")] = tensors.pop(key)
-        save_file(tensors, path, metadata={"format": "pt"})
-    index = os.path.join(ckpt, "model.safetensors.index.json")
-    if os.path.exists(index):  # one shard here; a stale index would name fused tensors
-        os.remove(index)
 
 
 def main():
@@ -79,7 +41,6 @@ def main():
     ids = np.random.default_rng(7).integers(0, config.vocab_size, PREFILL + DECODE).tolist()
     with tempfile.TemporaryDirectory() as ckpt:
         model.save_pretrained(ckpt, safe_serialization=True)
-        unfuse_experts(ckpt, config.intermediate_size)
         json.dump(ids, open(os.path.join(ckpt, "ids.json"), "w"))
         npy = os.path.join(ckpt, "logits.npy")
         r = subprocess.run([binary, "logits", "--model", ckpt, "--tokens",

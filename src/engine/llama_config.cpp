@@ -1,5 +1,8 @@
 #include "engine/llama_config.hpp"
 
+#include <filesystem>
+
+#include "engine/checkpoint.hpp"
 #include "model/family_spec.hpp"
 #include "util/data_dir.hpp"
 #include "util/error.hpp"
@@ -167,6 +170,29 @@ LlamaConfig parse_llama_config(const nlohmann::json& config, const std::string& 
   return result;
 }
 
+namespace {
+// Whether the checkpoint in `folder` stores `model`'s experts as transformers 5 saves them
+// (FamilySpec::stacked_experts; layer 0's stacked gate/up names it), rather than as the Hub's
+// checkpoints do (an expert a tensor). False for a folder without weights.
+bool checkpoint_stacks_experts(const std::filesystem::path& folder, const ModelConfig& model) {
+  const FamilySpec& family = family_spec(model);
+  if (!model.is_moe() || family.stacked_experts.empty()) return false;
+  bool weights = false;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(folder, error)) {
+    weights = weights || entry.path().extension() == ".safetensors";
+  }
+  if (!weights) return false;
+  const Checkpoint checkpoint = Checkpoint::open(folder);
+  for (const StoredTensor& tensor : family.stacked_experts) {
+    if (tensor.scope == TensorScope::experts_stacked) {
+      return checkpoint.find(tensor_name(tensor, 0, -1)) != nullptr;
+    }
+  }
+  return false;
+}
+}  // namespace
+
 LlamaConfig load_llama_config(const std::string& name_or_path) {
   std::filesystem::path path = name_or_path;
   std::error_code error;
@@ -181,7 +207,11 @@ LlamaConfig load_llama_config(const std::string& name_or_path) {
   auto config = read_json_file(path, "model config");
   std::string name = path.stem().string();
   if (name == "config") name = path.parent_path().filename().string();
-  return parse_llama_config(config, name, "model config '" + path.string() + "'");
+  LlamaConfig parsed = parse_llama_config(config, name, "model config '" + path.string() + "'");
+  if (std::filesystem::is_directory(name_or_path, error)) {
+    parsed.moe.stacked_experts = checkpoint_stacks_experts(name_or_path, parsed.model);
+  }
+  return parsed;
 }
 
 }  // namespace inferlab::engine

@@ -32,6 +32,10 @@ struct RopeParams {
 // names are the family spec's (model/family_spec.cpp).
 struct MoeParams {
   bool renormalize_top_k = true;
+  // The checkpoint stores the router and experts as transformers 5 saves them (FamilySpec::
+  // stacked_experts: mlp.gate, mlp.experts.gate_up_proj [E, 2I, H], mlp.experts.down_proj
+  // [E, H, I]) rather than an expert a tensor; load_llama_config sets it from the checkpoint.
+  bool stacked_experts = false;
 };
 
 // What the engine needs of a Llama-family config.json (Llama 2/3.x, Mistral, Qwen2): the

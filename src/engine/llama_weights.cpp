@@ -77,7 +77,36 @@ std::vector<WeightSpec> llama_weight_specs(const LlamaConfig& config) {
       specs.push_back(std::move(spec));
     }
   };
+  // Every expert of a layer in one tensor [E, rows, columns]: expert e's parts at flattened rows
+  // e x rows + their offset.
+  auto add_stacked = [&](const StoredTensor& tensor, int64_t layer) {
+    const std::string stored = tensor_name(tensor, layer, -1);
+    int64_t rows = 0;
+    for (const TensorPart& part : tensor.parts) rows += extent_size(part.rows, m);
+    for (int64_t expert = 0; expert < m.num_experts; ++expert) {
+      int64_t row = expert * rows;
+      for (const TensorPart& part : tensor.parts) {
+        WeightSpec spec;
+        spec.name = stored + ":" + weight_role_name(part.role) + ":" + std::to_string(expert);
+        spec.role = part.role;
+        spec.layer = layer;
+        spec.expert = expert;
+        spec.shape = {extent_size(part.rows, m), extent_size(part.columns, m)};
+        spec.part = part;
+        spec.stored_name = stored;
+        spec.stored_row = row;
+        spec.stored_stack = m.num_experts;
+        row += spec.shape[0];
+        specs.push_back(std::move(spec));
+      }
+    }
+  };
   const FamilySpec& family = family_spec(m);
+  const bool stacked = m.is_moe() && config.moe.stacked_experts;
+  if (stacked && family.stacked_experts.empty()) {
+    throw InputError(m.name + ": the " + family.name +
+                     " family has no stacked-experts layout for this checkpoint");
+  }
   // Model-wide tensors before the layers come first, those after them last (the final norm and
   // the LM head); a layer's tensors, its experts' in expert order, in between.
   auto layers_begin =
@@ -89,7 +118,18 @@ std::vector<WeightSpec> llama_weight_specs(const LlamaConfig& config) {
   for (int64_t layer = 0; layer < m.num_layers; ++layer) {
     for (auto t = layers_begin; t != family.tensors.end(); ++t) {
       if (t->scope == TensorScope::model || !tensor_present(*t, m)) continue;
-      if (t->scope == TensorScope::layer) add(*t, layer, -1);
+      const bool router = t->parts.front().role == WeightRole::router;
+      if (t->scope == TensorScope::layer && !(stacked && router)) add(*t, layer, -1);
+    }
+    if (stacked) {  // the router and the stacked experts in place of the Hub's
+      for (const StoredTensor& t : family.stacked_experts) {
+        if (t.scope == TensorScope::experts_stacked) {
+          add_stacked(t, layer);
+        } else {
+          add(t, layer, -1);
+        }
+      }
+      continue;
     }
     // Experts one by one, each with all its tensors (Hugging Face's order).
     for (int64_t expert = 0; expert < (m.is_moe() ? m.num_experts : 0); ++expert) {
@@ -114,6 +154,13 @@ std::vector<CheckpointTensor> checkpoint_tensors(const std::vector<WeightSpec>& 
       tensors.back().shape[0] += spec.shape[0];
     }
     tensors.back().specs.push_back(i);
+  }
+  // A stacked tensor's rows are [experts, rows an expert].
+  for (CheckpointTensor& tensor : tensors) {
+    const int64_t stack = specs[tensor.specs.front()].stored_stack;
+    if (stack > 0) {
+      tensor.shape = {stack, tensor.shape[0] / stack, tensor.shape[1]};
+    }
   }
   return tensors;
 }

@@ -21,7 +21,8 @@ struct WeightSpec {
   int64_t expert = -1;         // a mixture-of-experts expert's gate/up/down: its index
   TensorPart part{};           // how it shards, quantizes, fuses and is drawn at random
   std::string stored_name;     // the checkpoint tensor that holds it (name unless fused)
-  int64_t stored_row = 0;      // its first row there
+  int64_t stored_row = 0;      // its first row there (a stacked tensor: of the flattened rows)
+  int64_t stored_stack = 0;    // experts stacked in the stored tensor's first dimension (0: none)
   int64_t elements() const;
   int64_t columns() const { return shape.size() > 1 ? shape[1] : 1; }
 };

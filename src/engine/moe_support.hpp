@@ -1,8 +1,8 @@
 #pragma once
 // Where the engine runs a mixture-of-experts model (llama_config.hpp's MoeParams): the CPU
-// reference and the CUDA backend, with bf16 weights (a quantized KV cache too), one process,
-// no tensor parallelism (engine/tp/shard.cpp refuses it). One rule and one message for each
-// path that refuses, checked before any GPU is looked for or weight read (quantized MoE:
+// reference and the CUDA backend, with bf16 weights (a quantized KV cache too), on one device or
+// split over several (engine/tp/shard.hpp: every expert's channels). One rule and one message for
+// each path that refuses, checked before any GPU is looked for or weight read (quantized MoE:
 // engine/quant/moe_quantization.hpp).
 #include <string>
 

@@ -130,7 +130,7 @@ struct Problem {
 EngineBound engine_bound_of_path(const std::string& path) {
   // The GEMVs are both: bandwidth at bf16, arithmetic for the dequantizing formats (the
   // streaming GEMV's CUDA-core math, the tensor-core GEMV's row tiles; H200, 2026-11-25).
-  if (path == "gemm" || path == "moe_gemm" || path.rfind("naive", 0) == 0 ||
+  if (path == "gemm" || path.rfind("moe_gemm", 0) == 0 || path.rfind("naive", 0) == 0 ||
       path.rfind("gemv", 0) == 0) {
     return EngineBound::either;
   }
@@ -143,7 +143,7 @@ EngineBound engine_bound_of_path(const std::string& path) {
 }
 
 bool engine_serial_path(const std::string& path) {
-  return path == "gemm" || path == "moe_gemm" || path == "moe_grouped";
+  return path == "gemm" || path.rfind("moe_gemm", 0) == 0 || path == "moe_grouped";
 }
 
 double engine_sample_time_s(const EngineKernelSample& sample, const EngineKernelParams& p) {

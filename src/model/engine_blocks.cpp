@@ -19,7 +19,7 @@ bool is_engine_kernel_class(const std::string& name) {
 
 bool engine_runs_model(const ModelConfig& model, int tp) {
   const std::string family = model_family(model).name;
-  return (tp >= 1 && family == "llama") || (tp == 1 && family == "mixtral");
+  return tp >= 1 && (family == "llama" || family == "mixtral");
 }
 
 bool engine_moe_decode_kernels(int64_t tokens, int64_t experts, int64_t top_k) {
@@ -370,6 +370,14 @@ class EngineBuilder {
     // The router (engine_moe_route_form), then the sort unless slot by slot.
     const int sort_kernels = form == MoeExpertForm::slots ? 0 : 1;
     const MoeRouteForm route_form = engine_moe_route_form(tokens_, experts);
+    // Every moe_route op of a step under one path, named by the router's form and whether the
+    // GEMMs' gather follows: the engine's calibration fits a class's time at a step under one
+    // key (fit/fit_engine.cpp), so each combination is its own key, priced as it was fitted.
+    const bool gathers = form == MoeExpertForm::gemm;
+    const char* route_path =
+        route_form == MoeRouteForm::gemm    ? (gathers ? "gemm_select_gather" : "gemm_select")
+        : route_form == MoeRouteForm::split ? (gathers ? "route_split_gather" : "route_split")
+                                            : (gathers ? "route_gather" : "route");
     Op route;
     route.name = "moe_route";
     route.kind = OpKind::gemm;
@@ -380,7 +388,7 @@ class EngineBuilder {
       // A cuBLASLt GEMM into fp32 logits, then the selection and the sort.
       route.compute_dtype = p_.float_dtype;
       route.activation_bytes = t * static_cast<double>(h) * fb_ + 4.0 * t * experts;
-      route.tag = tag("moe_route", "gemm", "bf16");
+      route.tag = tag("moe_route", route_path, "bf16");
       route.tag.marks = 0;  // one call with the selection (one profile mark after the sort)
       add(route, Scope::per_layer, layers);
       Op select;
@@ -391,15 +399,14 @@ class EngineBuilder {
       select.rows = tokens_;
       select.cols = experts;
       select.activation_bytes = 4.0 * t * experts + 16.0 * n;
-      select.tag = tag("moe_route", "select", "bf16");
+      select.tag = tag("moe_route", route_path, "bf16");
       add(select, Scope::per_layer, layers);
     } else {
       // A warp's dot products on the CUDA cores (+ a top-k kernel when split).
       route.compute_dtype = DType::fp32;
       route.kernels = (route_form == MoeRouteForm::split ? 2 : 1) + sort_kernels;
       route.activation_bytes = t * static_cast<double>(h) * fb_ + 16.0 * n;
-      route.tag =
-          tag("moe_route", route_form == MoeRouteForm::split ? "route_split" : "route", "bf16");
+      route.tag = tag("moe_route", route_path, "bf16");
       add(route, Scope::per_layer, layers);
     }
     // The slot kernels read a slot's expert once per slot; the grouped kernels and the GEMMs
@@ -433,7 +440,7 @@ class EngineBuilder {
     } else {
       Op gather = make_embedding_op("moe_gather", slots, h, p_.float_dtype);
       gather.activation_bytes = 2.0 * n * static_cast<double>(h) * fb_ + 4.0 * n;
-      gather.tag = tag("moe_route", "gather", "bf16");
+      gather.tag = tag("moe_route", route_path, "bf16");
       add(gather, Scope::per_layer, layers);
       const int64_t rows = std::max<int64_t>(1, std::llround(n / reached));  // mean per expert
       const int launches = static_cast<int>(std::ceil(reached));
@@ -448,7 +455,11 @@ class EngineBuilder {
       gate_up.activation_bytes = n * static_cast<double>(h + 2 * inter) * fb_;
       // Their own path: a GEMM an expert, launched by the host after it waited for the counts
       // (the pass's GPU idles while it launches them), at each expert's rows.
-      gate_up.tag = tag("gemm_gate_up", "moe_gemm", "bf16");
+      // Many experts (Qwen3-30B-A3B's 128 of 768) make many small GEMMs the host launches one
+      // after another, few (Mixtral's 8 of 14336) a few large ones the tensor cores bound: each
+      // regime its own key ("moe_gemm_many" from kEngineMoeGroupedMinExperts experts).
+      const char* gemm_path = experts >= kEngineMoeGroupedMinExperts ? "moe_gemm_many" : "moe_gemm";
+      gate_up.tag = tag("gemm_gate_up", gemm_path, "bf16");
       add(gate_up, Scope::per_layer, layers);
       add_silu_mul(slots);
       Op down = gate_up;
@@ -457,7 +468,7 @@ class EngineBuilder {
       down.flops = 2.0 * n * static_cast<double>(inter * h);
       down.weight_bytes = down_weights;
       down.activation_bytes = n * static_cast<double>(inter + h) * fb_;
-      down.tag = tag("gemm_down", "moe_gemm", "bf16");
+      down.tag = tag("gemm_down", gemm_path, "bf16");
       add(down, Scope::per_layer, layers);
     }
     Op combine;

@@ -28,7 +28,7 @@ inline constexpr std::array<const char*, 15> kEngineKernelClasses = {
 bool is_engine_kernel_class(const std::string& name);
 
 // Whether the engine runs this model (decoders with rotary attention and a gated MLP, dense on
-// one GPU or split over `tp`, Mixtral-style mixtures of experts on one GPU); others keep the
+// one GPU or split over `tp`, mixtures of experts too); others keep the
 // fused kernel list of KernelPlan.
 bool engine_runs_model(const ModelConfig& model, int tp);
 

@@ -100,6 +100,16 @@ std::vector<StoredTensor> expert_tensors(const std::string& block, const char* g
           expert_tensor(block, up, kUp), expert_tensor(block, down, kDown)};
 }
 
+// transformers 5's layout of every MoE family here: the router as mlp.gate, the experts stacked.
+std::vector<StoredTensor> stacked_expert_tensors() {
+  auto stacked = [](const std::string& name, std::vector<TensorPart> parts) {
+    return StoredTensor{"model.layers.{layer}.mlp.experts." + name, TensorScope::experts_stacked,
+                        Presence::always, std::move(parts)};
+  };
+  return {layer_tensor("mlp.gate.weight", {kRouter}), stacked("gate_up_proj", {kGate, kUp}),
+          stacked("down_proj", {kDown})};
+}
+
 std::vector<StoredTensor> mixtral_expert_tensors() {
   return expert_tensors("block_sparse_moe.", "w1", "w3", "w2");
 }
@@ -139,49 +149,57 @@ std::vector<FamilySpec> make_specs() {
        "sets sliding_window",
        {"mistral"},
        model_tensors(attention_tensors(), dense_mlp_tensors()),
+       {},
        {}},
       {"qwen2",
        "Qwen2 and Qwen2.5 (Qwen2ForCausalLM): a Llama layer with q/k/v biases, tied embeddings "
        "in the small models",
        {"qwen2"},
        model_tensors(attention_tensors(), dense_mlp_tensors()),
+       {},
        {}},
       {"qwen3",
        "Qwen3 (Qwen3ForCausalLM): a Llama layer with an RMSNorm over each query and key head "
        "before RoPE",
        {"qwen3"},
        model_tensors(attention_tensors(/*qk_norm=*/true), dense_mlp_tensors()),
-       {.qk_norm = true}},
+       {.qk_norm = true},
+       {}},
       {"phi3",
        "Phi-3 (Phi3ForCausalLM): a Llama layer whose checkpoint stores q/k/v as one qkv_proj and "
        "gate/up as one gate_up_proj",
        {"phi3"},
        model_tensors(attention_tensors(false, /*fused_qkv=*/true),
                      dense_mlp_tensors(/*fused_gate_up=*/true)),
+       {},
        {}},
       {"qwen2_moe",
        "Qwen2-MoE without shared experts (Qwen2MoeForCausalLM): q/k/v biases, routed SwiGLU "
        "experts under mlp.experts",
        {"qwen2_moe"},
        model_tensors(attention_tensors(), qwen_expert_tensors()),
-       {}},
+       {},
+       stacked_expert_tensors()},
       {"qwen3_moe",
        "Qwen3-MoE (Qwen3MoeForCausalLM): Qwen3's attention with per-head q/k norms, routed SwiGLU "
        "experts under mlp.experts",
        {"qwen3_moe"},
        model_tensors(attention_tensors(/*qk_norm=*/true), qwen_expert_tensors()),
-       {.qk_norm = true}},
+       {.qk_norm = true},
+       stacked_expert_tensors()},
       {"mixtral",
        "Mixtral (MixtralForCausalLM) and any other mixture-of-experts config: routed SwiGLU "
        "experts under block_sparse_moe",
        {"mixtral"},
        model_tensors(attention_tensors(), mixtral_expert_tensors()),
-       {}},
+       {},
+       stacked_expert_tensors()},
       {"llama",
        "Llama 2, 3 and 3.x (LlamaForCausalLM) and any other dense model_type: RMSNorm, RoPE "
        "attention (q/k/v biases where attention_bias says), SwiGLU MLP",
        {},
        model_tensors(attention_tensors(), dense_mlp_tensors()),
+       {},
        {}},
   };
 }

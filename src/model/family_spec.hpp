@@ -72,7 +72,11 @@ struct TensorPart {
 enum class Presence { always, qkv_bias, untied_lm_head };
 
 // Where a tensor lives: once per model, per layer, or per expert of each layer.
-enum class TensorScope { model, layer, expert };
+// expert: one tensor an expert ("{expert}" in its name, the Hub's checkpoints);
+// experts_stacked: one tensor a layer holding every expert in its first dimension [E, rows,
+// columns], each expert's parts stacked by rows as in a fused tensor (transformers 5 saves
+// mlp.experts.gate_up_proj [E, 2I, H] and mlp.experts.down_proj [E, H, I]).
+enum class TensorScope { model, layer, expert, experts_stacked };
 
 // One tensor of the checkpoint under its Hugging Face name, with "{layer}" and "{expert}"
 // standing for the indices. It holds one part, or several stacked by rows (Phi-3's qkv_proj holds
@@ -96,6 +100,10 @@ struct FamilySpec {
   std::vector<std::string> model_types;  // config.json model_type values; empty: every other
   std::vector<StoredTensor> tensors;     // in checkpoint order: model-wide, per layer, final
   LayerOps ops;
+  // A mixture of experts as transformers 5 saves it: the router and the experts stacked
+  // (mlp.gate, mlp.experts.gate_up_proj, mlp.experts.down_proj). A checkpoint that holds them is
+  // read with these in place of `tensors`' router and expert tensors (MoeParams::stacked_experts).
+  std::vector<StoredTensor> stacked_experts;
 };
 
 // Every family, the default one (Llama) last.

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "bf16_tensor_data.hpp"
 #include "cpu_prefill_pieces.hpp"
 #include "double_forward.hpp"
 #include "engine/bf16.hpp"
@@ -33,6 +34,7 @@
 namespace inferlab::engine {
 namespace {
 
+using testing::bf16_tensor;
 using testing::ScratchDir;
 
 // The tiny Llama untied, as Phi-3 would write it (no QKV bias, SiLU, plain RoPE).
@@ -48,19 +50,6 @@ nlohmann::json as_phi3(nlohmann::json config) {
   config["architectures"] = {"Phi3ForCausalLM"};
   config["model_type"] = "phi3";
   return config;
-}
-
-TensorData bf16_tensor(const std::string& name, std::vector<int64_t> shape,
-                       const std::vector<const std::vector<float>*>& row_blocks) {
-  TensorData tensor{{name, TensorDType::bf16, std::move(shape)}, {}};
-  for (const std::vector<float>* block : row_blocks) {
-    for (float value : *block) {
-      const uint16_t bits = float_to_bf16(value);
-      tensor.bytes.push_back(static_cast<uint8_t>(bits & 0xff));
-      tensor.bytes.push_back(static_cast<uint8_t>(bits >> 8));
-    }
-  }
-  return tensor;
 }
 
 // A Phi-3 checkpoint folder holding `weights` (the Llama's), q/k/v and gate/up stacked by rows

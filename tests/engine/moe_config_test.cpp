@@ -209,7 +209,7 @@ TEST(MoeConfig, MissingExpertTensorIsNamed) {
 
 // Tensor parallelism, quantized weights and, on the CUDA backend, routings past its kernels
 // refuse a mixture of experts before a GPU is looked for or a weight is read (so on any machine).
-TEST(MoeConfig, CudaTensorParallelAndQuantizationAreRefused) {
+TEST(MoeConfig, CudaLimitsAndQuantizationAreRefused) {
   ScratchDir dir("moe_refuse");
   nlohmann::json wide = testing::tiny_mixtral_config_json();
   wide["num_local_experts"] = 300;
@@ -227,14 +227,19 @@ TEST(MoeConfig, CudaTensorParallelAndQuantizationAreRefused) {
   options.quant.weights = DType::bf16;
   options.weights_from_checkpoint = true;
   options.device = "cpu";
-  options.tp = 2;
-  expect_input_error([&] { open_backend(model, options); }, {"--tp 2", "mixture of experts"});
+  options.tp = 3;  // 48 channels an expert split 3 ways, but 4 heads do not
+  expect_input_error([&] { open_backend(model, options); }, {"--tp 3", "attention heads"});
   options.tp = 1;
   options.weights_from_checkpoint = false;
   options.quant.weights = DType::int8;
   expect_input_error([&] { open_backend(model, options); }, {"quantized weights", "bf16"});
   const LlamaConfig config = tiny_mixtral();
-  expect_input_error([&] { check_tensor_parallel(config.model, 2); }, {"mixture of experts"});
+  EXPECT_NO_THROW(check_tensor_parallel(config.model, 2));
+  LlamaConfig odd = config;
+  odd.model.num_kv_heads = 4;
+  odd.model.intermediate_size = 50;  // 25 channels an expert a rank: fine; 4 ranks: not
+  expect_input_error([&] { check_tensor_parallel(odd.model, 4); },
+                     {"--tp 4", "intermediate channels an expert"});
   QuantConfig fp8;
   fp8.weights = DType::fp8;
   expect_input_error(

@@ -7,15 +7,16 @@
 #include <stdexcept>
 #include <thread>
 
+#include "engine/bf16.hpp"
 #include "engine/cpu/cpu_backend.hpp"
 #include "engine/generate.hpp"
 #include "engine/host_communicator.hpp"
-#include "engine/bf16.hpp"
 #include "engine/init_weights.hpp"
 #include "engine/tensor_source.hpp"
 #include "engine/tp/shard.hpp"
 #include "engine/tp/tp_cpu_backend.hpp"
 #include "engine_test_support.hpp"
+#include "moe_test_support.hpp"
 
 namespace inferlab::engine {
 namespace {
@@ -110,15 +111,16 @@ TEST(TensorParallelShapes, ShardedSourceCutsWhatShardWeightsCuts) {
   tied["tie_word_embeddings"] = true;
   for (const auto& [json, ranks] :
        std::vector<std::pair<nlohmann::json, int64_t>>{{testing::tiny_qwen_config_json(), 2},
-                                                       {tied, 4}}) {
+                                                       {tied, 4},
+                                                       {testing::tiny_mixtral_config_json(), 2}}) {
     const auto model = tiny_model(json, 9);
     const int64_t vocab = model.config.model.vocab_size;
     const int64_t padded = vocab_shard_rows(vocab, ranks);
     EXPECT_EQ(padded, (vocab + ranks - 1) / ranks);
     const LlamaConfig local = rank_config(model.config, ranks);
     for (int64_t rank = 0; rank < ranks; ++rank) {
-      const TensorSource source = sharded_tensor_source(
-          random_tensor_source(model.config, 9), model.config, rank, ranks);
+      const TensorSource source =
+          sharded_tensor_source(random_tensor_source(model.config, 9), model.config, rank, ranks);
       const LlamaWeights want = shard_weights(model.weights, model.config, rank, ranks);
       LlamaWeights got;
       got.layers.resize(want.layers.size());
@@ -152,6 +154,13 @@ TEST(TensorParallelShapes, ShardedSourceCutsWhatShardWeightsCuts) {
         EXPECT_EQ(a.up_proj, b.up_proj);
         EXPECT_EQ(a.down_proj, b.down_proj);
         EXPECT_EQ(a.post_attention_layernorm, b.post_attention_layernorm);
+        EXPECT_EQ(a.router, b.router);
+        ASSERT_EQ(a.experts.size(), b.experts.size());
+        for (size_t e = 0; e < a.experts.size(); ++e) {
+          EXPECT_EQ(a.experts[e].gate_proj, b.experts[e].gate_proj);
+          EXPECT_EQ(a.experts[e].up_proj, b.experts[e].up_proj);
+          EXPECT_EQ(a.experts[e].down_proj, b.experts[e].down_proj);
+        }
       }
     }
   }
@@ -230,6 +239,23 @@ TEST(TensorParallelCpu, LogitsEqualTheSingleDevicesForTwoAndFourRanks) {
       {"qwen, biases, untied, 2 ranks", testing::tiny_qwen_config_json(), 2, {}});
   expect_tp_matches_single({"mha, uneven vocab, 4 ranks", tiny_mha_config_json(), 4, {}});
   expect_tp_matches_single({"1 rank", testing::tiny_llama_config_json(), 1, {}});
+}
+
+// A mixture of experts split 2 ways (each of the 4 experts' 48 channels: 24 a rank, the router
+// whole on both): both ranks route every token alike and the experts' partial sums, all-reduced,
+// give the single device's logits; the pass's routing is rank 0's, the single device's.
+TEST(TensorParallelCpu, MixtureOfExpertsMatchesTheSingleDevice) {
+  expect_tp_matches_single({"mixtral, 2 ranks", testing::tiny_mixtral_config_json(), 2, {}});
+  const auto model = tiny_model(testing::tiny_mixtral_config_json(), 21);
+  auto single = make_cpu_backend(model, 64, 4);
+  auto sharded = make_tp_cpu_backend(model, 2, 64, 4);
+  const SequenceChunk chunk{prompt_of(9, model.config.model.vocab_size), 0, {3, 0, 7}, false};
+  single->forward({{chunk}});
+  sharded->forward({{chunk}});
+  const RoutingStats want = single->last_forward_routing(), got = sharded->last_forward_routing();
+  EXPECT_EQ(got.layers, 2);
+  EXPECT_EQ(got.sorted_loads_sum, want.sorted_loads_sum);
+  EXPECT_EQ(got.experts_reached_sum, want.experts_reached_sum);
 }
 
 TEST(TensorParallelCpu, QuantizedWeightsAndCacheMatchTheSingleDevicesToo) {

@@ -296,10 +296,20 @@ TEST(EngineBlocks, OtherFamiliesKeepTheFusedList) {
   EXPECT_FALSE(engine_runs_model(gpt3, 1));
   EXPECT_TRUE(engine_runs_model(tiny(), 1));
   EXPECT_TRUE(engine_runs_model(tiny(), 2));
-  // A mixture of experts runs on one GPU (the engine refuses to shard one).
+  // A mixture of experts runs on one GPU or split: every expert's channels over the ranks (half
+  // of Mixtral's 14336 on each of 2), the router whole, one all-reduce after the experts.
   const ModelConfig mixtral = load_model("mixtral-8x7b");
   EXPECT_TRUE(engine_runs_model(mixtral, 1));
-  EXPECT_FALSE(engine_runs_model(mixtral, 2));
+  EXPECT_TRUE(engine_runs_model(mixtral, 2));
+  build_step_graph(mixtral, kDecode1, Precision{}, engine_plan(true, true), shard_dims(mixtral, 2),
+                   ops);
+  int all_reduces = 0;
+  for (const Op& op : ops) {
+    if (op.name == "experts_gate_up") EXPECT_EQ(op.gemm.n, 14336);  // 2 x 7168 rows
+    if (op.name == "moe_route") EXPECT_EQ(op.gemm.n, 8);            // every expert's logit
+    all_reduces += op.name == "mlp_all_reduce";
+  }
+  EXPECT_EQ(all_reduces, 1);  // one op, counted once a layer
 }
 
 // Mixtral 8x7B (8 experts of 14336, top 2, hidden 4096, 32 layers): one token takes the expert
@@ -395,7 +405,7 @@ TEST(EngineBlocks, MixtureOfExpertsPrefillsRouteByGemmAndBySequence) {
   build_step_graph(qwen, {Phase::prefill, 1, 512, 512}, Precision{}, engine_plan(true, true),
                    shard_dims(qwen, 1), ops);
   const Op route = op_named(ops, "moe_route"), select = op_named(ops, "moe_select");
-  EXPECT_STREQ(route.tag.path, "gemm");
+  EXPECT_STREQ(route.tag.path, "gemm_select_gather");  // one key for the class
   EXPECT_EQ(route.tag.marks, 0);
   EXPECT_EQ(route.gemm.m, 512);
   EXPECT_EQ(route.gemm.n, 128);

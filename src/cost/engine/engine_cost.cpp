@@ -51,7 +51,7 @@ bool engine_moe_cuda_core_path(std::string_view path) {
 }
 
 bool engine_tensor_core_path(std::string_view path) {
-  return path == "gemm" || path == "moe_gemm" || path == "flash_prefill";
+  return path == "gemm" || path == "flash_prefill";
 }
 
 bool engine_tensor_core_op(const Op& op) {

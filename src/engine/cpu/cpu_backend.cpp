@@ -142,6 +142,7 @@ void CpuBackend::forward_chunk(const SequenceChunk& chunk, std::vector<float>& l
     if (m.is_moe()) {  // (never quantized: check_moe_quantization)
       cpu::moe_mlp(h.data(), tokens, w, config_, proj.data(),
                    &routed_experts_.at(static_cast<size_t>(layer)));
+      if (group_ != nullptr) group_->all_reduce_sum(rank_, proj);  // the experts' partial sums
       for (int64_t i = 0; i < tokens * hidden; ++i) x[i] += proj[i];
       continue;
     }

@@ -200,6 +200,7 @@ void CudaBackend::launch_mlp_block(int64_t layer, int tokens, bool fused, float*
   // (+ residual when fused).
   if (config_.model.is_moe()) {
     launch_moe_block(layer, tokens);
+    all_reduce(proj_.data(), tokens);  // a rank's experts hold a slice of every expert's channels
     return;
   }
   const ModelConfig& m = config_.model;

@@ -98,6 +98,10 @@ std::vector<KernelClassTime> TensorParallelCudaBackend::last_forward_profile() c
   return ranks_.front()->last_forward_profile();
 }
 
+RoutingStats TensorParallelCudaBackend::last_forward_routing() const {
+  return ranks_.front()->last_forward_routing();
+}
+
 void TensorParallelCudaBackend::fill_kv_cache_random(uint64_t seed) {
   on_every_rank([&](int r) { ranks_[static_cast<size_t>(r)]->fill_kv_cache_random(seed + r); });
 }

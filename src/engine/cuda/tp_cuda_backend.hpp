@@ -35,6 +35,7 @@ class TensorParallelCudaBackend final : public Backend {
   double last_forward_device_s() const override;
   void set_profiling(bool on) override;
   std::vector<KernelClassTime> last_forward_profile() const override;
+  RoutingStats last_forward_routing() const override;  // rank 0's (every rank routes alike)
   void fill_kv_cache_random(uint64_t seed) override;
   // Every rank's share of a block, rank after rank.
   int64_t kv_block_host_bytes() const override;

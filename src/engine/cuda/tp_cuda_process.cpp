@@ -84,6 +84,7 @@ class ProcessRankBackend final : public Backend {
   std::vector<KernelClassTime> last_forward_profile() const override {
     return rank_->last_forward_profile();
   }
+  RoutingStats last_forward_routing() const override { return rank_->last_forward_routing(); }
   void fill_kv_cache_random(uint64_t seed) override {
     current();
     rank_->fill_kv_cache_random(seed);

@@ -62,6 +62,9 @@ class MultiProcessTpBackend final : public Backend {
   std::vector<KernelClassTime> last_forward_profile() const override {
     return local_.backend->last_forward_profile();
   }
+  RoutingStats last_forward_routing() const override {
+    return local_.backend->last_forward_routing();
+  }
   void fill_kv_cache_random(uint64_t seed) override;
   int64_t kv_block_host_bytes() const override;
   std::unique_ptr<KvHostCopy> copy_kv_blocks_to_host(std::span<const int32_t> blocks) override;

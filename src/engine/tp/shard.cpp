@@ -74,15 +74,11 @@ void check_tensor_parallel(const ModelConfig& m, int64_t ranks) {
                                    m.name, value, what, ranks));
     }
   };
-  if (m.is_moe() && ranks > 1) {
-    throw InputError(fmt::format(
-        "--tp {}: {} is a mixture of experts; tensor parallelism of MoE models is not supported "
-        "yet (run it with --tp 1)",
-        ranks, m.name));
-  }
   require_divides(m.num_heads, "attention heads");
   require_divides(m.num_kv_heads, "KV heads");
-  require_divides(m.intermediate_size, "MLP intermediate channels");
+  // (A mixture of experts splits every expert's channels, intermediate_size being one expert's.)
+  require_divides(m.intermediate_size,
+                  m.is_moe() ? "intermediate channels an expert" : "MLP intermediate channels");
   if (m.vocab_size < ranks) {
     throw InputError(
         fmt::format("--tp {}: {} has a vocabulary of {} tokens", ranks, m.name, m.vocab_size));

@@ -14,6 +14,10 @@ namespace inferlab::engine {
 //     a partial sum, all-reduced before the residual add (two all-reduces per layer);
 //   - vocab-parallel LM head: rank r holds vocab rows vocab_shard(vocab, r, N) and the logits are
 //     all-gathered;
+//   - a mixture of experts: every expert split as the MLP is (its gate/up rows column-parallel,
+//     its down columns row-parallel), the router replicated, so that every rank routes each
+//     token to the same experts and the weighted sum of the experts' partial outputs is
+//     all-reduced once, as the MLP's;
 //   - the embedding, norms and the rest replicated.
 // Each rank's KV cache holds its KV heads only, under the same block tables.
 

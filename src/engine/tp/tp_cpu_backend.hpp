@@ -29,6 +29,10 @@ class TensorParallelCpuBackend : public Backend {
   // The cache as the scheduler sees it (blocks and tokens); num_kv_heads counts every rank's.
   const KvCacheLayout& kv_layout() const override { return layout_; }
   ForwardResult forward(const ForwardBatch& batch) override;
+  // Every rank routes alike (the router is whole on each): rank 0's.
+  RoutingStats last_forward_routing() const override {
+    return ranks_.front()->last_forward_routing();
+  }
   void fill_kv_cache_random(uint64_t seed) override;
   // Every rank's share of a block, rank after rank.
   int64_t kv_block_host_bytes() const override;

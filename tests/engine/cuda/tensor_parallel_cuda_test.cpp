@@ -157,6 +157,16 @@ TEST(TensorParallelCuda, FirstCollectivesMayBeCapturedInAGraph) {
   EXPECT_EQ(wrong[1], 0);
 }
 
+// As tp_config's, a Mixtral of `experts` experts of the MLP's width, top `top_k`.
+LlamaConfig moe_tp_config(int experts, int top_k) {
+  nlohmann::json j = small_llama_json(1001);
+  j["architectures"] = {"MixtralForCausalLM"};
+  j["model_type"] = "mixtral";
+  j["num_local_experts"] = experts;
+  j["num_experts_per_tok"] = top_k;
+  return parse_llama_config(j, "small-mixtral", "test config");
+}
+
 LlamaConfig tp_config(int ranks) {
   // Split 2 ways: 4 query heads and 2 KV heads; a vocabulary of 1001 splits 501 + 500, so rank
   // 1's LM head carries a padding row. Split 4 ways: hidden 512, 8 query heads and 4 KV heads
@@ -190,8 +200,8 @@ double cosine(std::span<const float> a, std::span<const float> b) {
 // Both sides run bf16 activations; the split only changes the order of the partial sums' adds
 // (and their bf16 roundings) and, with int8 weights, the per-row scales of the O and down
 // slices. Cosine above 0.999 and the same top token except within 3% of the top logit.
-void compare_split(const QuantConfig& quant, int ranks = 2) {
-  const LlamaConfig config = tp_config(ranks);
+void compare_split(const QuantConfig& quant, int ranks = 2,
+                   const LlamaConfig& config = tp_config(2)) {
   CudaBackendOptions options;
   options.max_kv_tokens = 64 * 16;
   options.max_sequences = 8;
@@ -262,6 +272,15 @@ TEST(TensorParallelCuda, TwoGpusMatchOneInBf16) {
   compare_split(QuantConfig{});
 }
 
+// A mixture of experts split 2 ways (each expert's channels halved, the router whole): with
+// every expert chosen (4 of 4) no near-tie can send a token elsewhere, so the split matches one
+// GPU as the dense model does; the prefill's router is the GEMM form (300 tokens), the decode's
+// experts the GEMM form too (8 slots over 4 experts).
+TEST(TensorParallelCuda, TwoGpusMatchOneForAMixtureOfExperts) {
+  REQUIRE_GPUS(2);
+  compare_split(QuantConfig{}, 2, moe_tp_config(4, 4));
+}
+
 TEST(TensorParallelCuda, TwoGpusMatchOneWithInt8Weights) {
   REQUIRE_GPUS(2);
   QuantConfig quant;
@@ -271,7 +290,7 @@ TEST(TensorParallelCuda, TwoGpusMatchOneWithInt8Weights) {
 
 TEST(TensorParallelCuda, FourGpusMatchOneInBf16) {
   REQUIRE_GPUS(4);
-  compare_split(QuantConfig{}, 4);
+  compare_split(QuantConfig{}, 4, tp_config(4));
 }
 
 TEST(TensorParallelCuda, RefusesMoreRanksThanGpus) {
