@@ -78,10 +78,15 @@ def main():
         uniform_errors.append(uniform / measured - 1)
         label = f"{p['phase']} b{p['batch']} t{p['tokens']} c{p['context']}"
         print(f"{label:<22} {p['split']:<8} {measured:9.2f} {ours:17.2f} {uniform:9.2f}")
-    worst = max(abs(e) for e in errors)
-    worst_uniform = max(abs(e) for e in uniform_errors)
-    print(f"worst error in experts reached: measured routing {worst:+.1%}, uniform {worst_uniform:.1%}"
-          f" over {len(errors)} points not in the curve")
+    if errors:
+        worst = max(errors, key=abs)
+        worst_uniform = max(abs(e) for e in uniform_errors)
+        print(f"worst error in experts reached: measured routing {worst:+.1%}, uniform "
+              f"{worst_uniform:.1%} over {len(errors)} points not in the curve")
+    else:
+        print("no point outside the curve to check it on")
+    if not curve:
+        sys.exit("moe_routing.py: no single-sequence prefill in the fit split to build the curve")
     if args.write:
         out = {
             "model": profile["model"],

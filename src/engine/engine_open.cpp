@@ -116,7 +116,7 @@ std::unique_ptr<Backend> open_backend(const std::string& model, const EngineOpti
   const QuantConfig quant = resolved_quant(config, options);
   // (make_cuda_backend checks it too; here before any tensor-parallel rank is started.)
   if (options.device == "cuda") {
-    if (const std::string refusal = cuda_moe_refusal(config); !refusal.empty()) {
+    if (const std::string refusal = cuda_moe_refusal(config, options.tp); !refusal.empty()) {
       throw InputError(refusal);
     }
     check_moe_quantization(config, quant);

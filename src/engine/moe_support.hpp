@@ -17,7 +17,9 @@ constexpr int64_t kCudaMoeMaxTopK = 16;
 
 // Why the CUDA backend refuses `config`'s experts (an InputError's message), or "" when it
 // runs them (or the model is dense).
-inline std::string cuda_moe_refusal(const LlamaConfig& config) {
+// `config` is the whole model's, `tp` the ranks it is split over (each expert's intermediate
+// channels divided by it; a rank's config passes tp 1).
+inline std::string cuda_moe_refusal(const LlamaConfig& config, int64_t tp = 1) {
   const ModelConfig& m = config.model;
   if (!m.is_moe()) return "";
   const std::string what = m.name + ": mixture of experts (" + std::to_string(m.num_experts) +
@@ -27,10 +29,10 @@ inline std::string cuda_moe_refusal(const LlamaConfig& config) {
            " is beyond the CUDA backend's routing (at most 256 experts, top 16); the CPU "
            "reference (--device cpu) runs it";
   }
-  if (m.hidden_size % 8 != 0 || m.intermediate_size % 8 != 0) {
-    return what +
-           ": the CUDA backend's expert kernels need hidden and intermediate sizes that are "
-           "multiples of 8; the CPU reference (--device cpu) runs it";
+  if (m.hidden_size % 8 != 0 || tp < 1 || m.intermediate_size % (8 * tp) != 0) {
+    return what + (tp > 1 ? " split over " + std::to_string(tp) + " GPUs" : std::string()) +
+           ": the CUDA backend's expert kernels need hidden and intermediate sizes (a GPU's share) "
+           "that are multiples of 8; the CPU reference (--device cpu) runs it";
   }
   return "";
 }

@@ -508,7 +508,11 @@ EngineFit extend_engine_costs(const EngineCosts& base, const std::vector<EngineP
                               {"fit_steps", step_summary(points, fitted)},
                               {"notes", fit.notes}};
   if (!fit.costs.fit_summary.is_object()) fit.costs.fit_summary = nlohmann::json::object();
-  fit.costs.fit_summary["extensions"].push_back(std::move(extension));
+  nlohmann::json& extensions = fit.costs.fit_summary["extensions"];
+  if (!extensions.is_null() && !extensions.is_array()) {
+    throw InputError("fit --engine --base: the base's fit.extensions is not a list");
+  }
+  extensions.push_back(std::move(extension));
   return fit;
 }
 

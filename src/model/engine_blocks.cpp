@@ -361,10 +361,9 @@ class EngineBuilder {
     const int64_t experts = model_.num_experts, top_k = model_.experts_per_token;
     const int64_t slots = tokens_ * top_k;
     const double t = static_cast<double>(tokens_), n = static_cast<double>(slots);
-    const int64_t sequences = std::clamp<int64_t>(
-        shape_.routed_sequences > 0 ? shape_.routed_sequences : shape_.batch, 1, tokens_);
-    const double reached =
-        expected_active_experts(model_, sequences, std::max<int64_t>(1, tokens_ / sequences));
+    const double reached = shape_.routed_experts > 0.0
+                               ? shape_.routed_experts
+                               : expected_active_experts(model_, shape_.batch, shape_.new_tokens);
     const MoeExpertForm form = engine_moe_form(tokens_, experts, top_k);
     const bool decode_kernels = form != MoeExpertForm::gemm;
     // The router (engine_moe_route_form), then the sort unless slot by slot.

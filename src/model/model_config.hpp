@@ -63,6 +63,18 @@ ModelConfig parse_model_config(const nlohmann::json& config, const std::string& 
                                const std::string& context);
 // A shipped name (data/models/<name>.json) or a path to a config.json.
 ModelConfig load_model(const std::string& name_or_path);
+
+// Reads {"num_experts", "experts_per_token", "sequence_experts_reached": [[tokens, experts],
+// ...], "source"} for `model` into its moe_sequence_reached / moe_routing_source. InputError
+// (naming `context`) when the counts do not match the model's, the list is empty, its tokens are
+// not increasing positive counts, or an experts value is not finite or outside [top_k,
+// min(num_experts, top_k x tokens)].
+void attach_moe_routing(const nlohmann::json& routing, ModelConfig& model,
+                        const std::string& context);
+
+// data_dir()/routing/<model.name>.json attached when it exists (mixtures of experts only).
+void attach_shipped_moe_routing(ModelConfig& model);
+
 std::vector<std::string> known_models();
 
 }  // namespace inferlab

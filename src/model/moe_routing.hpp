@@ -6,26 +6,15 @@
 // sequence of t tokens reaches, measured at a few t (the engine's profiles record every profiled
 // pass's routing: engine/routing_stats.hpp; validation/moe_routing.py writes the fit split's
 // single-sequence prefills into data/routing/<model>.json, which load_model attaches to the
-// shipped model of that name), and sequences draw their experts independently of each other.
+// shipped model of that name: model_config.hpp's attach_moe_routing), and sequences draw their
+// experts independently of each other.
 // Without a measurement routing is taken as uniform.
 #include <cstdint>
-#include <nlohmann/json.hpp>
-#include <string>
+#include <span>
 
 #include "model/model_config.hpp"
 
 namespace inferlab {
-
-// Reads {"num_experts", "experts_per_token", "sequence_experts_reached": [[tokens, experts],
-// ...], "source"} for `model` into its moe_sequence_reached / moe_routing_source. InputError
-// (naming `context`) when the counts do not match the model's, the list is empty, its tokens are
-// not increasing positive counts, or an experts value is not finite or outside [top_k,
-// min(num_experts, top_k x tokens)].
-void attach_moe_routing(const nlohmann::json& routing, ModelConfig& model,
-                        const std::string& context);
-
-// data_dir()/routing/<model.name>.json attached when it exists (mixtures of experts only).
-void attach_shipped_moe_routing(ModelConfig& model);
 
 // Experts one sequence of `tokens` tokens reaches in a layer: the measured points, linear in
 // log(tokens) between them, the last one's beyond, top_k at one token; without a measurement,
@@ -37,5 +26,8 @@ double sequence_experts_reached(const ModelConfig& model, int64_t tokens);
 // Uniform routing gives E (1 - (1 - k/E)^(b t)), as if every token drew alone.
 double expected_active_experts(const ModelConfig& model, int64_t sequences,
                                int64_t tokens_per_sequence);
+// The same for sequences of their own lengths: E (1 - prod over the sequences (1 - R(t_i)/E)).
+double expected_active_experts(const ModelConfig& model,
+                               std::span<const int64_t> tokens_per_sequence);
 
 }  // namespace inferlab

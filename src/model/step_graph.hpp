@@ -15,10 +15,11 @@ struct StepShape {
   int64_t batch = 1;
   int64_t new_tokens = 1;
   int64_t context = 1;
-  // The sequences whose tokens a mixture of experts routes in this step, when not `batch`: the
-  // serving simulator prices an iteration's rows as one flat pass of batch 1, yet its rows are
-  // many sequences' (tokens of one sequence route alike: model/moe_routing.hpp). 0: batch.
-  int64_t routed_sequences = 0;
+  // The experts a mixture of experts reaches in this step, when its `batch` sequences of
+  // `new_tokens` do not say it: the serving simulator prices an iteration's rows as one flat pass
+  // of batch 1, yet its rows are many sequences' of their own lengths (tokens of one sequence
+  // route alike: model/moe_routing.hpp). 0: from batch and new_tokens.
+  double routed_experts = 0.0;
 };
 
 // Storage and math formats. `activations` is the format GEMMs read their input in (int8 or fp8

@@ -5,6 +5,7 @@
 
 #include "model/engine_blocks.hpp"
 #include "model/engine_decode_plan.hpp"
+#include "model/moe_routing.hpp"
 #include "predict/request_predictor.hpp"
 
 namespace inferlab {
@@ -62,14 +63,15 @@ PredictedIterationCost::PredictedIterationCost(const ModelConfig& model,
   }
 }
 
-double PredictedIterationCost::flat_s(int64_t tokens, bool graphed, int64_t sequences) const {
-  // Only a mixture of experts' price depends on how many sequences the rows are.
-  if (!model_.is_moe()) sequences = 1;
-  const auto key = std::make_tuple(tokens, graphed, sequences);
+double PredictedIterationCost::flat_s(int64_t tokens, bool graphed, double experts) const {
+  // Only a mixture of experts' price depends on the experts the rows reach; a sixteenth of an
+  // expert apart prices the same (so that the cache stays small).
+  const int64_t experts_16ths = model_.is_moe() && experts > 0.0 ? std::llround(16.0 * experts) : 0;
+  const auto key = std::make_tuple(tokens, graphed, experts_16ths);
   auto it = flat_cache_.find(key);
   if (it != flat_cache_.end()) return it->second;
   StepShape shape{Phase::prefill, 1, tokens, tokens};
-  shape.routed_sequences = sequences;
+  shape.routed_experts = static_cast<double>(experts_16ths) / 16.0;
   const StepPrediction step = predict_step(graphed ? context_ : eager_context_, shape);
   double t = step.time_s;
   for (const auto& p : step.ops) {
@@ -167,9 +169,19 @@ double PredictedIterationCost::time_s(const IterationBatch& batch) const {
   const bool padded_graph = graphs_decode_only_ && uniform_decodes;
   const auto seqs = static_cast<int64_t>(batch.seqs.size());
   const int64_t rows = padded_graph ? graph_rows(seqs) * query : batch.total_tokens();
-  // (A graph's padding rows route as sequences of their own.)
-  double t =
-      flat_s(rows, !graphs_decode_only_ || uniform_decodes, padded_graph ? rows / query : seqs);
+  // A mixture of experts reaches the experts its sequences reach, each sequence routing its own
+  // tokens (a graph's padding rows route as sequences of their own).
+  double experts = 0.0;
+  if (model_.is_moe()) {
+    std::vector<int64_t> lengths;
+    if (padded_graph) {
+      lengths.assign(static_cast<size_t>(rows / query), query);
+    } else {
+      for (const auto& s : batch.seqs) lengths.push_back(s.new_tokens);
+    }
+    experts = expected_active_experts(model_, lengths);
+  }
+  double t = flat_s(rows, !graphs_decode_only_ || uniform_decodes, experts);
   const bool by_token = inferlab_engine_ && attention_by_token(max_query, rows);
   if (by_token) {
     const int64_t tokens = batch.total_tokens();

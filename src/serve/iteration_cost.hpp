@@ -71,9 +71,9 @@ class PredictedIterationCost : public IterationCost {
   // Context-free ops and host cost, per token count; `graphed`: launched as a CUDA graph (where
   // graphs are on), else eagerly. The inferlab engine replays graphs only for iterations of one
   // decode token per sequence; every other iteration runs eagerly.
-  // `sequences`: how many sequences the rows are (a mixture of experts routes each sequence's
-  // tokens alike: StepShape::routed_sequences); only MoE models read it.
-  double flat_s(int64_t tokens, bool graphed = true, int64_t sequences = 1) const;
+  // `experts`: the experts a mixture of experts' rows reach (StepShape::routed_experts; 0: as
+  // one sequence of `tokens`); only MoE models read it.
+  double flat_s(int64_t tokens, bool graphed = true, double experts = 0.0) const;
   double sampled_s(int64_t seqs) const;  // LM head, gather and sampling
   double attention_s(int64_t seqs, int64_t new_tokens, int64_t context) const;
   double draft_step_s(int64_t seqs, int64_t context) const;

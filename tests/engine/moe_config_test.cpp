@@ -219,6 +219,14 @@ TEST(MoeConfig, CudaLimitsAndQuantizationAreRefused) {
   options.kv_tokens = 16;
   expect_input_error([&] { open_backend((dir / "config.json").string(), options); },
                      {"300 experts", "at most 256 experts", "--device cpu"});
+  // 40 channels an expert: whole, a multiple of 8; split over 2 GPUs, 20 a rank are not.
+  nlohmann::json narrow = testing::tiny_mixtral_config_json();
+  narrow["intermediate_size"] = 40;
+  { std::ofstream(dir / "config.json") << narrow.dump(); }
+  options.tp = 2;
+  expect_input_error([&] { open_backend((dir / "config.json").string(), options); },
+                     {"split over 2 GPUs", "multiples of 8", "--device cpu"});
+  options.tp = 1;
   { std::ofstream(dir / "config.json") << testing::tiny_mixtral_config_json().dump(); }
   const std::string model = (dir / "config.json").string();
   options.weights_from_checkpoint = false;

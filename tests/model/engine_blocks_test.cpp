@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "model/moe_routing.hpp"
+#include "model/moe_routing.hpp"
 #include "model/step_graph.hpp"
 
 namespace inferlab {
@@ -383,9 +385,9 @@ TEST(EngineBlocks, MixtureOfExpertsStepsPriceTheExpertsTheStepReaches) {
 
 // Past 128 tokens the router is a cuBLASLt GEMM into fp32 logits, one call with the selection
 // and the sort (one profile mark); the experts a prefill reaches follow the model's measured
-// routing: one sequence of 1024 tokens reaches what the curve says, two such sequences
-// E (1 - (1 - R/E)^2); the serving simulator's flat pass of 64 one-token rows routes as 64
-// sequences (uniform routing's expectation), not as one sequence of 64 tokens.
+// routing: one sequence of 512 tokens reaches what the curve says, two such sequences
+// E (1 - (1 - R/E)^2); the serving simulator's flat pass of 64 one-token rows reaches what 64
+// sequences reach (uniform routing's expectation), not what one sequence of 64 tokens does.
 TEST(EngineBlocks, MixtureOfExpertsPrefillsRouteByGemmAndBySequence) {
   ModelConfig qwen = load_model("qwen3-30b-a3b");
   qwen.moe_sequence_reached = {{128, 32.0}, {2048, 48.0}};
@@ -420,7 +422,8 @@ TEST(EngineBlocks, MixtureOfExpertsPrefillsRouteByGemmAndBySequence) {
   StepShape flat{Phase::prefill, 1, 64, 64};
   build_step_graph(qwen, flat, Precision{}, engine_plan(true, true), shard_dims(qwen, 1), ops);
   const double one_sequence = expert_bytes(ops);
-  flat.routed_sequences = 64;
+  const std::vector<int64_t> one_token_each(64, 1);
+  flat.routed_experts = expected_active_experts(qwen, one_token_each);
   build_step_graph(qwen, flat, Precision{}, engine_plan(true, true), shard_dims(qwen, 1), ops);
   EXPECT_NEAR(expert_bytes(ops), 128.0 * (1.0 - std::pow(120.0 / 128.0, 64)) * expert, 1e-3);
   EXPECT_LT(one_sequence, expert_bytes(ops));

@@ -50,6 +50,7 @@ GemvFused CudaBackend::row_parallel_epilogue(const __nv_bfloat16* input) {
 void CudaBackend::launch_model(const ForwardMetadata& meta) {
   const ModelConfig& m = config_.model;
   routing_.clear();
+  routing_slots_ = 0;  // (a pass that failed after recording leaves nothing for this one)
   const int tokens = meta.tokens();
   const auto o = meta.offsets();
   const int32_t* dev = metadata_.data();
