@@ -9,6 +9,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/moe_routing.hpp"
@@ -306,11 +307,19 @@ TEST(EngineBlocks, OtherFamiliesKeepTheFusedList) {
   build_step_graph(mixtral, kDecode1, Precision{}, engine_plan(true, true), shard_dims(mixtral, 2),
                    ops);
   int all_reduces = 0;
+  int gate_ups = 0;
   for (const Op& op : ops) {
-    if (op.name == "experts_gate_up") EXPECT_EQ(op.gemm.n, 14336);  // 2 x 7168 rows
-    if (op.name == "moe_route") EXPECT_EQ(op.gemm.n, 8);            // every expert's logit
-    all_reduces += op.name == "mlp_all_reduce";
+    const std::string_view name = op.name;  // (a const char*: compare the characters)
+    if (name == "experts_gate_up") {
+      EXPECT_EQ(op.gemm.n, 14336);  // 2 x 7168 rows
+      ++gate_ups;
+    }
+    if (name == "moe_route") {
+      EXPECT_EQ(op.gemm.n, 8);  // every expert's logit
+    }
+    all_reduces += name == "mlp_all_reduce";
   }
+  EXPECT_EQ(gate_ups, 1);
   EXPECT_EQ(all_reduces, 1);  // one op, counted once a layer
 }
 
@@ -463,7 +472,9 @@ TEST(EngineBlocks, TensorParallelStepsAllReduceTheRowParallelProjections) {
   const StepShape decode256{Phase::decode, 256, 1, 1024};
   build_step_graph(llama, decode256, Precision{}, engine_plan(true, true), two, ops);
   for (const Op& op : ops) {
-    if (op.kind == OpKind::all_reduce) EXPECT_STREQ(op.tag.path, "nccl") << op.name;
+    if (op.kind == OpKind::all_reduce) {
+      EXPECT_STREQ(op.tag.path, "nccl") << op.name;
+    }
   }
 }
 
