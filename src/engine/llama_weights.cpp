@@ -59,12 +59,16 @@ int64_t WeightSpec::elements() const {
 std::vector<WeightSpec> llama_weight_specs(const LlamaConfig& config) {
   const ModelConfig& m = config.model;
   std::vector<WeightSpec> specs;
-  auto add = [&](const StoredTensor& tensor, int64_t layer, int64_t expert) {
-    const std::string stored = tensor_name(tensor, layer, expert);
-    int64_t row = 0;
+  // The parts of the stored tensor `stored` from row `row` on (a fused tensor's parts follow one
+  // another by rows), named `stored`, or `stored:role` for a fused tensor's parts, then
+  // `suffix`; `stack`: experts stacked in the stored tensor (0: none).
+  auto add_parts = [&](const StoredTensor& tensor, const std::string& stored, int64_t layer,
+                       int64_t expert, int64_t row, int64_t stack, const std::string& suffix) {
     for (const TensorPart& part : tensor.parts) {
       WeightSpec spec;
-      spec.name = tensor.parts.size() == 1 ? stored : stored + ":" + weight_role_name(part.role);
+      spec.name = tensor.parts.size() == 1 && suffix.empty()
+                      ? stored
+                      : stored + ":" + weight_role_name(part.role) + suffix;
       spec.role = part.role;
       spec.layer = layer;
       spec.expert = expert;
@@ -73,32 +77,23 @@ std::vector<WeightSpec> llama_weight_specs(const LlamaConfig& config) {
       spec.part = part;
       spec.stored_name = stored;
       spec.stored_row = row;
+      spec.stored_stack = stack;
       row += spec.shape[0];
       specs.push_back(std::move(spec));
     }
   };
+  auto add = [&](const StoredTensor& tensor, int64_t layer, int64_t expert) {
+    add_parts(tensor, tensor_name(tensor, layer, expert), layer, expert, 0, 0, "");
+  };
   // Every expert of a layer in one tensor [E, rows, columns]: expert e's parts at flattened rows
-  // e x rows + their offset.
+  // e x rows + their offset, named `stored:role:e`.
   auto add_stacked = [&](const StoredTensor& tensor, int64_t layer) {
     const std::string stored = tensor_name(tensor, layer, -1);
     int64_t rows = 0;
     for (const TensorPart& part : tensor.parts) rows += extent_size(part.rows, m);
     for (int64_t expert = 0; expert < m.num_experts; ++expert) {
-      int64_t row = expert * rows;
-      for (const TensorPart& part : tensor.parts) {
-        WeightSpec spec;
-        spec.name = stored + ":" + weight_role_name(part.role) + ":" + std::to_string(expert);
-        spec.role = part.role;
-        spec.layer = layer;
-        spec.expert = expert;
-        spec.shape = {extent_size(part.rows, m), extent_size(part.columns, m)};
-        spec.part = part;
-        spec.stored_name = stored;
-        spec.stored_row = row;
-        spec.stored_stack = m.num_experts;
-        row += spec.shape[0];
-        specs.push_back(std::move(spec));
-      }
+      add_parts(tensor, stored, layer, expert, expert * rows, m.num_experts,
+                ":" + std::to_string(expert));
     }
   };
   const FamilySpec& family = family_spec(m);

@@ -85,18 +85,25 @@ TEST(CudaFamilyBackend, Qwen3GraphReplayedDecodeMatchesEager) {
   expect_graph_replay_matches_eager(*eager, *graphed, batch, 10, "qwen3");
 }
 
-TEST(CudaFamilyBackend, Qwen3MoeWithEveryExpertChosenMatchesTheCpuReference) {
-  if (!cuda_device_available()) GTEST_SKIP() << "no CUDA GPU";
+// small_llama_json's model as Qwen3-MoE writes it: `experts` experts of 384, top 4,
+// renormalised, every layer sparse.
+nlohmann::json qwen3_moe_json(int experts) {
   nlohmann::json j = small_llama_json(1024);
   j["architectures"] = {"Qwen3MoeForCausalLM"};
   j["model_type"] = "qwen3_moe";
   j["moe_intermediate_size"] = 384;
-  j["num_experts"] = 4;
+  j["num_experts"] = experts;
   j["num_experts_per_tok"] = 4;
   j["norm_topk_prob"] = true;
   j["decoder_sparse_step"] = 1;
   j["mlp_only_layers"] = nlohmann::json::array();
-  const LlamaConfig config = parse_llama_config(j, "small-qwen3-moe", "test config");
+  return j;
+}
+
+TEST(CudaFamilyBackend, Qwen3MoeWithEveryExpertChosenMatchesTheCpuReference) {
+  if (!cuda_device_available()) GTEST_SKIP() << "no CUDA GPU";
+  const LlamaConfig config =
+      parse_llama_config(qwen3_moe_json(4), "small-qwen3-moe", "test config");
   ASSERT_TRUE(config.model.is_moe());
   const CudaBackendOptions options = small_options();
   auto gpu = make_cuda_backend(config, random_tensor_source(config, 7), options);
@@ -112,14 +119,8 @@ TEST(CudaFamilyBackend, Qwen3MoeWithEveryExpertChosenMatchesTheCpuReference) {
 // grouped kernels captured) pick what eager launches pick.
 TEST(CudaFamilyBackend, Qwen3MoeGroupedExpertsMatchTheCpuReferenceAndReplay) {
   if (!cuda_device_available()) GTEST_SKIP() << "no CUDA GPU";
-  nlohmann::json j = small_llama_json(1024);
-  j["architectures"] = {"Qwen3MoeForCausalLM"};
-  j["model_type"] = "qwen3_moe";
-  j["moe_intermediate_size"] = 384;
-  j["num_experts"] = 32;
-  j["num_experts_per_tok"] = 4;
-  j["norm_topk_prob"] = true;
-  const LlamaConfig config = parse_llama_config(j, "small-qwen3-moe-32", "test config");
+  const LlamaConfig config =
+      parse_llama_config(qwen3_moe_json(32), "small-qwen3-moe-32", "test config");
   ASSERT_EQ(engine_moe_form(3, 32, 4), MoeExpertForm::grouped);
   ASSERT_EQ(engine_moe_form(12, 32, 4), MoeExpertForm::grouped);
   CudaBackendOptions options = small_options();
