@@ -32,17 +32,20 @@ def run_json(cmd):
 
 
 def bench_rows(args):
-    rows = json.load(open(args.bench))
+    rows = [row for path in args.bench for row in json.load(open(path))]
     out = []
     for row in rows:
         b = row["bench"]
+        # bench's JSON names its split since 2026-11-29; rows from before carry it beside.
+        tp = int(b.get("tp", row.get("tp", 1)))
         predicted = run_json([args.inferlab, "predict", "--model", b["model"], "--hardware",
                               args.hardware, "--framework", "inferlab", "--batch",
                               str(b["batch"]), "--input", str(b["input_tokens"]), "--output",
-                              str(b["output_tokens"]), "--format", "json"])
-        out.append(("prefill", f"{b['model']} batch {b['batch']} prefill {b['input_tokens']}",
+                              str(b["output_tokens"]), "--tp", str(tp), "--format", "json"])
+        split = f" tp {tp}" if tp > 1 else ""
+        out.append(("prefill", f"{b['model']}{split} batch {b['batch']} prefill {b['input_tokens']}",
                     predicted["prefill_ms"], b["prefill_ms"]))
-        out.append(("decode", f"{b['model']} batch {b['batch']} TPOT",
+        out.append(("decode", f"{b['model']}{split} batch {b['batch']} TPOT",
                     predicted["tpot_ms"], b["tpot_ms"]))
     return out
 
@@ -70,7 +73,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--inferlab", required=True)
     ap.add_argument("--hardware", default="h200")
-    ap.add_argument("--bench")
+    ap.add_argument("--bench", nargs="+", help="engine.json files (rows of `inferlab bench` JSON)")
     ap.add_argument("--serve")
     ap.add_argument("--max-error", default="prefill=0.1,decode=0.1,serve=0.1")
     args = ap.parse_args()

@@ -4,7 +4,7 @@
 # each MoE model, whose points record the routing of their profiled passes (moe_routing).
 #   STAGES="tests qwen3-30b-a3b mixtral-8x7b serve" bash validation/moe_profile_gpu.sh BIN_DIR
 # bench: Mixtral 8x7B batch 1 and 32 (context 1024) with --tp 1 and 2 (MOE_BENCH_TP), each with
-# --compare.
+# --compare. ab: MOE_AB_RUNS under each INFERLAB_ENGINE_MOE_GEMM form.
 # serve: Mixtral served by the engine and by the simulator on one trace
 # (validation/serve_engine_vs_sim.py, 64 requests, saturated and at half the capacity).
 # Results under $OUT/moe_profile: tests.txt, profile_<model>.json (+ .err), serve.json/.log,
@@ -21,7 +21,7 @@ for stage in ${STAGES:-tests qwen3-30b-a3b mixtral-8x7b}; do
   start=$(date +%s)
   case $stage in
     tests)
-      "$bin/inferlab_tests" --gtest_filter="${MOE_TEST_FILTER:-MoeKernels.*:CudaMoeBackend.*:CudaFamilyBackend.*:CudaLayerKernels*:CudaBackend.*:CudaHeadDimBackend.*:CudaQuantBackend*:RoutingStats.*}" \
+      "$bin/inferlab_tests" --gtest_filter="${MOE_TEST_FILTER:-MoeKernels.*:MoeGroupedGemm.*:CudaMoeBackend.*:CudaFamilyBackend.*:CudaLayerKernels*:CudaBackend.*:CudaHeadDimBackend.*:CudaQuantBackend*:RoutingStats.*}" \
         > "$out/tests.txt" 2>&1
       echo "tests rc=$?"
       tail -3 "$out/tests.txt" ;;
@@ -35,6 +35,21 @@ for stage in ${STAGES:-tests qwen3-30b-a3b mixtral-8x7b}; do
             > "$out/bench_mixtral_tp${tp}_b$b.json" 2> "$out/bench_mixtral_tp${tp}_b$b.err"
           echo "bench tp $tp batch $b rc=$?"
         done
+      done ;;
+    ab)
+      # Each of MOE_AB_RUNS (model:mode:batch[:input]; mode default, per_expert or one_launch)
+      # beside `predict`, context 1024 unless given, in the same call: the experts' GEMM forms under
+      # INFERLAB_ENGINE_MOE_GEMM (the per-expert cuBLASLt GEMMs, or the one-launch grouped GEMM
+      # wherever it fits).
+      for run in ${MOE_AB_RUNS:-qwen3-30b-a3b:default:1 qwen3-30b-a3b:default:32 qwen3-30b-a3b:per_expert:32 qwen3-30b-a3b:one_launch:32}; do
+        IFS=: read -r model mode b input <<< "$run"
+        input=${input:-1024}
+        [ "$mode" = default ] && mode_env="" || mode_env=$mode
+        INFERLAB_ENGINE_MOE_GEMM=$mode_env timeout 200 "$bin/inferlab" bench \
+          --model "$model" --device cuda --batch "$b" --input "$input" --output 17 --repeats 3 \
+          --compare --format json > "$out/bench_${model}_${mode}_b${b}_t$input.json" \
+          2> "$out/bench_${model}_${mode}_b${b}_t$input.err"
+        echo "$model $mode batch $b input $input rc=$?"
       done ;;
     serve)
       timeout "${MOE_SERVE_TIMEOUT_S:-300}" python3 validation/serve_engine_vs_sim.py "$bin/inferlab" \

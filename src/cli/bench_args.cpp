@@ -17,8 +17,8 @@ void check_bench_sizes(const BenchArgs& a) {
   if (!(a.gpu_memory_utilization > 0.0 && a.gpu_memory_utilization <= 1.0)) {
     throw InputError("--gpu-memory-utilization must be in (0, 1]");
   }
-  if (a.profile_grid != "standard" && a.profile_grid != "long") {
-    throw InputError("--profile-grid takes standard or long, got '" + a.profile_grid + "'");
+  if (a.profile_grid != "standard" && a.profile_grid != "long" && a.profile_grid != "large") {
+    throw InputError("--profile-grid takes standard, long or large, got '" + a.profile_grid + "'");
   }
   if (a.batch * a.input > 262'144) {
     throw InputError(fmt::format("--batch × --input is {} tokens in one prefill; at most 262144",
@@ -92,6 +92,7 @@ CommonArgs predict_args_for(const BenchArgs& a, const EngineOptions& options,
   common.weights = std::string(dtype_name(s.weights));
   common.kv = std::string(dtype_name(s.kv));
   common.activations = std::string(dtype_name(s.activations));
+  common.tp = s.tp;  // the prediction of the split the engine runs
   return common;
 }
 

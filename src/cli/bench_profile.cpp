@@ -25,10 +25,11 @@ std::string utc_now() {
 
 void run_profile(const BenchArgs& a, OutputFormat format) {
   EngineOptions options = batch_engine_options(a);
-  const engine::ProfileGrid grid =
-      a.profile_grid == "long" ? engine::ProfileGrid::long_context : engine::ProfileGrid::standard;
+  const engine::ProfileGrid grid = a.profile_grid == "long"    ? engine::ProfileGrid::long_context
+                                   : a.profile_grid == "large" ? engine::ProfileGrid::large_batch
+                                                               : engine::ProfileGrid::standard;
   const int64_t kMaxTokens = engine::profile_max_batch_tokens(grid);
-  constexpr int64_t kMaxSequences = 64;
+  const int64_t kMaxSequences = engine::profile_max_sequences(grid);
   // The grid keeps to what the pool holds: on a GPU the largest point's need where memory allows,
   // on the CPU (tiny models, tests) a small cache.
   options.kv_tokens = options.device == "cuda" ? 0 : 8192;

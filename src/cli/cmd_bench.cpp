@@ -70,6 +70,7 @@ void run_bench(const BenchArgs& a) {
   setup.device_name = device_name;
   setup.options = bench;
   setup.cuda_graphs = options.cuda_graphs && options.device == "cuda";
+  setup.tp = options.tp;
   const bool gpu = options.device == "cuda";
   setup.weight_bytes = gpu ? engine::quantized_weight_bytes(backend->config(), options.quant)
                            : backend->config().model.total_params() * 4;
@@ -112,8 +113,9 @@ void register_bench(CLI::App& app) {
                 "The engine's steps over a grid of prefill and decode shapes with the given "
                 "switches, per kernel class (the data `fit --engine` calibrates on)");
   cmd->add_option("--profile-grid", args->profile_grid,
-                  "--profile's grid: standard, or long (decode at 6k-64k contexts, prefill "
-                  "chunks after cached prefixes up to 128k)")
+                  "--profile's grid: standard, long (decode at 6k-64k contexts, prefill "
+                  "chunks after cached prefixes up to 128k) or large (prefills of up to 32k "
+                  "tokens a pass, decode of 128 and 256 sequences)")
       ->capture_default_str();
   cmd->add_option("--cuda-graphs", args->cuda_graphs,
                   "on: decode steps replay a CUDA graph per padded batch")

@@ -18,6 +18,8 @@ constexpr int64_t kMaxDecodeSteps = 64;  // warmup + repeats + the profiled pass
 // The long grid: decode contexts on and between the decode graphs' power-of-two bounds, and
 // prefill chunks (tokens, context) after a cached prefix.
 constexpr int64_t kLongDecodeBatches[] = {1, 4, 8, 16};
+constexpr int64_t kLargeDecodeBatches[] = {96, 128, 256};
+constexpr int64_t kLargeDecodeContext = 1024;
 constexpr int64_t kLongDecodeContexts[] = {6000, 8192, 12000, 16384, 24000, 32768, 65536};
 constexpr std::pair<int64_t, int64_t> kLongPrefillChunks[] = {
     {2048, 16384}, {2048, 65536}, {8192, 16384}, {8192, 32768}, {8192, 65536}, {8192, 131000}};
@@ -73,6 +75,18 @@ std::vector<ProfilePoint> standard_grid() {
   return grid;
 }
 
+// Large batches: prefills of 8-32 prompts of 1024 tokens and of prompts of 2048-8192 tokens (up
+// to 32768 tokens a pass), decode of 96, 128 and 256 sequences; ordered so that every third point
+// (held out) is a shape of its own: 32 × 1024, 4 × 2048 and 256 sequences.
+std::vector<ProfilePoint> large_batch_grid() {
+  std::vector<ProfilePoint> grid;
+  const std::pair<int64_t, int64_t> prefills[] = {{8, 1024}, {2, 4096},  {32, 1024},
+                                                  {1, 8192}, {16, 1024}, {4, 2048}};
+  for (auto [batch, tokens] : prefills) grid.push_back({true, batch, tokens, tokens});
+  for (int64_t batch : kLargeDecodeBatches) grid.push_back({false, batch, 1, kLargeDecodeContext});
+  return grid;
+}
+
 std::vector<ProfilePoint> long_context_grid() {
   std::vector<ProfilePoint> grid;
   for (int64_t context : kLongDecodeContexts) {
@@ -86,8 +100,9 @@ std::vector<ProfilePoint> long_context_grid() {
 std::vector<ProfilePoint> profile_grid(int64_t max_context, int64_t kv_slots,
                                        int64_t max_batch_tokens, int64_t max_sequences,
                                        int64_t block_size, ProfileGrid which) {
-  const std::vector<ProfilePoint> grid =
-      which == ProfileGrid::standard ? standard_grid() : long_context_grid();
+  const std::vector<ProfilePoint> grid = which == ProfileGrid::standard      ? standard_grid()
+                                         : which == ProfileGrid::large_batch ? large_batch_grid()
+                                                                             : long_context_grid();
   std::vector<ProfilePoint> fitting;
   for (const ProfilePoint& p : grid) {
     const int64_t extra = p.prefill ? 0 : kMaxDecodeSteps;  // decode steps grow the context
@@ -107,6 +122,11 @@ int64_t profile_kv_tokens(int64_t steps, ProfileGrid grid) {
     return kDecodeBatches[std::size(kDecodeBatches) - 1] *
            (kDecodeContexts[std::size(kDecodeContexts) - 1] + extra);
   }
+  if (grid == ProfileGrid::large_batch) {
+    return std::max(
+        kLargeDecodeBatches[std::size(kLargeDecodeBatches) - 1] * (kLargeDecodeContext + extra),
+        int64_t{32} * (1024 + 16));
+  }
   // Every decode point (batch x context) and the longest prefill chunk's context.
   int64_t tokens = 0;
   for (int64_t context : kLongDecodeContexts) {
@@ -117,7 +137,12 @@ int64_t profile_kv_tokens(int64_t steps, ProfileGrid grid) {
 }
 
 int64_t profile_max_batch_tokens(ProfileGrid grid) {
-  return grid == ProfileGrid::standard ? 4096 : 8192;
+  return grid == ProfileGrid::standard ? 4096 : grid == ProfileGrid::large_batch ? 32768 : 8192;
+}
+
+int64_t profile_max_sequences(ProfileGrid grid) {
+  return grid == ProfileGrid::large_batch ? kLargeDecodeBatches[std::size(kLargeDecodeBatches) - 1]
+                                          : 64;
 }
 
 std::vector<ProfileMeasurement> run_engine_profile(Backend& backend,

@@ -35,9 +35,12 @@ struct ProfileMeasurement {
 //  long:     long contexts, as serving long prompts meets them: decode batches {1, 4, 8, 16} ×
 //            contexts {6000, 8192, 12000, 16384, 24000, 32768, 65536}, and prefill chunks of
 //            2048 or 8192 tokens after a cached prefix, to contexts of 16k-128k.
+//  large:    large batches: prefill 8, 16 and 32 × 1024, 1 × 8192, 2 × 4096, 4 × 2048 (up to
+//            32768 tokens a pass: a mixture of experts' prefill past the one-launch GEMM, model/
+//            engine_moe_rules.hpp); decode batches {96, 128, 256} at context 1024.
 // Points whose sequences, tokens or contexts do not fit the limits are left out; then every
 // third point (in that order) is held out.
-enum class ProfileGrid { standard, long_context };
+enum class ProfileGrid { standard, long_context, large_batch };
 std::vector<ProfilePoint> profile_grid(int64_t max_context, int64_t kv_slots,
                                        int64_t max_batch_tokens, int64_t max_sequences,
                                        int64_t block_size,
@@ -45,8 +48,9 @@ std::vector<ProfilePoint> profile_grid(int64_t max_context, int64_t kv_slots,
 
 // Tokens the cache must hold for the grid's largest decode point (plus the steps it takes).
 int64_t profile_kv_tokens(int64_t steps, ProfileGrid grid = ProfileGrid::standard);
-// The largest pass of the grid, in tokens.
+// The largest pass of the grid, in tokens, and its most sequences.
 int64_t profile_max_batch_tokens(ProfileGrid grid);
+int64_t profile_max_sequences(ProfileGrid grid);
 
 // Measures every point: `repeats` timed passes after `warmup` untimed ones (a decode point's
 // context grows by one per pass), then one profiled pass.

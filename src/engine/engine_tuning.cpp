@@ -65,6 +65,9 @@ EngineTuning engine_tuning_from_environment() {
   a.decode_splits = count("INFERLAB_ENGINE_DECODE_SPLITS", 0);
 
   t.host_sampling = equals("INFERLAB_ENGINE_HOST_SAMPLING", "1");
+  t.moe_gemm = equals("INFERLAB_ENGINE_MOE_GEMM", "per_expert")   ? MoeGemmChoice::per_expert
+               : equals("INFERLAB_ENGINE_MOE_GEMM", "one_launch") ? MoeGemmChoice::one_launch
+                                                                  : MoeGemmChoice::automatic;
   t.one_shot_max_bytes = count("INFERLAB_ENGINE_ONE_SHOT_MAX_BYTES", t.one_shot_max_bytes);
   t.two_shot_max_bytes = count("INFERLAB_ENGINE_TWO_SHOT_MAX_BYTES", t.two_shot_max_bytes);
   return t;

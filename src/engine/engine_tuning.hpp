@@ -19,6 +19,11 @@ enum class DecodeKernelChoice { automatic, chunked, streamed };
 // Programmatic dependent launch of the streaming GEMV (cuda/gemv_stream.hpp's GemvStreamPdl):
 // per weight format as measured, or forced.
 enum class GemvPdlChoice { automatic, off, early, late };
+// A mixture of experts' forms (model/engine_moe_rules.hpp): as the rule picks; the forms before
+// the one-launch grouped GEMM (per_expert: the grouped CUDA-core kernels, then a cuBLASLt GEMM per
+// expert); or the one-launch grouped GEMM wherever the experts' shapes fit it and the rule picks
+// anything but the slot kernels (Mixtral's few experts too).
+enum class MoeGemmChoice { automatic, per_expert, one_launch };
 
 struct ProjectionTuning {
   bool gemv = true;            // INFERLAB_ENGINE_GEMV=0: no GEMV kernels (cuBLASLt at every row)
@@ -51,6 +56,8 @@ struct EngineTuning {
   // 0: off).
   int64_t two_shot_max_bytes = kEngineTwoShotMaxBytes;
   bool host_sampling = false;  // INFERLAB_ENGINE_HOST_SAMPLING=1: logits to the host, picked there
+  // INFERLAB_ENGINE_MOE_GEMM=per_expert|one_launch; unset: the rule's form.
+  MoeGemmChoice moe_gemm = MoeGemmChoice::automatic;
 };
 
 // The defaults with the INFERLAB_ENGINE_* variables of the environment applied. An unset or

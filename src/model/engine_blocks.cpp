@@ -22,8 +22,9 @@ bool engine_runs_model(const ModelConfig& model, int tp) {
   return tp >= 1 && (family == "llama" || family == "mixtral");
 }
 
-bool engine_moe_decode_kernels(int64_t tokens, int64_t experts, int64_t top_k) {
-  return engine_moe_form(tokens, experts, top_k) != MoeExpertForm::gemm;
+bool engine_moe_capturable(int64_t tokens, const ModelConfig& model, int64_t inter) {
+  return engine_moe_form(tokens, model.num_experts, model.experts_per_token, model.hidden_size,
+                         inter) != MoeExpertForm::gemm;
 }
 
 int64_t engine_gemv_max_rows(DType weights) {
@@ -352,8 +353,9 @@ class EngineBuilder {
 
   // A mixture of experts' MLP (engine/cuda/cuda_moe.cpp): the router with its top-k (and the
   // sort of the slots by expert for the grouped kernels and the GEMMs); the experts in the form
-  // engine_moe_form picks (slot kernels, grouped kernels, or a cuBLASLt GEMM per expert reached
-  // with its rows gathered first and SiLU x mul over all slots between); the weighted combine.
+  // engine_moe_form picks (slot kernels, grouped kernels, one grouped tensor-core GEMM each for
+  // gate/up with SiLU x mul and for down, or a cuBLASLt GEMM per expert reached with SiLU x mul
+  // over all slots between; the last two gather the rows first); the weighted combine.
   // The experts a step reaches are those its routing reaches in expectation
   // (expected_active_experts: the model's measured routing where it has one, else uniform).
   void add_experts() {
@@ -364,15 +366,15 @@ class EngineBuilder {
     const double reached = shape_.routed_experts > 0.0
                                ? shape_.routed_experts
                                : expected_active_experts(model_, shape_.batch, shape_.new_tokens);
-    const MoeExpertForm form = engine_moe_form(tokens_, experts, top_k);
-    const bool decode_kernels = form != MoeExpertForm::gemm;
+    const MoeExpertForm form = engine_moe_form(tokens_, experts, top_k, h, inter);
+    const bool decode_kernels = form == MoeExpertForm::slots || form == MoeExpertForm::grouped;
     // The router (engine_moe_route_form), then the sort unless slot by slot.
     const int sort_kernels = form == MoeExpertForm::slots ? 0 : 1;
     const MoeRouteForm route_form = engine_moe_route_form(tokens_, experts);
     // Every moe_route op of a step under one path, named by the router's form and whether the
     // GEMMs' gather follows: the engine's calibration fits a class's time at a step under one
     // key (fit/fit_engine.cpp), so each combination is its own key, priced as it was fitted.
-    const bool gathers = form == MoeExpertForm::gemm;
+    const bool gathers = !decode_kernels;
     const char* route_path =
         route_form == MoeRouteForm::gemm    ? (gathers ? "gemm_select_gather" : "gemm_select")
         : route_form == MoeRouteForm::split ? (gathers ? "route_split_gather" : "route_split")
@@ -441,8 +443,10 @@ class EngineBuilder {
       gather.activation_bytes = 2.0 * n * static_cast<double>(h) * fb_ + 4.0 * n;
       gather.tag = tag("moe_route", route_path, "bf16");
       add(gather, Scope::per_layer, layers);
+      // The one grouped GEMM: a launch each for gate/up (SiLU×mul in its epilogue) and down.
+      const bool one_launch = form == MoeExpertForm::grouped_gemm;
       const int64_t rows = std::max<int64_t>(1, std::llround(n / reached));  // mean per expert
-      const int launches = static_cast<int>(std::ceil(reached));
+      const int launches = one_launch ? 1 : static_cast<int>(std::ceil(reached));
       Op gate_up;
       gate_up.name = "experts_gate_up";
       gate_up.kind = OpKind::gemm;
@@ -451,16 +455,20 @@ class EngineBuilder {
       gate_up.gemm = {rows, 2 * inter, h, 1};
       gate_up.flops = 4.0 * n * static_cast<double>(inter * h);
       gate_up.weight_bytes = gate_up_weights;
-      gate_up.activation_bytes = n * static_cast<double>(h + 2 * inter) * fb_;
+      gate_up.activation_bytes = n * static_cast<double>(h + (one_launch ? 1 : 2) * inter) * fb_;
       // Their own path: a GEMM an expert, launched by the host after it waited for the counts
       // (the pass's GPU idles while it launches them), at each expert's rows.
       // Many experts (Qwen3-30B-A3B's 128 of 768) make many small GEMMs the host launches one
       // after another, few (Mixtral's 8 of 14336) a few large ones the tensor cores bound: each
-      // regime its own key ("moe_gemm_many" from kEngineMoeGroupedMinExperts experts).
-      const char* gemm_path = experts >= kEngineMoeGroupedMinExperts ? "moe_gemm_many" : "moe_gemm";
+      // regime its own key ("moe_gemm_many" from kEngineMoeManyExperts experts).
+      // The one-launch GEMMs are their own path ("moe_gemm_grouped"): mma.sync tiles of 128
+      // rows an expert, no host in the loop.
+      const char* gemm_path = one_launch                         ? "moe_gemm_grouped"
+                              : experts >= kEngineMoeManyExperts ? "moe_gemm_many"
+                                                                 : "moe_gemm";
       gate_up.tag = tag("gemm_gate_up", gemm_path, "bf16");
       add(gate_up, Scope::per_layer, layers);
-      add_silu_mul(slots);
+      if (!one_launch) add_silu_mul(slots);
       Op down = gate_up;
       down.name = "experts_down";
       down.gemm = {rows, h, inter, 1};

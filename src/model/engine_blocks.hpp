@@ -32,10 +32,11 @@ bool is_engine_kernel_class(const std::string& name);
 // fused kernel list of KernelPlan.
 bool engine_runs_model(const ModelConfig& model, int tp);
 
-// Whether the engine runs a mixture of experts' experts in a pass of `tokens` without reading
-// the experts' row counts on the host (engine_moe_form: the slot or the grouped kernels), so
-// that the pass can be captured in a CUDA graph.
-bool engine_moe_decode_kernels(int64_t tokens, int64_t experts, int64_t top_k);
+// Whether the engine runs a mixture of experts' experts in a pass of `tokens` on a GPU holding
+// `inter` of each expert's channels without reading the experts' row counts on the host
+// (engine_moe_form: every form but the per-expert cuBLASLt GEMMs), so that the pass can be
+// captured in a CUDA graph.
+bool engine_moe_capturable(int64_t tokens, const ModelConfig& model, int64_t inter);
 
 // Rows up to which a projection takes the engine's GEMV kernels (Projector::takes_gemv): the
 // numbers of model/engine_gemv_rows.hpp, which the engine's defaults read too.

@@ -6,33 +6,61 @@
 
 namespace inferlab {
 
-// The experts' three forms:
+// The experts' four forms:
 // - slots: the decode kernels, slot by slot (each slot reads its expert's weights): one token,
 //   or at most a quarter as many slots as experts (few experts are chosen twice);
-// - grouped: the grouped kernels after a device-side sort, each chosen expert's weights read
-//   once for all its slots, on CUDA cores: models of at least kEngineMoeGroupedMinExperts
-//   experts, up to kEngineMoeGroupedSlotsPerExpert slots an expert on average. Measured on
-//   Qwen3-30B-A3B (128 experts of 768) at batch 32, 2 slots an expert: 41.9 ms a step against
-//   75.7 with the GEMMs (MEASUREMENTS §49). Not measured on few wide experts (Mixtral's 8 of
-//   14336 keep their measured forms);
+// - grouped_gemm: past that, on models of at least kEngineMoeManyExperts experts, up to
+//   kEngineMoeOneLaunchSlotsPerExpert slots an expert on average, one launch of a tensor-core
+//   GEMM over every expert's rows after a device-side sort (engine/cuda/moe_grouped_gemm.cu: the
+//   counts stay on the device, so no host read), with SiLU×mul in the gate/up product's
+//   epilogue; needs engine_moe_grouped_gemm_fits. On Qwen3-30B-A3B (128 experts of 768) on the
+//   H200 a decode step of 32 sequences took 22.1 ms against 41.7 with the grouped kernels, and
+//   a prefill of 8 × 1024 tokens 175.0 ms against 174.4 with a GEMM an expert, one of 2048
+//   tokens 49.7 against 66.0; its mma.sync tiles reach 260 TFLOP/s, so from 256 slots an expert
+//   cuBLASLt's GEMMs are faster (4096 tokens: 96.1 against 99.2 ms; 32 × 1024: 483.7 against
+//   671.1; MEASUREMENTS §51);
+// - grouped: the grouped kernels, each chosen expert's weights read once for all its slots on
+//   CUDA cores, sorted on the device too: many experts whose shapes the one-launch GEMM does not
+//   take, up to kEngineMoeGroupedSlotsPerExpert slots an expert on average;
 // - gemm: a cuBLASLt GEMM per expert reached, after reading the experts' row counts on the host
-//   (a synchronisation a layer, so the pass runs eagerly): more slots an expert, where tensor
-//   cores pay (Mixtral at batch 32: 8 an expert; the CUDA-core kernels took 142 ms against 27,
-//   MEASUREMENTS §48).
-// slots and grouped need no host read: their passes can be captured in CUDA graphs.
-enum class MoeExpertForm { slots, grouped, gemm };
+//   (a synchronisation a layer, so the pass runs eagerly): few wide experts, where cuBLASLt's
+//   large tiles reach 600-680 TFLOP/s on the H200 (Mixtral at batch 32: 8 slots an expert; the
+//   CUDA-core kernels took 142 ms against 27, MEASUREMENTS §48; the one-launch GEMM 35.9 ms,
+//   §51), and the many-expert passes past the other forms.
+// All but gemm need no host read: their passes can be captured in CUDA graphs.
+enum class MoeExpertForm { slots, grouped, grouped_gemm, gemm };
 
-inline constexpr int64_t kEngineMoeGroupedMinExperts = 32;
+inline constexpr int64_t kEngineMoeManyExperts = 32;
 inline constexpr int64_t kEngineMoeGroupedSlotsPerExpert = 4;
+inline constexpr int64_t kEngineMoeOneLaunchSlotsPerExpert = 256;  // exclusive
 
-constexpr MoeExpertForm engine_moe_form(int64_t tokens, int64_t experts, int64_t top_k) {
+// The one-launch GEMMs take their inputs 64 at a time: the hidden size (gate/up) and each GPU's
+// share of an expert's channels (down) in whole steps.
+constexpr bool engine_moe_grouped_gemm_fits(int64_t hidden, int64_t inter) {
+  return hidden > 0 && inter > 0 && hidden % 64 == 0 && inter % 64 == 0;
+}
+
+// The forms before the one-launch GEMM (INFERLAB_ENGINE_MOE_GEMM=per_expert runs them for A/B).
+constexpr MoeExpertForm engine_moe_form_without_grouped_gemm(int64_t tokens, int64_t experts,
+                                                             int64_t top_k) {
   const int64_t slots = tokens * top_k;
   if (tokens <= 1 || slots <= experts / 4) return MoeExpertForm::slots;
-  if (experts >= kEngineMoeGroupedMinExperts &&
-      slots <= kEngineMoeGroupedSlotsPerExpert * experts) {
+  if (experts >= kEngineMoeManyExperts && slots <= kEngineMoeGroupedSlotsPerExpert * experts) {
     return MoeExpertForm::grouped;
   }
   return MoeExpertForm::gemm;
+}
+
+// `inter`: one expert's channels on this GPU (intermediate_size / tp).
+constexpr MoeExpertForm engine_moe_form(int64_t tokens, int64_t experts, int64_t top_k,
+                                        int64_t hidden, int64_t inter) {
+  const MoeExpertForm form = engine_moe_form_without_grouped_gemm(tokens, experts, top_k);
+  if (form != MoeExpertForm::slots && experts >= kEngineMoeManyExperts &&
+      tokens * top_k < kEngineMoeOneLaunchSlotsPerExpert * experts &&
+      engine_moe_grouped_gemm_fits(hidden, inter)) {
+    return MoeExpertForm::grouped_gemm;
+  }
+  return form;
 }
 
 // The router's logits, in one of three forms:

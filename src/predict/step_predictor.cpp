@@ -90,9 +90,9 @@ StepPrediction predict_step(const StepContext& c, const StepShape& shape) {
   // The engine's mixture-of-experts GEMMs read the experts' row counts on the host, a
   // synchronisation a layer: such a pass runs eagerly even with graphs on.
   const ModelConfig& m = *c.model;
-  const bool moe_syncs = c.framework == Framework::inferlab && c.plan.engine && m.is_moe() &&
-                         !engine_moe_decode_kernels(shape.batch * shape.new_tokens, m.num_experts,
-                                                    m.experts_per_token);
+  const bool moe_syncs =
+      c.framework == Framework::inferlab && c.plan.engine && m.is_moe() &&
+      !engine_moe_capturable(shape.batch * shape.new_tokens, m, c.shard.intermediate);
   const bool graphs = c.cuda_graphs && !moe_syncs;
   StepPrediction step;
   step.ops.reserve(ops.size());

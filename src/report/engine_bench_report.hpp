@@ -18,6 +18,7 @@ struct BenchSetup {
   int64_t weight_bytes = 0;
   int64_t kv_bytes_per_element = 2;
   bool cuda_graphs = false;    // decode steps replayed from captured graphs
+  int64_t tp = 1;              // tensor-parallel ranks (GPUs, or CPU threads)
   std::string quant = "bf16";  // QuantConfig::describe()
 };
 

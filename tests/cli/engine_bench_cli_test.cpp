@@ -65,6 +65,21 @@ TEST(EngineBenchCli, BenchOnTheCpuReportsPredictsFieldsAndTheSpread) {
   EXPECT_GT(c["predicted"]["tpot_ms"].get<double>(), 0.0);
   EXPECT_NEAR(c["measured_over_predicted"]["tpot"].get<double>(),
               c["tpot_ms"].get<double>() / c["predicted"]["tpot_ms"].get<double>(), 1e-9);
+
+  // Under --tp the comparison is with the prediction of that split, as `predict --tp` gives it.
+  auto split = run_inferlab("bench --model " + tiny.ckpt.string() +
+                            " --device cpu --tp 2 --batch 1 --input 4 --output 2 --repeats 1 "
+                            "--compare --hardware h100-sxm --format json");
+  ASSERT_EQ(split.exit_code, 0) << split.err;
+  auto predicted = run_inferlab("predict --model " + (tiny.ckpt / "config.json").string() +
+                                " --hardware h100-sxm --framework inferlab --tp 2 --batch 1 "
+                                "--input 4 --output 2 --format json");
+  ASSERT_EQ(predicted.exit_code, 0) << predicted.err;
+  EXPECT_EQ(nlohmann::json::parse(split.out)["tp"], 2);
+  EXPECT_EQ(c["tp"], 1);
+  const double split_tpot_ms = nlohmann::json::parse(split.out)["predicted"]["tpot_ms"];
+  EXPECT_DOUBLE_EQ(split_tpot_ms, nlohmann::json::parse(predicted.out)["tpot_ms"].get<double>());
+  EXPECT_NE(split_tpot_ms, c["predicted"]["tpot_ms"].get<double>());
 }
 
 TEST(EngineBenchCli, TeacherForcedDecodeLogitsEqualOnePrefillsLogits) {

@@ -156,18 +156,15 @@ TEST(EngineQuantCli, BadSwitchesAreRefused) {
   const std::string m = " --model " + tiny.ckpt.string() + " --device cpu";
   const std::string g = "generate" + m + " --prompt hi --max-tokens 2";
   testing::expect_refused({
-      g + " --weights int3",
-      g + " --kv int4",
-      g + " --activations fp8",
+      g + " --weights int3", g + " --kv int4", g + " --activations fp8",
       g + " --activations int8",  // W8A8 needs --weights int8
-      g + " --attention sdpa",
-      g + " --fusion maybe",
-      g + " --weights int4 --group-size 48",
+      g + " --attention sdpa", g + " --fusion maybe", g + " --weights int4 --group-size 48",
       g + " --weights int4 --group-size 64",  // does not divide the tiny widths of 32
       "quantize" + m + " --out " + (tiny.dir / "x").string() + " --weights fp8",
       "quantize --model " + tiny.ckpt.string() + " --out " + tiny.ckpt.string(),
       "quantize --model nonexistent-model --out " + (tiny.dir / "y").string(),
       "bench" + m + " --profile --repeats 90",
+      "bench" + m + " --profile --profile-grid huge",  // standard, long or large
   });
 }
 

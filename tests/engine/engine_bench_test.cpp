@@ -100,5 +100,22 @@ TEST(EngineProfile, TheLongContextGridKeepsToTheLimits) {
   EXPECT_EQ(profile_max_batch_tokens(ProfileGrid::standard), 4096);
 }
 
+// The large-batch grid: 6 prefills of up to 32768 tokens a pass and 3 decode batches, the held-out
+// third points 32 × 1024, 4 × 2048 and 256 sequences; the pool holds 256 sequences of 1024 + the
+// steps; a limit of 64 sequences leaves the decode points out.
+TEST(EngineProfile, TheLargeBatchGridHoldsOutItsOwnShapes) {
+  const auto all = profile_grid(40960, 1 << 24, 32768, 256, 16, ProfileGrid::large_batch);
+  ASSERT_EQ(all.size(), 9u);
+  std::vector<std::pair<int64_t, int64_t>> held;
+  for (const ProfilePoint& p : all) {
+    if (p.holdout) held.emplace_back(p.batch, p.tokens);
+  }
+  EXPECT_EQ(held, (std::vector<std::pair<int64_t, int64_t>>{{32, 1024}, {4, 2048}, {256, 1}}));
+  EXPECT_EQ(profile_max_batch_tokens(ProfileGrid::large_batch), 32768);
+  EXPECT_EQ(profile_max_sequences(ProfileGrid::large_batch), 256);
+  EXPECT_EQ(profile_kv_tokens(7, ProfileGrid::large_batch), 256 * (1024 + 64 + 16));
+  EXPECT_EQ(profile_grid(40960, 1 << 24, 32768, 64, 16, ProfileGrid::large_batch).size(), 6u);
+}
+
 }  // namespace
 }  // namespace inferlab::engine

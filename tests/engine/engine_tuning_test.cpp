@@ -26,7 +26,7 @@ const std::vector<std::string> kVariables = {
     "INFERLAB_ENGINE_LT_TUNE",        "INFERLAB_ENGINE_HOPPER_PREFILL",
     "INFERLAB_ENGINE_ATTENTION_PDL",  "INFERLAB_ENGINE_DECODE_KERNEL",
     "INFERLAB_ENGINE_DECODE_SPLITS",  "INFERLAB_ENGINE_HOST_SAMPLING",
-    "INFERLAB_ENGINE_GEMV_PDL"};
+    "INFERLAB_ENGINE_GEMV_PDL",       "INFERLAB_ENGINE_MOE_GEMM"};
 
 using Variables = std::map<std::string, std::string>;
 
@@ -55,8 +55,8 @@ class Environment {
   std::map<std::string, std::optional<std::string>> saved_;
 };
 
-TEST(EngineTuning, SeventeenVariablesUnsetGiveTheMeasuredDefaults) {
-  ASSERT_EQ(kVariables.size(), 17u);
+TEST(EngineTuning, EighteenVariablesUnsetGiveTheMeasuredDefaults) {
+  ASSERT_EQ(kVariables.size(), 18u);
   const Environment none(Variables{});
   const EngineTuning t = engine_tuning_from_environment();
   EXPECT_TRUE(t.projection.gemv);
@@ -72,6 +72,7 @@ TEST(EngineTuning, SeventeenVariablesUnsetGiveTheMeasuredDefaults) {
   EXPECT_EQ(t.attention.decode_kernel, DecodeKernelChoice::automatic);
   EXPECT_EQ(t.attention.decode_splits, 0);
   EXPECT_FALSE(t.host_sampling);
+  EXPECT_EQ(t.moe_gemm, MoeGemmChoice::automatic);
 }
 
 TEST(EngineTuning, EachVariableLandsInItsField) {
@@ -88,8 +89,10 @@ TEST(EngineTuning, EachVariableLandsInItsField) {
                                   {"INFERLAB_ENGINE_ATTENTION_PDL", "0"},
                                   {"INFERLAB_ENGINE_DECODE_KERNEL", "chunked"},
                                   {"INFERLAB_ENGINE_DECODE_SPLITS", "12"},
-                                  {"INFERLAB_ENGINE_HOST_SAMPLING", "1"}});
+                                  {"INFERLAB_ENGINE_HOST_SAMPLING", "1"},
+                                  {"INFERLAB_ENGINE_MOE_GEMM", "per_expert"}});
   const EngineTuning t = engine_tuning_from_environment();
+  EXPECT_EQ(t.moe_gemm, MoeGemmChoice::per_expert);
   EXPECT_FALSE(t.projection.gemv);
   EXPECT_EQ(t.projection.gemv_rows_all, 8);
   EXPECT_EQ(t.projection.gemv_rows[0], -1);  // bf16: unset, so the limit for all applies

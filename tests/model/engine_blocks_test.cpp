@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "model/moe_routing.hpp"
-#include "model/moe_routing.hpp"
 #include "model/step_graph.hpp"
 
 namespace inferlab {
@@ -327,20 +326,35 @@ TEST(EngineBlocks, OtherFamiliesKeepTheFusedList) {
 // slot kernels, which read the 2 experts it reaches (2 · 3 · 14336 · 4096 bf16 weights a layer);
 // 32 tokens (64 slots) a cuBLASLt GEMM per expert reached, 8 · (1 − (6/8)^32) of them, after the
 // slots' gather; the layers run unfused. Qwen3-30B-A3B (128 experts of 768, top 8) at 8 tokens
-// takes the grouped kernels, each expert uniform routing reaches (128 · (1 − (120/128)^8)) read
-// once, with the router split over blocks and the sort: 3 routing kernels.
+// takes the one-launch grouped GEMM, each expert uniform routing reaches (128 · (1 −
+// (120/128)^8)) read once, with the router split over blocks and the sort: 3 routing kernels,
+// then the gather.
 TEST(EngineBlocks, MixtureOfExpertsStepsPriceTheExpertsTheStepReaches) {
   ModelConfig mixtral = load_model("mixtral-8x7b");
   mixtral.moe_sequence_reached.clear();  // uniform routing (measured: MoeRouting.*)
-  EXPECT_EQ(engine_moe_form(1, 8, 2), MoeExpertForm::slots);
-  EXPECT_EQ(engine_moe_form(2, 8, 2), MoeExpertForm::gemm);     // 4 slots > 8 / 4; few experts
-  EXPECT_EQ(engine_moe_form(4, 128, 8), MoeExpertForm::slots);  // Qwen3-MoE: 32 of 128 experts
-  EXPECT_EQ(engine_moe_form(5, 128, 8), MoeExpertForm::grouped);
-  EXPECT_EQ(engine_moe_form(64, 128, 8), MoeExpertForm::grouped);  // 4 slots an expert
-  EXPECT_EQ(engine_moe_form(65, 128, 8), MoeExpertForm::gemm);
-  EXPECT_TRUE(engine_moe_decode_kernels(64, 128, 8));  // no host read: graph-capturable
-  EXPECT_FALSE(engine_moe_decode_kernels(65, 128, 8));
-  EXPECT_FALSE(engine_moe_decode_kernels(2, 8, 2));
+  EXPECT_EQ(engine_moe_form(1, 8, 2, 4096, 14336), MoeExpertForm::slots);
+  // 4 slots > 8 / 4; few experts: a cuBLASLt GEMM each
+  EXPECT_EQ(engine_moe_form(2, 8, 2, 4096, 14336), MoeExpertForm::gemm);
+  EXPECT_EQ(engine_moe_form(4096, 8, 2, 4096, 14336), MoeExpertForm::gemm);
+  // Qwen3-MoE: 32 of 128 experts
+  EXPECT_EQ(engine_moe_form(4, 128, 8, 2048, 768), MoeExpertForm::slots);
+  EXPECT_EQ(engine_moe_form(5, 128, 8, 2048, 768), MoeExpertForm::grouped_gemm);
+  EXPECT_EQ(engine_moe_form(4095, 128, 8, 2048, 768), MoeExpertForm::grouped_gemm);
+  EXPECT_EQ(engine_moe_form(4096, 128, 8, 2048, 768), MoeExpertForm::gemm);        // 256 an expert
+  EXPECT_EQ(engine_moe_form(65, 128, 8, 2048, 384), MoeExpertForm::grouped_gemm);  // --tp 2
+  // Channels the one-launch GEMM cannot step through 64 at a time: the grouped kernels up to 4
+  // slots an expert, then a GEMM an expert.
+  EXPECT_EQ(engine_moe_form(64, 128, 8, 2048, 736), MoeExpertForm::grouped);
+  EXPECT_EQ(engine_moe_form(65, 128, 8, 2048, 736), MoeExpertForm::gemm);
+  EXPECT_EQ(engine_moe_form_without_grouped_gemm(64, 128, 8), MoeExpertForm::grouped);
+  EXPECT_EQ(engine_moe_form_without_grouped_gemm(65, 128, 8), MoeExpertForm::gemm);
+  EXPECT_FALSE(engine_moe_grouped_gemm_fits(2016, 768));
+  const ModelConfig qwen3 = load_model("qwen3-30b-a3b");
+  EXPECT_TRUE(engine_moe_capturable(64, qwen3, 768));  // no host read: graph-capturable
+  EXPECT_TRUE(engine_moe_capturable(65, qwen3, 768));  // the one-launch GEMMs: none either
+  EXPECT_FALSE(engine_moe_capturable(65, qwen3, 736));
+  EXPECT_FALSE(engine_moe_capturable(4096, qwen3, 768));  // a GEMM an expert
+  EXPECT_FALSE(engine_moe_capturable(2, mixtral, 14336));
   EXPECT_FALSE(engine_moe_route_split(1, 8));  // Mixtral: a block per token is 8 warps already
   EXPECT_TRUE(engine_moe_route_split(128, 128));
   EXPECT_FALSE(engine_moe_route_split(129, 128));
@@ -385,11 +399,14 @@ TEST(EngineBlocks, MixtureOfExpertsStepsPriceTheExpertsTheStepReaches) {
   const StepShape decode8{Phase::decode, 8, 1, 1024};
   build_step_graph(qwen, decode8, Precision{}, engine_plan(true, true), shard_dims(qwen, 1), ops);
   const Op grouped = op_named(ops, "experts_gate_up");
-  EXPECT_STREQ(grouped.tag.path, "moe_grouped");
+  EXPECT_STREQ(grouped.tag.path, "moe_gemm_grouped");
+  EXPECT_EQ(grouped.kernels, 1);  // one launch over every expert, SiLU×mul inside
   EXPECT_NEAR(grouped.weight_bytes + op_named(ops, "experts_down").weight_bytes,
               128.0 * (1.0 - std::pow(120.0 / 128.0, 8)) * 3.0 * 768 * 2048 * 2, 1e3);
+  EXPECT_DOUBLE_EQ(grouped.activation_bytes, 64.0 * (2048 + 768) * 2);  // in, act out
   EXPECT_EQ(op_named(ops, "moe_route").kernels, 3);  // router logits, top-k, sort
-  EXPECT_STREQ(op_named(ops, "moe_route").tag.path, "route_split");
+  EXPECT_STREQ(op_named(ops, "moe_route").tag.path, "route_split_gather");
+  for (const Op& op : ops) EXPECT_NE(op.name, "silu_mul");
 }
 
 // Past 128 tokens the router is a cuBLASLt GEMM into fp32 logits, one call with the selection

@@ -434,7 +434,7 @@ std::optional<GraphShape> CudaBackend::graph_shape_for(const ForwardMetadata& me
   if (shape.tokens() > options_.max_batch_tokens ||
       shape.rows() > std::min(logit_rows_capacity(options_), kLogitRowsPerChunk) ||
       shape.rows() > static_cast<int32_t>(row_sampling_.size()) ||
-      (config_.model.is_moe() && !moe_takes_gemv(shape.tokens()))) {
+      (config_.model.is_moe() && !moe_capturable(shape.tokens()))) {
     return std::nullopt;
   }
   return shape;

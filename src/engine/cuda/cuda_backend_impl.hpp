@@ -26,6 +26,7 @@
 #include "engine/forward_metadata.hpp"
 #include "engine/quant/quantized_model.hpp"
 #include "engine/quant/smoothquant.hpp"
+#include "model/engine_moe_rules.hpp"
 
 namespace inferlab::engine::cuda {
 
@@ -139,9 +140,18 @@ class CudaBackend final : public Backend {
   // A mixture-of-experts layer's MLP block (cuda_moe.cpp): norm, routing, the experts (the
   // decode kernels, or a GEMM per expert for larger passes), the weighted combine into proj_.
   void launch_moe_block(int64_t layer, int tokens);
-  // Whether a pass of `tokens` runs the experts with the decode kernels (every pass a graph
-  // replays does); larger passes read the experts' row counts on the host and run a GEMM each.
-  bool moe_takes_gemv(int tokens) const;
+  // Whether a pass of `tokens` runs the experts without reading their row counts on the host
+  // (every pass a graph replays does); the per-expert cuBLASLt GEMMs read them.
+  bool moe_capturable(int tokens) const;
+  // The experts of launch_moe_block by slot (the slot or the grouped kernels), or by a cuBLASLt
+  // GEMM per expert over `offsets` (read on the host); their profile marks priced with these
+  // bytes.
+  void launch_moe_decode_experts(const DeviceLayer& w, MoeExpertForm form, int tokens,
+                                 const MoeRouting& routing, double gate_up_bytes,
+                                 double down_bytes);
+  void launch_moe_expert_gemms(const DeviceLayer& w, int tokens,
+                               const std::vector<int32_t>& offsets, const MoeRouting& routing,
+                               double gate_up_bytes, double down_bytes);
   MoeRouting moe_routing();
   // A profiled pass's expert ids of `layer` kept on the device (routing_ids_), and read back into
   // routing_ once the pass is done (collect_routing, from finish_timing).

@@ -1,16 +1,18 @@
 // The CUDA backend's mixture-of-experts MLP block (moe_kernels.hpp has the kernels):
 //   add+RMSNorm → router + top-k → experts → weighted combine into proj_
-// The experts run in one of three forms (model/engine_moe_rules.hpp picks) with the same
+// The experts run in one of four forms (model/engine_moe_rules.hpp picks) with the same
 // numerics:
 //   slot kernels (a token's few slots): a kernel for gate/up + SiLU×mul and one for down, slot
 //     by slot, each reading only the expert its slot chose;
 //   grouped kernels (a few slots an expert: batched decode of many-expert models): the slots
 //     sorted by expert on the device, the same two products with each chosen expert's weights
 //     read once for all its slots; no host read, so graphs capture these passes too;
-//   GEMMs (more slots an expert: large batches, prefill): the experts' row counts to the host
-//     (one synchronisation a layer, so these passes run eagerly), each slot's input gathered
-//     next to its expert's others, a cuBLASLt GEMM per expert over its rows (Projector: the
-//     tensor cores), SiLU×mul over all slots at once.
+//   one grouped GEMM (more slots an expert on many-expert models: prefill): each slot's input
+//     gathered next to its expert's others, then one tensor-core launch for gate/up with
+//     SiLU×mul and one for down over every expert's rows, the counts read on the device;
+//   GEMMs (few wide experts: Mixtral's batches and prefill): the experts' row counts to the host
+//     (one synchronisation a layer, so these passes run eagerly), the same gather, a cuBLASLt
+//     GEMM per expert over its rows (Projector), SiLU×mul over all slots at once.
 #include <algorithm>
 #include <vector>
 
@@ -19,6 +21,19 @@
 #include "model/engine_blocks.hpp"
 
 namespace inferlab::engine::cuda {
+namespace {
+
+// One MoE layer's sizes on this GPU, as the kernels take them.
+struct MoeSizes {
+  int hidden, inter, experts, top_k, slots;
+};
+MoeSizes moe_sizes(const ModelConfig& m, int tokens) {
+  const auto top_k = static_cast<int>(m.experts_per_token);
+  return {static_cast<int>(m.hidden_size), static_cast<int>(m.intermediate_size),
+          static_cast<int>(m.num_experts), top_k, tokens * top_k};
+}
+
+}  // namespace
 
 MoeRouting CudaBackend::moe_routing() {
   const int64_t slots = sizes_.moe_slots;
@@ -60,20 +75,16 @@ void CudaBackend::collect_routing() {
   routing_slots_ = 0;
 }
 
-bool CudaBackend::moe_takes_gemv(int tokens) const {
+bool CudaBackend::moe_capturable(int tokens) const {
   // The slot and grouped kernels need no host read of the experts' row counts (the rule is
   // model/engine_moe_rules.hpp's, which the prediction reads too).
   const ModelConfig& m = config_.model;
-  return engine_moe_decode_kernels(tokens, m.num_experts, m.experts_per_token);
+  return engine_moe_capturable(tokens, m, m.intermediate_size);
 }
 
 void CudaBackend::launch_moe_block(int64_t layer, int tokens) {
-  const ModelConfig& m = config_.model;
   const DeviceLayer& w = weights_.layers[static_cast<size_t>(layer)];
-  const int hidden = static_cast<int>(m.hidden_size), inter = static_cast<int>(m.intermediate_size);
-  const int experts = static_cast<int>(m.num_experts),
-            top_k = static_cast<int>(m.experts_per_token);
-  const int slots = tokens * top_k;
+  const auto [hidden, inter, experts, top_k, slots] = moe_sizes(config_.model, tokens);
   const auto eps = static_cast<float>(config_.rms_norm_eps);
   const double t = tokens, s = slots;
   add_rms_norm(residual_.data(), proj_.data(), w.post_norm, tokens, hidden, eps, normed_.data(),
@@ -82,7 +93,15 @@ void CudaBackend::launch_moe_block(int64_t layer, int tokens) {
   const MoeRouting routing = moe_routing();
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   INFERLAB_CUDA_CHECK(cudaStreamIsCapturing(stream_, &capture));
-  MoeExpertForm form = engine_moe_form(tokens, experts, top_k);
+  MoeExpertForm form = engine_moe_form(tokens, experts, top_k, hidden, inter);
+  // The A/B switch (engine_tuning.hpp's MoeGemmChoice).
+  const MoeGemmChoice choice = options_.tuning.moe_gemm;
+  if (choice == MoeGemmChoice::per_expert) {
+    form = engine_moe_form_without_grouped_gemm(tokens, experts, top_k);
+  } else if (choice == MoeGemmChoice::one_launch && form != MoeExpertForm::slots &&
+             engine_moe_grouped_gemm_fits(hidden, inter)) {
+    form = MoeExpertForm::grouped_gemm;
+  }
   // A graph cannot hold the host read the GEMMs need: a captured pass takes the grouped kernels.
   if (capture != cudaStreamCaptureStatusNone && form == MoeExpertForm::gemm) {
     form = MoeExpertForm::grouped;
@@ -106,10 +125,10 @@ void CudaBackend::launch_moe_block(int64_t layer, int tokens) {
     record_routing(layer, routing.expert_ids, slots);
   }
 
-  // The GEMMs' row counts, on the host; a profiled grouped pass reads them too, so that its
-  // bytes count the experts the batch reached (not an assumed spread).
+  // The GEMMs' row counts, on the host; a profiled pass of the device-side forms reads them too,
+  // so that its bytes count the experts the batch reached (not an assumed spread).
   std::vector<int32_t> offsets;
-  if (form == MoeExpertForm::gemm || (form == MoeExpertForm::grouped && timer_.enabled())) {
+  if (form == MoeExpertForm::gemm || (form != MoeExpertForm::slots && timer_.enabled())) {
     offsets.resize(static_cast<size_t>(experts) + 1);
     INFERLAB_CUDA_CHECK(cudaMemcpyAsync(offsets.data(), routing.expert_offsets,
                                         offsets.size() * sizeof(int32_t), cudaMemcpyDeviceToHost,
@@ -126,52 +145,82 @@ void CudaBackend::launch_moe_block(int64_t layer, int tokens) {
   const double down_bytes = reads * 2.0 * hidden * inter;
   const double act = 2.0 * s;  // bytes per feature of the slots' rows
 
+  switch (form) {
+    case MoeExpertForm::slots:
+    case MoeExpertForm::grouped:
+      launch_moe_decode_experts(w, form, tokens, routing, gate_up_bytes, down_bytes);
+      break;
+    case MoeExpertForm::grouped_gemm:
+      moe_gather_slots(normed_.data(), slots, top_k, hidden, routing, moe_in_.data(), stream_);
+      timer_.mark("moe_route", 2.0 * act * hidden);
+      moe_grouped_gemm_swiglu(moe_in_.data(), w.experts_gate_up, slots, experts, inter, hidden,
+                              routing.expert_offsets, act_.data(), stream_);
+      timer_.mark("gemm_gate_up", gate_up_bytes + act * (hidden + inter), 4.0 * s * inter * hidden);
+      moe_grouped_gemm(act_.data(), w.experts_down, slots, experts, hidden, inter,
+                       routing.expert_offsets, moe_out_.data(), stream_);
+      timer_.mark("gemm_down", down_bytes + act * (inter + hidden), 2.0 * s * hidden * inter);
+      break;
+    case MoeExpertForm::gemm:
+      launch_moe_expert_gemms(w, tokens, offsets, routing, gate_up_bytes, down_bytes);
+      break;
+  }
+  // The slot and grouped kernels write by slot, the GEMMs by sorted position.
+  const bool by_slot = form == MoeExpertForm::slots || form == MoeExpertForm::grouped;
+  moe_combine(moe_out_.data(), by_slot, tokens, top_k, hidden, routing, proj_.data(), stream_);
+  timer_.mark("moe_combine", act * hidden + 2.0 * t * hidden);
+}
+
+void CudaBackend::launch_moe_decode_experts(const DeviceLayer& w, MoeExpertForm form, int tokens,
+                                            const MoeRouting& routing, double gate_up_bytes,
+                                            double down_bytes) {
+  const auto [hidden, inter, experts, top_k, slots] = moe_sizes(config_.model, tokens);
+  const double s = slots, act = 2.0 * s;
   if (form == MoeExpertForm::slots) {
     moe_expert_gate_up(normed_.data(), w.experts_gate_up, slots, top_k, hidden, inter, routing,
                        act_.data(), stream_);
-  } else if (form == MoeExpertForm::grouped) {
+  } else {
     moe_grouped_gate_up(normed_.data(), w.experts_gate_up, experts, top_k, hidden, inter, routing,
                         act_.data(), stream_);
   }
-  if (form != MoeExpertForm::gemm) {
-    timer_.mark("gemm_gate_up", gate_up_bytes + act * (hidden + inter), 4.0 * s * inter * hidden);
-    if (form == MoeExpertForm::slots) {
-      moe_expert_down(act_.data(), w.experts_down, slots, hidden, inter, routing, moe_out_.data(),
-                      stream_);
-    } else {
-      moe_grouped_down(act_.data(), w.experts_down, experts, hidden, inter, routing,
-                       moe_out_.data(), stream_);
-    }
-    timer_.mark("gemm_down", down_bytes + act * (inter + hidden), 2.0 * s * hidden * inter);
+  timer_.mark("gemm_gate_up", gate_up_bytes + act * (hidden + inter), 4.0 * s * inter * hidden);
+  if (form == MoeExpertForm::slots) {
+    moe_expert_down(act_.data(), w.experts_down, slots, hidden, inter, routing, moe_out_.data(),
+                    stream_);
   } else {
-    moe_gather_slots(normed_.data(), slots, top_k, hidden, routing, moe_in_.data(), stream_);
-    timer_.mark("moe_route", 2.0 * act * hidden);
-    for (int e = 0; e < experts; ++e) {
-      const int first = offsets[static_cast<size_t>(e)];
-      const int rows = offsets[static_cast<size_t>(e) + 1] - first;
-      if (rows == 0) continue;
-      projector_.linear(moe_in_.data() + static_cast<int64_t>(first) * hidden, rows,
-                        expert_matrix(w.experts_gate_up, 2 * inter, hidden, e), nullptr,
-                        gate_up_.data() + static_cast<int64_t>(first) * 2 * inter, false, stream_);
-    }
-    timer_.mark("gemm_gate_up", gate_up_bytes + act * (hidden + 2 * inter),
-                4.0 * s * inter * hidden);
-    silu_mul_halves(gate_up_.data(), slots, inter, act_.data(), stream_);
-    timer_.mark("silu_mul", act * 3 * inter);
-    for (int e = 0; e < experts; ++e) {
-      const int first = offsets[static_cast<size_t>(e)];
-      const int rows = offsets[static_cast<size_t>(e) + 1] - first;
-      if (rows == 0) continue;
-      projector_.linear(act_.data() + static_cast<int64_t>(first) * inter, rows,
-                        expert_matrix(w.experts_down, hidden, inter, e), nullptr,
-                        moe_out_.data() + static_cast<int64_t>(first) * hidden, false, stream_);
-    }
-    timer_.mark("gemm_down", down_bytes + act * (inter + hidden), 2.0 * s * hidden * inter);
+    moe_grouped_down(act_.data(), w.experts_down, experts, hidden, inter, routing, moe_out_.data(),
+                     stream_);
   }
-  // The slot and grouped kernels write by slot, the GEMMs by sorted position.
-  moe_combine(moe_out_.data(), form != MoeExpertForm::gemm, tokens, top_k, hidden, routing,
-              proj_.data(), stream_);
-  timer_.mark("moe_combine", act * hidden + 2.0 * t * hidden);
+  timer_.mark("gemm_down", down_bytes + act * (inter + hidden), 2.0 * s * hidden * inter);
+}
+
+void CudaBackend::launch_moe_expert_gemms(const DeviceLayer& w, int tokens,
+                                          const std::vector<int32_t>& offsets,
+                                          const MoeRouting& routing, double gate_up_bytes,
+                                          double down_bytes) {
+  const auto [hidden, inter, experts, top_k, slots] = moe_sizes(config_.model, tokens);
+  const double s = slots, act = 2.0 * s;
+  moe_gather_slots(normed_.data(), slots, top_k, hidden, routing, moe_in_.data(), stream_);
+  timer_.mark("moe_route", 2.0 * act * hidden);
+  for (int e = 0; e < experts; ++e) {
+    const int first = offsets[static_cast<size_t>(e)];
+    const int rows = offsets[static_cast<size_t>(e) + 1] - first;
+    if (rows == 0) continue;
+    projector_.linear(moe_in_.data() + static_cast<int64_t>(first) * hidden, rows,
+                      expert_matrix(w.experts_gate_up, 2 * inter, hidden, e), nullptr,
+                      gate_up_.data() + static_cast<int64_t>(first) * 2 * inter, false, stream_);
+  }
+  timer_.mark("gemm_gate_up", gate_up_bytes + act * (hidden + 2 * inter), 4.0 * s * inter * hidden);
+  silu_mul_halves(gate_up_.data(), slots, inter, act_.data(), stream_);
+  timer_.mark("silu_mul", act * 3 * inter);
+  for (int e = 0; e < experts; ++e) {
+    const int first = offsets[static_cast<size_t>(e)];
+    const int rows = offsets[static_cast<size_t>(e) + 1] - first;
+    if (rows == 0) continue;
+    projector_.linear(act_.data() + static_cast<int64_t>(first) * inter, rows,
+                      expert_matrix(w.experts_down, hidden, inter, e), nullptr,
+                      moe_out_.data() + static_cast<int64_t>(first) * hidden, false, stream_);
+  }
+  timer_.mark("gemm_down", down_bytes + act * (inter + hidden), 2.0 * s * hidden * inter);
 }
 
 }  // namespace inferlab::engine::cuda

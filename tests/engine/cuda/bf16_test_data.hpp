@@ -33,6 +33,18 @@ inline cuda::DeviceBuffer<__nv_bfloat16> to_device(const std::vector<uint16_t>& 
   return buffer;
 }
 
+// x rounded to bf16 and back, as a kernel that stores bf16 rounds it.
+inline float round_bf16(double x) {
+  return bf16_to_float(float_to_bf16(static_cast<float>(x)));
+}
+
+// The reference's dot product, summed in double.
+inline double dot(const float* a, const float* b, int n) {
+  double sum = 0;
+  for (int i = 0; i < n; ++i) sum += double{a[i]} * b[i];
+  return sum;
+}
+
 // After the device has finished: the buffer's values as fp32.
 inline std::vector<float> to_host(const cuda::DeviceBuffer<__nv_bfloat16>& buffer) {
   std::vector<uint16_t> bits(buffer.size());

@@ -85,13 +85,13 @@ TEST(CudaFamilyBackend, Qwen3GraphReplayedDecodeMatchesEager) {
   expect_graph_replay_matches_eager(*eager, *graphed, batch, 10, "qwen3");
 }
 
-// small_llama_json's model as Qwen3-MoE writes it: `experts` experts of 384, top 4,
+// small_llama_json's model as Qwen3-MoE writes it: `experts` experts of `inter` channels, top 4,
 // renormalised, every layer sparse.
-nlohmann::json qwen3_moe_json(int experts) {
+nlohmann::json qwen3_moe_json(int experts, int inter = 384) {
   nlohmann::json j = small_llama_json(1024);
   j["architectures"] = {"Qwen3MoeForCausalLM"};
   j["model_type"] = "qwen3_moe";
-  j["moe_intermediate_size"] = 384;
+  j["moe_intermediate_size"] = inter;
   j["num_experts"] = experts;
   j["num_experts_per_tok"] = 4;
   j["norm_topk_prob"] = true;
@@ -112,17 +112,16 @@ TEST(CudaFamilyBackend, Qwen3MoeWithEveryExpertChosenMatchesTheCpuReference) {
   expect_dense_agreement(run_sequence(*gpu, *cpu, true), true, "qwen3_moe, 4 of 4 experts");
 }
 
-// Qwen3-MoE with many narrow experts (32 of 384, top 4): the 3-sequence decode steps and the
-// verification take the grouped kernels (model/engine_moe_rules.hpp), the prefill the GEMMs.
+// Qwen3-MoE with many narrow experts (32 of `inter`, top 4) against the CPU reference. At 384
+// channels the decode steps, the verification and the prefill take the one-launch grouped GEMM
+// (model/engine_moe_rules.hpp); at 352 (not whole 64-wide steps) the 3-sequence decode steps and
+// the verification take the grouped CUDA-core kernels and the prefill a cuBLASLt GEMM an expert.
 // Routing near-ties flip on bf16 (as cuda_moe_backend_test.cpp's top-2 models): at most a fifth
 // of the rows below cosine 0.999, top-1 on 85%. Decode steps replayed from CUDA graphs (the
-// grouped kernels captured) pick what eager launches pick.
-TEST(CudaFamilyBackend, Qwen3MoeGroupedExpertsMatchTheCpuReferenceAndReplay) {
-  if (!cuda_device_available()) GTEST_SKIP() << "no CUDA GPU";
+// one-launch GEMMs or the grouped kernels captured) pick what eager launches pick.
+void check_many_narrow_experts(int inter) {
   const LlamaConfig config =
-      parse_llama_config(qwen3_moe_json(32), "small-qwen3-moe-32", "test config");
-  ASSERT_EQ(engine_moe_form(3, 32, 4), MoeExpertForm::grouped);
-  ASSERT_EQ(engine_moe_form(12, 32, 4), MoeExpertForm::grouped);
+      parse_llama_config(qwen3_moe_json(32, inter), "small-qwen3-moe-32", "test config");
   CudaBackendOptions options = small_options();
   auto gpu = make_cuda_backend(config, random_tensor_source(config, 8), options);
   auto cpu = make_cpu_backend({config, random_llama_weights(config, 8)}, gpu->kv_layout().slots(),
@@ -130,7 +129,7 @@ TEST(CudaFamilyBackend, Qwen3MoeGroupedExpertsMatchTheCpuReferenceAndReplay) {
   const Agreement a = run_sequence(*gpu, *cpu, true);
   int below = 0;
   for (double c : a.cosines) below += c < 0.999;
-  std::cout << "qwen3_moe 32 experts top 4: min cosine " << a.min_cosine
+  std::cout << "qwen3_moe 32 experts of " << inter << " top 4: min cosine " << a.min_cosine
             << ", rows below 0.999: " << below << " of " << a.rows << ", top-1 " << a.top1_same
             << "\n";
   EXPECT_LE(below, a.rows / 5);
@@ -143,7 +142,22 @@ TEST(CudaFamilyBackend, Qwen3MoeGroupedExpertsMatchTheCpuReferenceAndReplay) {
   batch.sequences.push_back({sequence_tokens(30, 1), 0, {0, 1, 2}, false});
   batch.sequences.push_back({sequence_tokens(50, 2), 0, {5, 6, 7, 8}, false});
   batch.sequences.push_back({sequence_tokens(20, 3), 0, {9, 10}, false});
-  expect_graph_replay_matches_eager(*eager, *graphed, batch, 8, "qwen3_moe, grouped experts");
+  expect_graph_replay_matches_eager(*eager, *graphed, batch, 8, "qwen3_moe, many experts");
+}
+
+TEST(CudaFamilyBackend, Qwen3MoeOneLaunchGroupedGemmMatchesTheCpuReferenceAndReplays) {
+  if (!cuda_device_available()) GTEST_SKIP() << "no CUDA GPU";
+  ASSERT_EQ(engine_moe_form(3, 32, 4, 256, 384), MoeExpertForm::grouped_gemm);
+  ASSERT_EQ(engine_moe_form(327, 32, 4, 256, 384), MoeExpertForm::grouped_gemm);
+  check_many_narrow_experts(384);
+}
+
+TEST(CudaFamilyBackend, Qwen3MoeGroupedKernelsMatchTheCpuReferenceAndReplay) {
+  if (!cuda_device_available()) GTEST_SKIP() << "no CUDA GPU";
+  ASSERT_EQ(engine_moe_form(3, 32, 4, 256, 352), MoeExpertForm::grouped);
+  ASSERT_EQ(engine_moe_form(12, 32, 4, 256, 352), MoeExpertForm::grouped);
+  ASSERT_EQ(engine_moe_form(327, 32, 4, 256, 352), MoeExpertForm::gemm);
+  check_many_narrow_experts(352);
 }
 
 TEST(CudaFamilyBackend, Phi3CheckpointMatchesTheCpuReference) {

@@ -27,10 +27,6 @@ namespace {
 using bf16 = __nv_bfloat16;
 using cuda::DeviceBuffer;
 
-float round_bf16(double x) {
-  return bf16_to_float(float_to_bf16(static_cast<float>(x)));
-}
-
 // After the device has finished: `count` values from device memory.
 template <typename T>
 std::vector<T> download(const T* device, size_t count) {
@@ -45,12 +41,6 @@ DeviceBuffer<T> upload_values(const std::vector<T>& values) {
   DeviceBuffer<T> buffer(values.size());
   buffer.upload(values.data(), values.size());
   return buffer;
-}
-
-double dot(const float* a, const float* b, int n) {
-  double sum = 0;
-  for (int i = 0; i < n; ++i) sum += double{a[i]} * b[i];
-  return sum;
 }
 
 struct Shape {
