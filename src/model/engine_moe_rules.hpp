@@ -9,19 +9,18 @@ namespace inferlab {
 // The experts' four forms:
 // - slots: the decode kernels, slot by slot (each slot reads its expert's weights): one token,
 //   or at most a quarter as many slots as experts (few experts are chosen twice);
-// - grouped_gemm: past that, on models of at least kEngineMoeManyExperts experts, up to
+// - grouped_gemm: past that, on models of at least kEngineMoeManyExperts experts, below
 //   kEngineMoeOneLaunchSlotsPerExpert slots an expert on average, one launch of a tensor-core
 //   GEMM over every expert's rows after a device-side sort (engine/cuda/moe_grouped_gemm.cu: the
 //   counts stay on the device, so no host read), with SiLU×mul in the gate/up product's
 //   epilogue; needs engine_moe_grouped_gemm_fits. On Qwen3-30B-A3B (128 experts of 768) on the
-//   H200 a decode step of 32 sequences took 22.1 ms against 41.7 with the grouped kernels, and
-//   a prefill of 8 × 1024 tokens 175.0 ms against 174.4 with a GEMM an expert, one of 2048
-//   tokens 49.7 against 66.0; its mma.sync tiles reach 260 TFLOP/s, so from 256 slots an expert
-//   cuBLASLt's GEMMs are faster (4096 tokens: 96.1 against 99.2 ms; 32 × 1024: 483.7 against
-//   671.1; MEASUREMENTS §51);
+//   H200 a decode step of 32 sequences took 22.1 ms against 41.7 with the grouped kernels (one
+//   call); its mma.sync tiles reach 260 TFLOP/s where cuBLASLt's per-expert GEMMs reach 590 at
+//   32 × 1024 tokens, so from 256 slots an expert those are faster (one call each: 4096 tokens
+//   96.1 against 99.2 ms, 32 × 1024 483.7 against 671.1; MEASUREMENTS §51);
 // - grouped: the grouped kernels, each chosen expert's weights read once for all its slots on
 //   CUDA cores, sorted on the device too: many experts whose shapes the one-launch GEMM does not
-//   take, up to kEngineMoeGroupedSlotsPerExpert slots an expert on average;
+//   take (none the CUDA backend runs), up to kEngineMoeGroupedSlotsPerExpert slots an expert;
 // - gemm: a cuBLASLt GEMM per expert reached, after reading the experts' row counts on the host
 //   (a synchronisation a layer, so the pass runs eagerly): few wide experts, where cuBLASLt's
 //   large tiles reach 600-680 TFLOP/s on the H200 (Mixtral at batch 32: 8 slots an expert; the
@@ -34,10 +33,11 @@ inline constexpr int64_t kEngineMoeManyExperts = 32;
 inline constexpr int64_t kEngineMoeGroupedSlotsPerExpert = 4;
 inline constexpr int64_t kEngineMoeOneLaunchSlotsPerExpert = 256;  // exclusive
 
-// The one-launch GEMMs take their inputs 64 at a time: the hidden size (gate/up) and each GPU's
-// share of an expert's channels (down) in whole steps.
+// The one-launch GEMMs copy rows in 16-byte pieces: the hidden size and each GPU's share of an
+// expert's channels in multiples of 8 (what the CUDA backend requires of any MoE model:
+// engine/moe_support.hpp).
 constexpr bool engine_moe_grouped_gemm_fits(int64_t hidden, int64_t inter) {
-  return hidden > 0 && inter > 0 && hidden % 64 == 0 && inter % 64 == 0;
+  return hidden > 0 && inter > 0 && hidden % 8 == 0 && inter % 8 == 0;
 }
 
 // The forms before the one-launch GEMM (INFERLAB_ENGINE_MOE_GEMM=per_expert runs them for A/B).

@@ -87,7 +87,7 @@ void apply_matrix_clock(double gain, StepPrediction& step) {
 StepPrediction predict_step(const StepContext& c, const StepShape& shape) {
   std::vector<Op> ops;
   build_step_graph(*c.model, shape, c.precision, c.plan, c.shard, ops);
-  // The engine's mixture-of-experts GEMMs read the experts' row counts on the host, a
+  // The engine's per-expert mixture-of-experts GEMMs read the experts' row counts on the host, a
   // synchronisation a layer: such a pass runs eagerly even with graphs on.
   const ModelConfig& m = *c.model;
   const bool moe_syncs =

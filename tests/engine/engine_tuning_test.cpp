@@ -140,6 +140,17 @@ TEST(EngineTuning, GemvPdlTakesNamesAndTheSwitchDigits) {
   }
 }
 
+TEST(EngineTuning, MoeGemmTakesItsTwoNamesOnly) {
+  const std::pair<const char*, MoeGemmChoice> cases[] = {{"per_expert", MoeGemmChoice::per_expert},
+                                                         {"one_launch", MoeGemmChoice::one_launch},
+                                                         {"1", MoeGemmChoice::automatic},
+                                                         {"", MoeGemmChoice::automatic}};
+  for (const auto& [value, choice] : cases) {
+    const Environment set(Variables{{"INFERLAB_ENGINE_MOE_GEMM", value}});
+    EXPECT_EQ(engine_tuning_from_environment().moe_gemm, choice) << value;
+  }
+}
+
 TEST(EngineTuning, EngineOptionsCarryTheEnvironmentsTuning) {
   const Environment set(Variables{{"INFERLAB_ENGINE_DECODE_SPLITS", "7"}});
   const EngineOptions options;

@@ -342,17 +342,19 @@ TEST(EngineBlocks, MixtureOfExpertsStepsPriceTheExpertsTheStepReaches) {
   EXPECT_EQ(engine_moe_form(4095, 128, 8, 2048, 768), MoeExpertForm::grouped_gemm);
   EXPECT_EQ(engine_moe_form(4096, 128, 8, 2048, 768), MoeExpertForm::gemm);        // 256 an expert
   EXPECT_EQ(engine_moe_form(65, 128, 8, 2048, 384), MoeExpertForm::grouped_gemm);  // --tp 2
-  // Channels the one-launch GEMM cannot step through 64 at a time: the grouped kernels up to 4
-  // slots an expert, then a GEMM an expert.
-  EXPECT_EQ(engine_moe_form(64, 128, 8, 2048, 736), MoeExpertForm::grouped);
-  EXPECT_EQ(engine_moe_form(65, 128, 8, 2048, 736), MoeExpertForm::gemm);
+  EXPECT_EQ(engine_moe_form(65, 128, 8, 2048, 96), MoeExpertForm::grouped_gemm);   // --tp 8
+  // Channels the one-launch GEMM cannot copy in 16-byte rows (the CUDA backend refuses them too):
+  // the grouped kernels up to 4 slots an expert, then a GEMM an expert.
+  EXPECT_EQ(engine_moe_form(64, 128, 8, 2048, 740), MoeExpertForm::grouped);
+  EXPECT_EQ(engine_moe_form(65, 128, 8, 2048, 740), MoeExpertForm::gemm);
   EXPECT_EQ(engine_moe_form_without_grouped_gemm(64, 128, 8), MoeExpertForm::grouped);
   EXPECT_EQ(engine_moe_form_without_grouped_gemm(65, 128, 8), MoeExpertForm::gemm);
-  EXPECT_FALSE(engine_moe_grouped_gemm_fits(2016, 768));
+  EXPECT_FALSE(engine_moe_grouped_gemm_fits(2044, 768));
+  EXPECT_TRUE(engine_moe_grouped_gemm_fits(2048, 352));
   const ModelConfig qwen3 = load_model("qwen3-30b-a3b");
   EXPECT_TRUE(engine_moe_capturable(64, qwen3, 768));  // no host read: graph-capturable
   EXPECT_TRUE(engine_moe_capturable(65, qwen3, 768));  // the one-launch GEMMs: none either
-  EXPECT_FALSE(engine_moe_capturable(65, qwen3, 736));
+  EXPECT_FALSE(engine_moe_capturable(65, qwen3, 740));
   EXPECT_FALSE(engine_moe_capturable(4096, qwen3, 768));  // a GEMM an expert
   EXPECT_FALSE(engine_moe_capturable(2, mixtral, 14336));
   EXPECT_FALSE(engine_moe_route_split(1, 8));  // Mixtral: a block per token is 8 warps already

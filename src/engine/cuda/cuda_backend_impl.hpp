@@ -137,9 +137,12 @@ class CudaBackend final : public Backend {
   void launch_attention_block(int64_t layer, const ForwardMetadata& meta,
                               PagedAttentionParams& attention, bool fused, float* stats);
   void launch_mlp_block(int64_t layer, int tokens, bool fused, float* stats);
-  // A mixture-of-experts layer's MLP block (cuda_moe.cpp): norm, routing, the experts (the
-  // decode kernels, or a GEMM per expert for larger passes), the weighted combine into proj_.
+  // A mixture-of-experts layer's MLP block (cuda_moe.cpp): norm, routing, the experts in
+  // moe_form's form, the weighted combine into proj_.
   void launch_moe_block(int64_t layer, int tokens);
+  // The experts' form for a pass of `tokens`: model/engine_moe_rules.hpp's, or the A/B switch's
+  // (options_.tuning.moe_gemm).
+  MoeExpertForm moe_form(int tokens) const;
   // Whether a pass of `tokens` runs the experts without reading their row counts on the host
   // (every pass a graph replays does); the per-expert cuBLASLt GEMMs read them.
   bool moe_capturable(int tokens) const;

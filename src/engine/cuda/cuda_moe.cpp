@@ -75,11 +75,28 @@ void CudaBackend::collect_routing() {
   routing_slots_ = 0;
 }
 
+MoeExpertForm CudaBackend::moe_form(int tokens) const {
+  // The rule (model/engine_moe_rules.hpp, which the prediction reads too), then the A/B switch
+  // (engine_tuning.hpp's MoeGemmChoice).
+  const auto [hidden, inter, experts, top_k, slots] = moe_sizes(config_.model, tokens);
+  switch (options_.tuning.moe_gemm) {
+    case MoeGemmChoice::per_expert:
+      return engine_moe_form_without_grouped_gemm(tokens, experts, top_k);
+    case MoeGemmChoice::one_launch: {
+      const MoeExpertForm form = engine_moe_form(tokens, experts, top_k, hidden, inter);
+      return form != MoeExpertForm::slots && engine_moe_grouped_gemm_fits(hidden, inter)
+                 ? MoeExpertForm::grouped_gemm
+                 : form;
+    }
+    case MoeGemmChoice::automatic:
+      break;
+  }
+  return engine_moe_form(tokens, experts, top_k, hidden, inter);
+}
+
 bool CudaBackend::moe_capturable(int tokens) const {
-  // The slot and grouped kernels need no host read of the experts' row counts (the rule is
-  // model/engine_moe_rules.hpp's, which the prediction reads too).
-  const ModelConfig& m = config_.model;
-  return engine_moe_capturable(tokens, m, m.intermediate_size);
+  // Every form but the per-expert GEMMs runs without a host read of the experts' row counts.
+  return moe_form(tokens) != MoeExpertForm::gemm;
 }
 
 void CudaBackend::launch_moe_block(int64_t layer, int tokens) {
@@ -93,15 +110,7 @@ void CudaBackend::launch_moe_block(int64_t layer, int tokens) {
   const MoeRouting routing = moe_routing();
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   INFERLAB_CUDA_CHECK(cudaStreamIsCapturing(stream_, &capture));
-  MoeExpertForm form = engine_moe_form(tokens, experts, top_k, hidden, inter);
-  // The A/B switch (engine_tuning.hpp's MoeGemmChoice).
-  const MoeGemmChoice choice = options_.tuning.moe_gemm;
-  if (choice == MoeGemmChoice::per_expert) {
-    form = engine_moe_form_without_grouped_gemm(tokens, experts, top_k);
-  } else if (choice == MoeGemmChoice::one_launch && form != MoeExpertForm::slots &&
-             engine_moe_grouped_gemm_fits(hidden, inter)) {
-    form = MoeExpertForm::grouped_gemm;
-  }
+  MoeExpertForm form = moe_form(tokens);
   // A graph cannot hold the host read the GEMMs need: a captured pass takes the grouped kernels.
   if (capture != cudaStreamCaptureStatusNone && form == MoeExpertForm::gemm) {
     form = MoeExpertForm::grouped;

@@ -5,8 +5,9 @@
 // can be captured in a CUDA graph. The launch holds an upper bound of row tiles (every expert's
 // last tile partial); the blocks past the routing's real count return at once.
 //
-// mma.sync m16n8k16 (bf16 in, fp32 sums), 4 warps of 64×64 outputs, k in steps of 64 through a
-// three-stage cp.async ring; shared rows padded to 144 bytes so that ldmatrix's eight 16-byte
+// mma.sync m16n8k16 (bf16 in, fp32 sums), 4 warps of 64×64 outputs, k in steps of 64 (the last
+// zero-filled past k) through a three-stage cp.async ring (two where the GPU's shared memory per
+// block is smaller); shared rows padded to 144 bytes so that ldmatrix's eight 16-byte
 // rows fall on distinct banks. On an H200 its tiles reach about 260 TFLOP/s where cuBLASLt's
 // reach 590 (MEASUREMENTS §51 has the versions tried), so the rule gives it the passes that many
 // small per-expert GEMMs would leave bound by the host's launches. The gate/up form loads its
@@ -40,7 +41,6 @@ using detail::pack_bf16;
 constexpr int kTileRows = 128;  // slot rows a block
 constexpr int kTileCols = 128;  // weight rows a block (the gate/up form: 64 gate + 64 up)
 constexpr int kTileK = 64;
-constexpr int kStages = 3;
 constexpr int kPitch = kTileK + 8;       // bf16 a shared row: 144 bytes
 constexpr int kWarpsM = 2, kWarpsN = 2;  // warps of 64 × 64 outputs
 constexpr int kThreads = 32 * kWarpsM * kWarpsN;
@@ -49,7 +49,12 @@ constexpr int kMmaN = kTileCols / kWarpsN / 8;                          // n8 ti
 constexpr int kChunksPerRow = kTileK / 8;                               // 16-byte copies
 constexpr int kCopiesPerThread = kTileRows * kChunksPerRow / kThreads;  // of each operand a stage
 constexpr int kStageElements = (kTileRows + kTileCols) * kPitch;
-constexpr int kSharedBytes = kStages * kStageElements * static_cast<int>(sizeof(bf16));
+static_assert(kTileRows == kTileCols, "a thread copies the same chunks of both operands");
+// The ring's depth: three stages where the GPU lets a block have their 110.6 KB (Hopper, A100),
+// two (73.7 KB) where its limit is lower (sm_86/sm_89: 99 KB).
+constexpr int ring_shared_bytes(int stages) {
+  return stages * kStageElements * static_cast<int>(sizeof(bf16));
+}
 
 struct ExpertTile {
   int expert;     // -1: past the routing's tiles
@@ -94,7 +99,7 @@ __device__ __forceinline__ float round_bf16(float x) {
 // kSwiGlu: w is [experts][2·out_cols, k] (gate rows, then up rows) and y[p, c] =
 // bf16(bf16(silu(g)) · u) with g, u the gate and up sums rounded to bf16 (silu_mul_halves'
 // roundings); otherwise w is [experts][out_cols, k] and y[p, c] = bf16(w[e][c] · x[p]).
-template <bool kSwiGlu>
+template <bool kSwiGlu, int kStages>
 __global__ void __launch_bounds__(kThreads, 2)
     grouped_gemm_kernel(const bf16* __restrict__ x, const bf16* __restrict__ w,
                         const int32_t* __restrict__ offsets, int num_experts, int out_cols, int k,
@@ -147,11 +152,12 @@ __global__ void __launch_bounds__(kThreads, 2)
     for (int i = 0; i < kCopiesPerThread; ++i) {
       const int col = k0 + copy_part[i] * 8;
       const int at = copy_row[i] * kPitch + copy_part[i] * 8;
-      const bool a_on = copy_row[i] < tile.rows;
+      const bool k_on = col < k;  // a partial last k step reads zeros past k
+      const bool a_on = k_on && copy_row[i] < tile.rows;
       const bf16* a_src =
           x + static_cast<int64_t>(tile.first_row + (a_on ? copy_row[i] : 0)) * k + col;
       cp_async16(a_shared + at, a_src, a_on ? 16 : 0);
-      const bool b_on = copy_weight_row[i] >= 0;
+      const bool b_on = k_on && copy_weight_row[i] >= 0;
       const bf16* b_src = expert_w + static_cast<int64_t>(b_on ? copy_weight_row[i] : 0) * k + col;
       cp_async16(b_shared + at, b_src, b_on ? 16 : 0);
     }
@@ -160,7 +166,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int warp_m = warp / kWarpsN, warp_n = warp % kWarpsN;
   const int warp_row0 = warp_m * kMmaM * 16, warp_col0 = warp_n * kMmaN * 8;
   float acc[kMmaM][kMmaN][4] = {};
-  const int k_tiles = k / kTileK;
+  const int k_tiles = (k + kTileK - 1) / kTileK;
   for (int s = 0; s < kStages - 1; ++s) {
     if (s < k_tiles) load_stage(s, s);
     cp_async_commit();
@@ -235,47 +241,80 @@ __global__ void __launch_bounds__(kThreads, 2)
   }
 }
 
-template <bool kSwiGlu>
-void launch_grouped_gemm(const bf16* x, const bf16* w, int slots, int num_experts, int out_cols,
-                         int k, const int32_t* expert_offsets, bf16* y, cudaStream_t stream) {
-  if (slots == 0) return;
-  if (!moe_grouped_gemm_fits(out_cols, k)) {
-    throw std::invalid_argument("moe_grouped_gemm: " + std::to_string(k) + " inputs and " +
-                                std::to_string(out_cols) +
-                                " outputs are not multiples of 64 and 8");
-  }
+// Stages the current GPU's shared memory per block takes (3 or 2), asked once per GPU.
+int ring_stages() {
+  static std::atomic<int> by_device[64] = {};
+  int device = 0;
+  INFERLAB_CUDA_CHECK(cudaGetDevice(&device));
+  std::atomic<int>& known = by_device[device & 63];
+  if (int stages = known.load(std::memory_order_relaxed); stages != 0) return stages;
+  int limit = 0;
+  INFERLAB_CUDA_CHECK(
+      cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  const int stages = limit >= ring_shared_bytes(3) ? 3 : 2;
+  known.store(stages, std::memory_order_relaxed);
+  return stages;
+}
+
+template <bool kSwiGlu, int kStages>
+void launch_ring(const bf16* x, const bf16* w, int slots, int num_experts, int out_cols, int k,
+                 const int32_t* expert_offsets, bf16* y, cudaStream_t stream) {
   // Over 48 KB of shared memory needs the kernel's consent, on every GPU it runs on (a rank per
   // GPU under --tp): host-side attributes, fine during graph capture.
   static std::atomic<uint64_t> configured{0};
   once_per_device(configured, [] {
-    INFERLAB_CUDA_CHECK(cudaFuncSetAttribute(
-        grouped_gemm_kernel<kSwiGlu>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes));
+    INFERLAB_CUDA_CHECK(cudaFuncSetAttribute(grouped_gemm_kernel<kSwiGlu, kStages>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             ring_shared_bytes(kStages)));
   });
   // At most one partial tile an expert beyond the full ones.
   const int tiles = slots / kTileRows + std::min(num_experts, slots);
   const int col_width = kSwiGlu ? kTileCols / 2 : kTileCols;
   const auto col_tiles = static_cast<unsigned>((out_cols + col_width - 1) / col_width);
   const auto blocks = static_cast<unsigned>(tiles) * col_tiles;
-  grouped_gemm_kernel<kSwiGlu><<<blocks, kThreads, kSharedBytes, stream>>>(
+  grouped_gemm_kernel<kSwiGlu, kStages><<<blocks, kThreads, ring_shared_bytes(kStages), stream>>>(
       x, w, expert_offsets, num_experts, out_cols, k, col_tiles, y);
   INFERLAB_CUDA_CHECK_LAUNCH();
+}
+
+template <bool kSwiGlu>
+void launch_grouped_gemm(const bf16* x, const bf16* w, int slots, int num_experts, int out_cols,
+                         int k, const int32_t* expert_offsets, bf16* y, int stages,
+                         cudaStream_t stream) {
+  if (!moe_grouped_gemm_fits(out_cols, k)) {
+    throw std::invalid_argument("moe_grouped_gemm: " + std::to_string(k) + " inputs and " +
+                                std::to_string(out_cols) +
+                                " outputs are not positive multiples of 8");
+  }
+  if (stages != 0 && stages != 2 && stages != 3) {
+    throw std::invalid_argument("moe_grouped_gemm: a ring of 2 or 3 stages, not " +
+                                std::to_string(stages));
+  }
+  if (slots == 0) return;
+  if ((stages == 0 ? ring_stages() : stages) == 3) {
+    launch_ring<kSwiGlu, 3>(x, w, slots, num_experts, out_cols, k, expert_offsets, y, stream);
+  } else {
+    launch_ring<kSwiGlu, 2>(x, w, slots, num_experts, out_cols, k, expert_offsets, y, stream);
+  }
 }
 
 }  // namespace
 
 bool moe_grouped_gemm_fits(int out_cols, int k) {
-  return k > 0 && out_cols > 0 && k % kTileK == 0 && out_cols % 8 == 0;
+  return k > 0 && out_cols > 0 && k % 8 == 0 && out_cols % 8 == 0;
 }
 
 void moe_grouped_gemm(const bf16* x, const bf16* w, int slots, int num_experts, int out_cols, int k,
-                      const int32_t* expert_offsets, bf16* y, cudaStream_t stream) {
-  launch_grouped_gemm<false>(x, w, slots, num_experts, out_cols, k, expert_offsets, y, stream);
+                      const int32_t* expert_offsets, bf16* y, cudaStream_t stream, int stages) {
+  launch_grouped_gemm<false>(x, w, slots, num_experts, out_cols, k, expert_offsets, y, stages,
+                             stream);
 }
 
 void moe_grouped_gemm_swiglu(const bf16* x, const bf16* gate_up, int slots, int num_experts,
                              int inter, int k, const int32_t* expert_offsets, bf16* act,
-                             cudaStream_t stream) {
-  launch_grouped_gemm<true>(x, gate_up, slots, num_experts, inter, k, expert_offsets, act, stream);
+                             cudaStream_t stream, int stages) {
+  launch_grouped_gemm<true>(x, gate_up, slots, num_experts, inter, k, expert_offsets, act, stages,
+                            stream);
 }
 
 }  // namespace inferlab::engine::cuda

@@ -84,17 +84,19 @@ void moe_gather_slots(const __nv_bfloat16* x, int slots, int top_k, int hidden,
 // moe_gather_slots: the rows x [slots, k] sit grouped by expert, expert e's at sorted positions
 // [expert_offsets[e], expert_offsets[e + 1]), and every row is multiplied by its own expert's
 // weights, y[p, c] = bf16(w[e][c] · x[p]) with w [num_experts][out_cols, k], fp32 sums. The
-// counts stay on the device (no host read: graph-capturable). Needs moe_grouped_gemm_fits.
+// counts stay on the device (no host read: graph-capturable). Needs moe_grouped_gemm_fits (k and
+// out_cols positive multiples of 8: 16-byte rows). `stages`: the cp.async ring's depth, 2 or 3;
+// 0 takes 3 where the GPU's shared memory per block allows (Hopper, A100), else 2.
 bool moe_grouped_gemm_fits(int out_cols, int k);
 void moe_grouped_gemm(const __nv_bfloat16* x, const __nv_bfloat16* w, int slots, int num_experts,
                       int out_cols, int k, const int32_t* expert_offsets, __nv_bfloat16* y,
-                      cudaStream_t stream);
+                      cudaStream_t stream, int stages = 0);
 // The gate/up product with SiLU×mul applied before the store: gate_up [num_experts][2 inter, k]
 // (gate rows, then up rows), act[p, i] = bf16(bf16(silu(g)) · u) with g and u the gate and up
 // sums rounded to bf16 (silu_mul_halves' roundings). Needs moe_grouped_gemm_fits(inter, k).
 void moe_grouped_gemm_swiglu(const __nv_bfloat16* x, const __nv_bfloat16* gate_up, int slots,
                              int num_experts, int inter, int k, const int32_t* expert_offsets,
-                             __nv_bfloat16* act, cudaStream_t stream);
+                             __nv_bfloat16* act, cudaStream_t stream, int stages = 0);
 
 // out[t, :] = Σ over token t's choices, in increasing expert order, of bf16(weight · y[row, :])
 // with row the slot (`by_slot`: the decode form's output) or its sorted position (the GEMM

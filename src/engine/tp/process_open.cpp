@@ -85,7 +85,9 @@ nlohmann::json open_request(const std::string& model, const EngineOptions& o,
         {"decode_splits", t.attention.decode_splits},
         {"one_shot_max_bytes", t.one_shot_max_bytes},
         {"two_shot_max_bytes", t.two_shot_max_bytes},
-        {"host_sampling", t.host_sampling}}},
+        {"host_sampling", t.host_sampling},
+        {"gemv_pdl", static_cast<int>(t.projection.gemv_pdl)},
+        {"moe_gemm", static_cast<int>(t.moe_gemm)}}},
   };
 }
 
@@ -142,6 +144,8 @@ void read_open_request(const nlohmann::json& j, EngineOptions& o, QuantConfig& q
   t.one_shot_max_bytes = jt.at("one_shot_max_bytes").get<int64_t>();
   t.two_shot_max_bytes = jt.at("two_shot_max_bytes").get<int64_t>();
   t.host_sampling = jt.at("host_sampling").get<bool>();
+  t.projection.gemv_pdl = static_cast<GemvPdlChoice>(jt.at("gemv_pdl").get<int>());
+  t.moe_gemm = static_cast<MoeGemmChoice>(jt.at("moe_gemm").get<int>());
 }
 
 // A lost rank as rank 0 reports it: with how a rank it started ended.

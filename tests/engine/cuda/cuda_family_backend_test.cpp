@@ -112,32 +112,35 @@ TEST(CudaFamilyBackend, Qwen3MoeWithEveryExpertChosenMatchesTheCpuReference) {
   expect_dense_agreement(run_sequence(*gpu, *cpu, true), true, "qwen3_moe, 4 of 4 experts");
 }
 
-// Qwen3-MoE with many narrow experts (32 of `inter`, top 4) against the CPU reference. At 384
-// channels the decode steps, the verification and the prefill take the one-launch grouped GEMM
-// (model/engine_moe_rules.hpp); at 352 (not whole 64-wide steps) the 3-sequence decode steps and
-// the verification take the grouped CUDA-core kernels and the prefill a cuBLASLt GEMM an expert.
+// Qwen3-MoE with many narrow experts (32 of `inter`, top 4) against the CPU reference. The
+// decode steps, the verification and the prefill take the one-launch grouped GEMM
+// (model/engine_moe_rules.hpp); at 352 channels its last k step is partial. With the A/B switch
+// at per_expert (engine_tuning.hpp) the 3-sequence decode steps and the verification take the
+// grouped CUDA-core kernels and the prefill a cuBLASLt GEMM an expert.
 // Routing near-ties flip on bf16 (as cuda_moe_backend_test.cpp's top-2 models): at most a fifth
 // of the rows below cosine 0.999, top-1 on 85%. Decode steps replayed from CUDA graphs (the
 // one-launch GEMMs or the grouped kernels captured) pick what eager launches pick.
-void check_many_narrow_experts(int inter) {
+void check_many_narrow_experts(int inter, MoeGemmChoice choice) {
   const LlamaConfig config =
       parse_llama_config(qwen3_moe_json(32, inter), "small-qwen3-moe-32", "test config");
   CudaBackendOptions options = small_options();
+  options.tuning.moe_gemm = choice;
   auto gpu = make_cuda_backend(config, random_tensor_source(config, 8), options);
   auto cpu = make_cpu_backend({config, random_llama_weights(config, 8)}, gpu->kv_layout().slots(),
                               16, options.quant);
   const Agreement a = run_sequence(*gpu, *cpu, true);
   int below = 0;
   for (double c : a.cosines) below += c < 0.999;
-  std::cout << "qwen3_moe 32 experts of " << inter << " top 4: min cosine " << a.min_cosine
-            << ", rows below 0.999: " << below << " of " << a.rows << ", top-1 " << a.top1_same
-            << "\n";
+  std::cout << "qwen3_moe 32 experts of " << inter << " top 4, switch " << static_cast<int>(choice)
+            << ": min cosine " << a.min_cosine << ", rows below 0.999: " << below << " of "
+            << a.rows << ", top-1 " << a.top1_same << "\n";
   EXPECT_LE(below, a.rows / 5);
   EXPECT_GE(a.top1_same, a.rows * 85 / 100);
 
-  options.cuda_graphs = true;
-  auto graphed = make_cuda_backend(config, random_tensor_source(config, 8), options);
-  auto eager = make_cuda_backend(config, random_tensor_source(config, 8), small_options());
+  CudaBackendOptions graph_options = options;
+  graph_options.cuda_graphs = true;
+  auto graphed = make_cuda_backend(config, random_tensor_source(config, 8), graph_options);
+  auto eager = make_cuda_backend(config, random_tensor_source(config, 8), options);
   ForwardBatch batch;
   batch.sequences.push_back({sequence_tokens(30, 1), 0, {0, 1, 2}, false});
   batch.sequences.push_back({sequence_tokens(50, 2), 0, {5, 6, 7, 8}, false});
@@ -149,15 +152,16 @@ TEST(CudaFamilyBackend, Qwen3MoeOneLaunchGroupedGemmMatchesTheCpuReferenceAndRep
   if (!cuda_device_available()) GTEST_SKIP() << "no CUDA GPU";
   ASSERT_EQ(engine_moe_form(3, 32, 4, 256, 384), MoeExpertForm::grouped_gemm);
   ASSERT_EQ(engine_moe_form(327, 32, 4, 256, 384), MoeExpertForm::grouped_gemm);
-  check_many_narrow_experts(384);
+  check_many_narrow_experts(384, MoeGemmChoice::automatic);
+  check_many_narrow_experts(352, MoeGemmChoice::automatic);  // 5.5 k steps of 64
 }
 
-TEST(CudaFamilyBackend, Qwen3MoeGroupedKernelsMatchTheCpuReferenceAndReplay) {
+TEST(CudaFamilyBackend, Qwen3MoeGroupedKernelsAndPerExpertGemmsMatchTheCpuReference) {
   if (!cuda_device_available()) GTEST_SKIP() << "no CUDA GPU";
-  ASSERT_EQ(engine_moe_form(3, 32, 4, 256, 352), MoeExpertForm::grouped);
-  ASSERT_EQ(engine_moe_form(12, 32, 4, 256, 352), MoeExpertForm::grouped);
-  ASSERT_EQ(engine_moe_form(327, 32, 4, 256, 352), MoeExpertForm::gemm);
-  check_many_narrow_experts(352);
+  ASSERT_EQ(engine_moe_form_without_grouped_gemm(3, 32, 4), MoeExpertForm::grouped);
+  ASSERT_EQ(engine_moe_form_without_grouped_gemm(12, 32, 4), MoeExpertForm::grouped);
+  ASSERT_EQ(engine_moe_form_without_grouped_gemm(327, 32, 4), MoeExpertForm::gemm);
+  check_many_narrow_experts(384, MoeGemmChoice::per_expert);
 }
 
 TEST(CudaFamilyBackend, Phi3CheckpointMatchesTheCpuReference) {
