@@ -1,18 +1,20 @@
 // The CUDA backend's mixture-of-experts MLP block (moe_kernels.hpp has the kernels):
 //   add+RMSNorm → router + top-k → experts → weighted combine into proj_
-// The experts run in one of four forms (model/engine_moe_rules.hpp picks) with the same
-// numerics:
+// The experts run in one of four forms (model/engine_moe_rules.hpp picks; moe_form applies the
+// A/B switch) with the same numerics:
 //   slot kernels (a token's few slots): a kernel for gate/up + SiLU×mul and one for down, slot
 //     by slot, each reading only the expert its slot chose;
-//   grouped kernels (a few slots an expert: batched decode of many-expert models): the slots
-//     sorted by expert on the device, the same two products with each chosen expert's weights
-//     read once for all its slots; no host read, so graphs capture these passes too;
-//   one grouped GEMM (more slots an expert on many-expert models: prefill): each slot's input
-//     gathered next to its expert's others, then one tensor-core launch for gate/up with
-//     SiLU×mul and one for down over every expert's rows, the counts read on the device;
-//   GEMMs (few wide experts: Mixtral's batches and prefill): the experts' row counts to the host
-//     (one synchronisation a layer, so these passes run eagerly), the same gather, a cuBLASLt
-//     GEMM per expert over its rows (Projector), SiLU×mul over all slots at once.
+//   one grouped GEMM (many-expert models past the slot kernels, below 256 slots an expert:
+//     batched decode and prefill): each slot's input gathered next to its expert's others, then
+//     one tensor-core launch for gate/up with SiLU×mul and one for down over every expert's rows,
+//     the counts read on the device, so graphs capture these passes;
+//   grouped kernels (shapes the one-launch GEMM does not take, and the A/B switch's per_expert):
+//     the slots sorted by expert on the device, the slot kernels' products with each chosen
+//     expert's weights read once for all its slots on CUDA cores; graph-capturable too;
+//   GEMMs (few wide experts: Mixtral's batches and prefill; many-expert passes from 256 slots an
+//     expert): the experts' row counts to the host (one synchronisation a layer, so these passes
+//     run eagerly), the same gather, a cuBLASLt GEMM per expert over its rows (Projector),
+//     SiLU×mul over all slots at once.
 #include <algorithm>
 #include <vector>
 
