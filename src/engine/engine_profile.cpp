@@ -95,14 +95,24 @@ std::vector<ProfilePoint> long_context_grid() {
   for (auto [tokens, context] : kLongPrefillChunks) grid.push_back({true, 1, tokens, context});
   return grid;
 }
+// Every point of a grid, before the limits leave any out.
+std::vector<ProfilePoint> grid_points(ProfileGrid which) {
+  switch (which) {
+    case ProfileGrid::standard:
+      return standard_grid();
+    case ProfileGrid::large_batch:
+      return large_batch_grid();
+    case ProfileGrid::long_context:
+      break;
+  }
+  return long_context_grid();
+}
 }  // namespace
 
 std::vector<ProfilePoint> profile_grid(int64_t max_context, int64_t kv_slots,
                                        int64_t max_batch_tokens, int64_t max_sequences,
                                        int64_t block_size, ProfileGrid which) {
-  const std::vector<ProfilePoint> grid = which == ProfileGrid::standard      ? standard_grid()
-                                         : which == ProfileGrid::large_batch ? large_batch_grid()
-                                                                             : long_context_grid();
+  const std::vector<ProfilePoint> grid = grid_points(which);
   std::vector<ProfilePoint> fitting;
   for (const ProfilePoint& p : grid) {
     const int64_t extra = p.prefill ? 0 : kMaxDecodeSteps;  // decode steps grow the context
@@ -117,27 +127,20 @@ std::vector<ProfilePoint> profile_grid(int64_t max_context, int64_t kv_slots,
 }
 
 int64_t profile_kv_tokens(int64_t steps, ProfileGrid grid) {
+  // Every point's sequences at their context, plus the steps a decode point takes (and the same
+  // margin after a prefill).
   const int64_t extra = std::max(steps, kMaxDecodeSteps) + 16;
-  if (grid == ProfileGrid::standard) {
-    return kDecodeBatches[std::size(kDecodeBatches) - 1] *
-           (kDecodeContexts[std::size(kDecodeContexts) - 1] + extra);
-  }
-  if (grid == ProfileGrid::large_batch) {
-    return std::max(
-        kLargeDecodeBatches[std::size(kLargeDecodeBatches) - 1] * (kLargeDecodeContext + extra),
-        int64_t{32} * (1024 + 16));
-  }
-  // Every decode point (batch x context) and the longest prefill chunk's context.
   int64_t tokens = 0;
-  for (int64_t context : kLongDecodeContexts) {
-    for (int64_t batch : kLongDecodeBatches) tokens = std::max(tokens, batch * (context + extra));
+  for (const ProfilePoint& p : grid_points(grid)) {
+    tokens = std::max(tokens, p.batch * (p.context + extra));
   }
-  for (auto [chunk, context] : kLongPrefillChunks) tokens = std::max(tokens, context + extra);
   return tokens;
 }
 
 int64_t profile_max_batch_tokens(ProfileGrid grid) {
-  return grid == ProfileGrid::standard ? 4096 : grid == ProfileGrid::large_batch ? 32768 : 8192;
+  int64_t tokens = 0;
+  for (const ProfilePoint& p : grid_points(grid)) tokens = std::max(tokens, p.batch * p.tokens);
+  return tokens;
 }
 
 int64_t profile_max_sequences(ProfileGrid grid) {
