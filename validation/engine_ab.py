@@ -11,6 +11,8 @@ mean of 32 graphed decode steps (device time by CUDA events) and their spread; p
 --input N --output 1 --repeats 10, the median. Example:
   python3 validation/engine_ab.py build/gpurun/inferlab $OUT/ab.json INFERLAB_ENGINE_GEMV_PDL=off,early,late \\
       llama-3-8b:decode:1:1024,llama-3-8b:decode:1:1024:int4 2
+VAR BINARY compares builds instead: its values are the inferlab binaries (BUILD/inferlab is then
+unused), e.g. BINARY=build/inferlab_before,build/gpurun/inferlab.
 """
 import json
 import os
@@ -53,8 +55,9 @@ def main():
         row = {"case": case, "runs": {v: [] for v in values}}
         for _ in range(rounds):
             for v in values:
-                env = dict(os.environ, **{var: v})
-                row["runs"][v].append(bench(binary, model, phase, batch, n, weights, env))
+                env = dict(os.environ) if var == "BINARY" else dict(os.environ, **{var: v})
+                run_binary = v if var == "BINARY" else binary
+                row["runs"][v].append(bench(run_binary, model, phase, batch, n, weights, env))
                 json.dump(doc | {"cases": doc["cases"] + [row]}, open(out, "w"), indent=1)
         row["median_ms"] = {}
         for v in values:

@@ -8,9 +8,10 @@
 //   bf16 weights:        the bf16 input as is (fp32 FMAs).
 //   int8 weight-only:    fp16 of x · 240 / absmax(x): |w·x'| ≤ 128·240, so a pair of products
 //                        sums in fp16 without overflow before it goes to fp32.
-//   int4 weight-only:    fp16 of x · 512 / absmax(x), pairs (k, k + 4) of each group of 8 side by
-//                        side as the nibbles of a weight word unpack: |(q − z)·x'| ≤ 16·512 and
-//                        four products sum below 65504.
+//   int4 weight-only:    fp16 of x · 480 / absmax(x), pairs (k, k + 4) of each group of 8 side by
+//                        side as the nibbles of a weight word unpack: |(q − z)·x'| ≤ 16·480 (a
+//                        GPTQ v1 zero reads back as 16) and eight products (two words) sum to at
+//                        most 61440, below 65504.
 //   fp8 (E4M3 weights):  the input's E4M3 codes (quantize_row_e4m3's) / 512 in fp16, exact, so
 //                        that a product of two E4M3 values (≤ 448·448) stays in fp16's range;
 //                        eight products sum there, then fp32.
@@ -81,7 +82,7 @@ struct Traits<Fmt::int8> {
 template <>
 struct Traits<Fmt::int4> {
   static constexpr int kElems = 32, kXBytes = 2;
-  static constexpr float kCodeMax = 512;
+  static constexpr float kCodeMax = 480;  // eight products of |q − z| ≤ 16 sum under 65504
 };
 template <>
 struct Traits<Fmt::fp8> {
@@ -235,24 +236,34 @@ __device__ __forceinline__ float dot_vector(const uint4& w, uint32_t aux, const 
     // give 1024 + q, minus 1024 + z: q − z. Nibbles in bits 4-7 (still inside fp16's 10-bit
     // mantissa) give 1024 + 16 q, times 1/16 minus 64 + z in one fma: q − z. Both exact, one
     // shift per word (by 8) instead of three.
-    // aux: the group's fp16 scale in the high half, its zero in the low byte (load_aux).
-    const int zero = static_cast<int>(aux & 0xffu);
-    const __half2 offset = __half2half2(__int2half_rn(1024 + zero));
-    const __half2 offset16 = __half2half2(__int2half_rn(-64 - zero));
-    const __half2 sixteenth = __half2half2(__float2half(0.0625f));
+    // aux: the group's fp16 scale in the high half, its zero in the low byte (load_aux). The two
+    // offsets are built from the zero's bits by integer multiply-adds, not converted: fp16 1024 + z
+    // is 0x6400 + z and −(64 + z) is 0xD400 + 16 z for z < 64 (an int-to-half conversion each
+    // cost more issue slots than the dequantization of a word).
+    const uint32_t zero = aux & 0xffu;
+    const __half2 offset = as_half2(zero * 0x00010001u + 0x64006400u);
+    const __half2 offset16 = as_half2(zero * 0x00100010u + 0xD400D400u);
+    const __half2 sixteenth = as_half2(0x2C002C00u);  // 1/16
+    // Two words (eight products a half lane) sum in fp16 before fp32: |(q − z)·x'| ≤ 16·480, eight
+    // of them ≤ 61440 < 65504. Half the conversions of a sum per word.
     float sum = 0.0f;
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const uint32_t q = word_of(w, i), q8 = q >> 8;
-      const uint4 xv = *reinterpret_cast<const uint4*>(xp + i * piece_stride);
-      const __half2 w0 = __hsub2(as_half2((q & 0x000f000fu) | 0x64006400u), offset);
-      const __half2 w1 = __hfma2(as_half2((q & 0x00f000f0u) | 0x64006400u), sixteenth, offset16);
-      const __half2 w2 = __hsub2(as_half2((q8 & 0x000f000fu) | 0x64006400u), offset);
-      const __half2 w3 = __hfma2(as_half2((q8 & 0x00f000f0u) | 0x64006400u), sixteenth, offset16);
-      __half2 part = __hmul2(w0, as_half2(xv.x));
-      part = __hfma2(w1, as_half2(xv.y), part);
-      part = __hfma2(w2, as_half2(xv.z), part);
-      part = __hfma2(w3, as_half2(xv.w), part);
+    for (int pair = 0; pair < 2; ++pair) {
+      __half2 part = __float2half2_rn(0.0f);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int i = 2 * pair + h;
+        const uint32_t q = word_of(w, i), q8 = q >> 8;
+        const uint4 xv = *reinterpret_cast<const uint4*>(xp + i * piece_stride);
+        const __half2 w0 = __hsub2(as_half2((q & 0x000f000fu) | 0x64006400u), offset);
+        const __half2 w1 = __hfma2(as_half2((q & 0x00f000f0u) | 0x64006400u), sixteenth, offset16);
+        const __half2 w2 = __hsub2(as_half2((q8 & 0x000f000fu) | 0x64006400u), offset);
+        const __half2 w3 = __hfma2(as_half2((q8 & 0x00f000f0u) | 0x64006400u), sixteenth, offset16);
+        part = __hfma2(w0, as_half2(xv.x), part);
+        part = __hfma2(w1, as_half2(xv.y), part);
+        part = __hfma2(w2, as_half2(xv.z), part);
+        part = __hfma2(w3, as_half2(xv.w), part);
+      }
       sum += sum_half2(part);
     }
     return sum * __half2float(__ushort_as_half(static_cast<unsigned short>(aux >> 16)));

@@ -10,6 +10,8 @@
 #include "engine/cuda_backend.hpp"
 
 #ifdef INFERLAB_ENGINE_HAVE_CUDA
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -73,6 +75,39 @@ TEST(CudaGemvStream, Int4GroupsOf32And64) {
                   ProjectionPath::gemv_stream);
       }
     }
+  }
+}
+
+// The int4 kernel sums eight products in fp16 (gemv_stream.cu): at the extreme of its bound, a
+// GPTQ v1 zero of 16 with every code 0 (q − z = −16) against an input whose elements all equal
+// its absmax (each staged at the full code range), the sums must stay finite. Each output is
+// −16 · 128 · (the sum of the row's two group scales); every product and partial sum is exact in
+// fp16 (multiples of 7680, up to 61440), so the only errors are fp32's and the bf16 rounding.
+TEST(CudaGemvStream, Int4SumsStayFiniteAtTheBoundOfTheirRange) {
+  REQUIRE_GPU();
+  const int64_t out = 64, in = 256, group = 128;
+  Format format = formats()[2];  // int4
+  HostMatrix m = make_host_matrix(format.weights, out, in, group, 10100);
+  std::fill(m.quantized.data.begin(), m.quantized.data.end(), uint8_t{0});
+  std::fill(m.quantized.zeros.begin(), m.quantized.zeros.end(), uint8_t{16});
+  for (float& scale : m.quantized.scales) scale = fp16_to_float(float_to_fp16(scale));
+  m.values = dequantize_matrix(m.quantized);
+  DeviceCopy d;
+  upload(m, format.input, &d);
+  ASSERT_TRUE(cuda::gemv_stream_supported(1, d.view));
+  const std::vector<uint16_t> ones(static_cast<size_t>(in), float_to_bf16(1.0f));
+  auto dx = to_device(ones);
+  DeviceBuffer<bf16> y(out);
+  Projector projector(1, in, out, format.weights, format.input);
+  projector.linear(dx.data(), 1, d.view, nullptr, y.data(), false, nullptr);
+  EXPECT_EQ(projector.last_path(), ProjectionPath::gemv_stream);
+  const auto got = download_bits(y, out);
+  for (int64_t o = 0; o < out; ++o) {
+    double want = 0.0;
+    for (int64_t k = 0; k < in; ++k) want += m.values[o * in + k];
+    const float value = bf16_to_float(got[o]);
+    ASSERT_TRUE(std::isfinite(value)) << "row " << o;
+    EXPECT_NEAR(value, want, std::abs(want) / 256) << "row " << o;
   }
 }
 
