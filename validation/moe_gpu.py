@@ -7,7 +7,8 @@ logits: a random Mixtral that transformers builds and saves (bf16 safetensors, s
   fp32 (the reference: the same bf16 weights, fp32 math) and in bf16 (eager experts); `inferlab
   logits --device cuda` runs it (prefill: the experts' GEMM form; decode steps: the expert
   kernels). Per position: cosine of each to the fp32 logits, argmax agreement. The issue's bar:
-  the engine's cosine to fp32 within 0.001 of transformers-bf16's.
+  the engine's cosine to fp32 within 0.001 of transformers-bf16's. MOE_LOGITS_SEEDS=0,1,...
+  repeats it on one random model per seed and pools their rows (MEASUREMENTS §52).
 speed: Mixtral 8x7B (random bf16 weights at the real shapes, 93 GB) decode at batch 1 and 32 at a
   1024-token context: `inferlab bench` (device time by CUDA events, mean decode step), and
   transformers' MixtralForCausalLM on the same GPU with a static KV cache, each experts backend
