@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A/B runs of an engine switch on the GPU: `inferlab bench` per case under each setting of one
-environment variable, settings interleaved round by round (A B A B ...) so that drift of the
-clock or the host lands on both sides alike.
+environment variable (or each build: BINARY), settings interleaved round by round (A B A B ...) so
+that drift of the clock or the host lands on both sides alike.
 
 Usage on the device:
   python3 validation/engine_ab.py BUILD/inferlab OUT.json VAR=V1,V2 CASE[,CASE...] [ROUNDS]

@@ -17,7 +17,7 @@
 //                        eight products sum there, then fp32.
 //   W8A8:                the input's int8 codes (quantize_row_int8's); dp4a, exact int32.
 // fp16 holds every product above exactly or to 2^-11 relative, far under the bf16 output's
-// rounding; each vector's partial sum goes to an fp32 accumulator.
+// rounding; each fp16 partial sum (int4: two a vector) goes to an fp32 accumulator.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>

@@ -15,8 +15,8 @@
 //
 // Arithmetic per 16-byte weight vector, each cheap enough to stay under the issue rate at HBM
 // speed: bf16 (8 weights) fp32 FMAs; int8 and int4 weight-only converted to exact fp16 integers
-// by the 0x6400 magic (int4: q − z, one group per vector), fp16 multiply-adds of 8 pairs (int4:
-// 16, two words) then fp32; fp8 (E4M3 weights × E4M3-coded input, both exact in fp16) likewise;
+// by the 0x6400 magic (int4: q − z, one group per vector), fp16 multiply-adds (2 products a half
+// lane for int8, 8 for int4 and fp8) then fp32; fp8 (E4M3 weights × E4M3-coded input, both exact in fp16) likewise;
 // W8A8 dp4a on the int8 codes. The per-channel, per-group and per-row scales apply in fp32.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

@@ -157,7 +157,8 @@ constexpr double kFewSwigluLimit = 4.0 / 256;
 // (2^-23 of the running sum each, possibly all one way).
 constexpr double kFp32Limit = 3e-4;
 // The streaming GEMV's quantized formats sum 2-8 products in fp16 before fp32 (gemv_stream.cu):
-// each partial sum carries up to 2^-11 of its magnitude, ~4e-4 of ‖y‖ emulated (2026-11-25).
+// each partial sum carries up to 2^-11 of its magnitude, ~4e-4 of ‖y‖ emulated (2026-11-25, int4
+// then at 4 products a partial; at 8 since 2026-11-29, within these limits on the H200, §52).
 constexpr double kStreamFp32Limit = 8e-4;
 // Against the reference rounded at the same points: that ~4e-4 before the bf16 rounding moves
 // one output in ten across a rounding boundary (steps of 2^-8 = 3.9e-3), each by one ulp:
