@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "engine/engine_profile.hpp"
 #include "util/error.hpp"
 
 namespace inferlab::cli {
@@ -17,9 +18,7 @@ void check_bench_sizes(const BenchArgs& a) {
   if (!(a.gpu_memory_utilization > 0.0 && a.gpu_memory_utilization <= 1.0)) {
     throw InputError("--gpu-memory-utilization must be in (0, 1]");
   }
-  if (a.profile_grid != "standard" && a.profile_grid != "long" && a.profile_grid != "large") {
-    throw InputError("--profile-grid takes standard, long or large, got '" + a.profile_grid + "'");
-  }
+  engine::profile_grid_named(a.profile_grid);  // refuses an unknown name
   if (a.batch * a.input > 262'144) {
     throw InputError(fmt::format("--batch × --input is {} tokens in one prefill; at most 262144",
                                  a.batch * a.input));

@@ -21,7 +21,7 @@ struct BenchArgs {
   uint64_t seed = 0;
   bool compare = false, no_kernels = false, ablation = false, profile = false;
   std::string cuda_graphs = "on";
-  std::string profile_grid = "standard";  // --profile's grid: standard or long
+  std::string profile_grid = "standard";  // --profile's grid: standard, long or large
   std::string speculative;  // ngram,k=K or draft=MODEL,k=K: time speculation's steps instead
   double gpu_memory_utilization = 0.90;
   EngineSwitchArgs switches;

@@ -25,9 +25,7 @@ std::string utc_now() {
 
 void run_profile(const BenchArgs& a, OutputFormat format) {
   EngineOptions options = batch_engine_options(a);
-  const engine::ProfileGrid grid = a.profile_grid == "long"    ? engine::ProfileGrid::long_context
-                                   : a.profile_grid == "large" ? engine::ProfileGrid::large_batch
-                                                               : engine::ProfileGrid::standard;
+  const engine::ProfileGrid grid = engine::profile_grid_named(a.profile_grid);
   const int64_t kMaxTokens = engine::profile_max_batch_tokens(grid);
   const int64_t kMaxSequences = engine::profile_max_sequences(grid);
   // The grid keeps to what the pool holds: on a GPU the largest point's need where memory allows,

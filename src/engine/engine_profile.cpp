@@ -126,6 +126,13 @@ std::vector<ProfilePoint> profile_grid(int64_t max_context, int64_t kv_slots,
   return fitting;
 }
 
+ProfileGrid profile_grid_named(const std::string& name) {
+  if (name == "standard") return ProfileGrid::standard;
+  if (name == "long") return ProfileGrid::long_context;
+  if (name == "large") return ProfileGrid::large_batch;
+  throw InputError("--profile-grid takes standard, long or large, got '" + name + "'");
+}
+
 int64_t profile_kv_tokens(int64_t steps, ProfileGrid grid) {
   // Every point's sequences at their context, plus the steps a decode point takes (and the same
   // margin after a prefill).

@@ -41,6 +41,8 @@ struct ProfileMeasurement {
 // Points whose sequences, tokens or contexts do not fit the limits are left out; then every
 // third point (in that order) is held out.
 enum class ProfileGrid { standard, long_context, large_batch };
+// The grid `bench --profile-grid` names ("standard", "long", "large"); InputError for any other.
+ProfileGrid profile_grid_named(const std::string& name);
 std::vector<ProfilePoint> profile_grid(int64_t max_context, int64_t kv_slots,
                                        int64_t max_batch_tokens, int64_t max_sequences,
                                        int64_t block_size,
