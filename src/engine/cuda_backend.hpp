@@ -108,4 +108,8 @@ std::unique_ptr<Backend> make_tp_cuda_process_rank(const LlamaConfig& config,
 // algorithm); 0 for any other backend. After warm_gemms, a pass of any size adds none.
 int64_t cuda_gemm_plans(const Backend& backend);
 
+// How many passes a CUDA backend has launched, or captured into a graph, with its layers in the
+// persistent decode kernel (cuda/decode_layers.hpp); 0 for any other backend.
+int64_t cuda_persistent_decode_passes(const Backend& backend);
+
 }  // namespace inferlab::engine

@@ -21,6 +21,9 @@ int64_t cuda_kv_block_bytes(const LlamaConfig&, const CudaBackendOptions&) {
 int64_t cuda_gemm_plans(const Backend&) {
   return 0;
 }
+int64_t cuda_persistent_decode_passes(const Backend&) {
+  return 0;
+}
 
 std::unique_ptr<Backend> make_cuda_backend(const LlamaConfig&, const TensorSource&,
                                            const CudaBackendOptions&, const Checkpoint*) {

@@ -68,6 +68,12 @@ EngineTuning engine_tuning_from_environment() {
   t.moe_gemm = equals("INFERLAB_ENGINE_MOE_GEMM", "per_expert")   ? MoeGemmChoice::per_expert
                : equals("INFERLAB_ENGINE_MOE_GEMM", "one_launch") ? MoeGemmChoice::one_launch
                                                                   : MoeGemmChoice::automatic;
+  t.decode_layers = equals("INFERLAB_ENGINE_DECODE_LAYERS", "kernels") ? DecodeLayersChoice::kernels
+                    : equals("INFERLAB_ENGINE_DECODE_LAYERS", "persistent")
+                        ? DecodeLayersChoice::persistent
+                        : DecodeLayersChoice::automatic;
+  if (const char* trace = variable("INFERLAB_ENGINE_DECODE_TRACE")) t.decode_trace = trace;
+  t.decode_ring_slots = count("INFERLAB_ENGINE_DECODE_RING", 0);
   t.one_shot_max_bytes = count("INFERLAB_ENGINE_ONE_SHOT_MAX_BYTES", t.one_shot_max_bytes);
   t.two_shot_max_bytes = count("INFERLAB_ENGINE_TWO_SHOT_MAX_BYTES", t.two_shot_max_bytes);
   return t;

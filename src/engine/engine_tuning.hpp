@@ -7,6 +7,7 @@
 // attention launcher, the sampler). C++17: the CUDA sources include it.
 #include <array>
 #include <cstdint>
+#include <string>
 
 #include "model/engine_gemv_rows.hpp"
 
@@ -24,6 +25,9 @@ enum class GemvPdlChoice { automatic, off, early, late };
 // expert); or the one-launch grouped GEMM wherever the experts' shapes fit it and the rule picks
 // anything but the slot kernels (Mixtral's few experts too).
 enum class MoeGemmChoice { automatic, per_expert, one_launch };
+// A batch-1 decode step's layers (cuda/decode_layers.hpp): as measured per GPU and model, kernel
+// by kernel, or in the one persistent launch wherever it takes the model.
+enum class DecodeLayersChoice { automatic, kernels, persistent };
 
 struct ProjectionTuning {
   bool gemv = true;            // INFERLAB_ENGINE_GEMV=0: no GEMV kernels (cuBLASLt at every row)
@@ -58,6 +62,14 @@ struct EngineTuning {
   bool host_sampling = false;  // INFERLAB_ENGINE_HOST_SAMPLING=1: logits to the host, picked there
   // INFERLAB_ENGINE_MOE_GEMM=per_expert|one_launch; unset: the rule's form.
   MoeGemmChoice moe_gemm = MoeGemmChoice::automatic;
+  // INFERLAB_ENGINE_DECODE_LAYERS=kernels|persistent; unset: the measured choice.
+  DecodeLayersChoice decode_layers = DecodeLayersChoice::automatic;
+  // INFERLAB_ENGINE_DECODE_TRACE=FILE: the persistent decode kernel's per-block stamps of the
+  // last pass it ran, written to FILE as CSV when the backend closes (a profile of its stages).
+  std::string decode_trace;
+  // INFERLAB_ENGINE_DECODE_RING=N: the persistent decode kernel's ring slots (weight tiles in
+  // flight per block), at most as many as fit; 0: as many as fit.
+  int64_t decode_ring_slots = 0;
 };
 
 // The defaults with the INFERLAB_ENGINE_* variables of the environment applied. An unset or

@@ -26,11 +26,14 @@ const std::vector<std::string> kVariables = {
     "INFERLAB_ENGINE_LT_TUNE",        "INFERLAB_ENGINE_HOPPER_PREFILL",
     "INFERLAB_ENGINE_ATTENTION_PDL",  "INFERLAB_ENGINE_DECODE_KERNEL",
     "INFERLAB_ENGINE_DECODE_SPLITS",  "INFERLAB_ENGINE_HOST_SAMPLING",
-    "INFERLAB_ENGINE_GEMV_PDL",       "INFERLAB_ENGINE_MOE_GEMM"};
+    "INFERLAB_ENGINE_GEMV_PDL",       "INFERLAB_ENGINE_MOE_GEMM",
+    "INFERLAB_ENGINE_DECODE_LAYERS",  "INFERLAB_ENGINE_DECODE_TRACE",
+    "INFERLAB_ENGINE_DECODE_RING"};
 
 using Variables = std::map<std::string, std::string>;
 
-// Sets the given variables (and unsets the other sixteen) for its lifetime; restores them after.
+// Sets the given variables (and unsets the others of kVariables) for its lifetime; restores them
+// after.
 class Environment {
  public:
   explicit Environment(const Variables& set) {
@@ -55,8 +58,8 @@ class Environment {
   std::map<std::string, std::optional<std::string>> saved_;
 };
 
-TEST(EngineTuning, EighteenVariablesUnsetGiveTheMeasuredDefaults) {
-  ASSERT_EQ(kVariables.size(), 18u);
+TEST(EngineTuning, TwentyOneVariablesUnsetGiveTheMeasuredDefaults) {
+  ASSERT_EQ(kVariables.size(), 21u);
   const Environment none(Variables{});
   const EngineTuning t = engine_tuning_from_environment();
   EXPECT_TRUE(t.projection.gemv);
@@ -73,6 +76,9 @@ TEST(EngineTuning, EighteenVariablesUnsetGiveTheMeasuredDefaults) {
   EXPECT_EQ(t.attention.decode_splits, 0);
   EXPECT_FALSE(t.host_sampling);
   EXPECT_EQ(t.moe_gemm, MoeGemmChoice::automatic);
+  EXPECT_EQ(t.decode_layers, DecodeLayersChoice::automatic);
+  EXPECT_TRUE(t.decode_trace.empty());
+  EXPECT_EQ(t.decode_ring_slots, 0);
 }
 
 TEST(EngineTuning, EachVariableLandsInItsField) {
@@ -149,6 +155,26 @@ TEST(EngineTuning, MoeGemmTakesItsTwoNamesOnly) {
     const Environment set(Variables{{"INFERLAB_ENGINE_MOE_GEMM", value}});
     EXPECT_EQ(engine_tuning_from_environment().moe_gemm, choice) << value;
   }
+}
+
+TEST(EngineTuning, DecodeLayersTakesItsTwoNamesOnly) {
+  const std::pair<const char*, DecodeLayersChoice> cases[] = {
+      {"kernels", DecodeLayersChoice::kernels},
+      {"persistent", DecodeLayersChoice::persistent},
+      {"1", DecodeLayersChoice::automatic},
+      {"Persistent", DecodeLayersChoice::automatic},
+      {"", DecodeLayersChoice::automatic}};
+  for (const auto& [value, choice] : cases) {
+    const Environment set(Variables{{"INFERLAB_ENGINE_DECODE_LAYERS", value}});
+    EXPECT_EQ(engine_tuning_from_environment().decode_layers, choice) << value;
+  }
+}
+
+TEST(EngineTuning, DecodeTraceTakesAPathAndTheRingACount) {
+  const Environment set(Variables{{"INFERLAB_ENGINE_DECODE_TRACE", "/tmp/trace.csv"},
+                                  {"INFERLAB_ENGINE_DECODE_RING", "6"}});
+  EXPECT_EQ(engine_tuning_from_environment().decode_trace, "/tmp/trace.csv");
+  EXPECT_EQ(engine_tuning_from_environment().decode_ring_slots, 6);
 }
 
 TEST(EngineTuning, EngineOptionsCarryTheEnvironmentsTuning) {

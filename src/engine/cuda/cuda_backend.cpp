@@ -146,9 +146,11 @@ CudaBackend::CudaBackend(const LlamaConfig& config, const WeightLoader& loader,
   metadata_ = DeviceBuffer<int32_t>(static_cast<size_t>(b.metadata_elements));
   sampled_ids_ = DeviceBuffer<int32_t>(static_cast<size_t>(b.sampled_rows));
   row_sampling_ = DeviceBuffer<RowSampling>(static_cast<size_t>(b.sampled_rows));
+  setup_persistent_decode();
 }
 
 CudaBackend::~CudaBackend() {
+  write_persistent_trace();
   for (auto& [shape, graph] : graphs_) cudaGraphExecDestroy(graph);
   cudaStreamDestroy(stream_);
 }

@@ -185,4 +185,9 @@ int64_t cuda_gemm_plans(const Backend& backend) {
   return cuda == nullptr ? 0 : static_cast<int64_t>(cuda->gemm_plans());
 }
 
+int64_t cuda_persistent_decode_passes(const Backend& backend) {
+  const auto* cuda = dynamic_cast<const cuda::CudaBackend*>(&backend);
+  return cuda == nullptr ? 0 : cuda->persistent_decode_passes();
+}
+
 }  // namespace inferlab::engine

@@ -13,6 +13,7 @@
 
 #include "engine/backend.hpp"
 #include "engine/cuda/cuda_check.hpp"
+#include "engine/cuda/decode_layers.hpp"
 #include "engine/cuda/device_weights.hpp"
 #include "engine/cuda/kernel_timer.hpp"
 #include "engine/cuda/kv_storage.hpp"
@@ -108,6 +109,7 @@ class CudaBackend final : public Backend {
   // activation scratch: the KV cache is untouched.
   void warm_gemms(int64_t max_rows);
   size_t gemm_plans() const { return projector_.lt_plans(); }
+  int64_t persistent_decode_passes() const { return persistent_passes_; }
   int64_t kv_block_host_bytes() const override {
     return KvStorage::bytes_per_block(layout_, kv_.format());
   }
@@ -165,6 +167,15 @@ class CudaBackend final : public Backend {
   GemvFused row_parallel_epilogue(const __nv_bfloat16* input);
   // Whether this many tokens take the fused GEMV forms.
   bool fused_for(int tokens) const;
+  // The persistent decode kernel (decode_layers.hpp; cuda_decode_layers.cpp): its layer table
+  // and scratch, set up at construction where the model, the options and the GPU take it;
+  // whether a pass of `meta` runs its layers there (one sequence, one token, not profiled); and
+  // that launch, the layers of launch_model's fused form in one kernel.
+  void setup_persistent_decode();
+  bool persistent_for(const ForwardMetadata& meta) const;
+  void launch_persistent_layers(const ForwardMetadata& meta);
+  // The trace of the last persistent pass to options_.tuning.decode_trace (when set).
+  void write_persistent_trace();
   // The graph shape a pass of `meta` replays (sampling one row per sequence, or every row when
   // all_rows), or none: graphs off, a profiled pass, sequences of different lengths or of more
   // than kGraphMaxQueryTokens tokens (model/engine_decode_plan.hpp), or a padded pass past the
@@ -206,6 +217,12 @@ class CudaBackend final : public Backend {
   DeviceBuffer<int32_t> metadata_, sampled_ids_;
   DeviceBuffer<RowSampling> row_sampling_;
   DeviceBuffer<float> stats_;  // SmoothQuant: [layer][qkv input, gate/up input][hidden]
+  PersistentDecodeShape persistent_shape_;
+  DeviceBuffer<PersistentDecodeLayer> persistent_layers_;  // empty: the kernel is not used
+  DeviceBuffer<float> persistent_partials_;
+  DeviceBuffer<unsigned> persistent_counters_;
+  int64_t persistent_passes_ = 0;
+  DeviceBuffer<unsigned long long> persistent_trace_;  // when tuning.decode_trace is set
   KernelTimer timer_;
   const int32_t* logit_rows_ = nullptr;
   std::map<decltype(GraphShape{}.key()), cudaGraphExec_t> graphs_;  // GraphShape::key() → graph

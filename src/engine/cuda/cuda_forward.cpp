@@ -61,6 +61,12 @@ void CudaBackend::launch_model(const ForwardMetadata& meta) {
   embedding_gather(weights_.embed_tokens, dev + o.token_ids, tokens, hidden, residual_.data(),
                    stream_);
   timer_.mark("embedding", 4.0 * t * hidden);
+  if (persistent_for(meta)) {  // every layer in one launch (decode_layers.hpp)
+    launch_persistent_layers(meta);
+    rms_norm(residual_.data(), weights_.final_norm, tokens, hidden, eps, normed_.data(), stream_);
+    logit_rows_ = dev + o.logit_rows;
+    return;
+  }
 
   PagedAttentionParams attention;
   attention.q = qkv_.data();

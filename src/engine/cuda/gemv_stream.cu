@@ -147,6 +147,13 @@ __device__ void stage_input(const Params& p, float* head, unsigned char* xs) {
   }
   if constexpr (Traits<F>::kCodeMax > 0) {
     gemv::rows_scale(p.x, p.rows, p.in, p.norm_weight, inv_rms, Traits<F>::kCodeMax, red, x_factor);
+    if constexpr (F == Fmt::int8 || F == Fmt::int4) {
+      // The staging multiplies by 1 / x_factor: a row whose absmax / code_max is below 2^-128
+      // (absmax under ~7e-37 at 240) would make it infinite. A larger factor only stages the
+      // row below code_max (the weight-only scale need not be exact: the sums are multiplied
+      // back by it), and 2^120 stays finite.
+      if (threadIdx.x < p.rows) x_factor[threadIdx.x] = fmaxf(x_factor[threadIdx.x], 0x1p-120f);
+    }
   } else if (threadIdx.x < p.rows) {
     x_factor[threadIdx.x] = 1.0f;
   }

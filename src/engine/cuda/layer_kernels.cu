@@ -5,6 +5,7 @@
 
 #include "engine/cuda/cuda_check.hpp"
 #include "engine/cuda/layer_kernels.hpp"
+#include "engine/cuda/rope_device.cuh"
 #include "engine/quant/quantize.hpp"
 
 namespace inferlab::engine::cuda {
@@ -169,21 +170,6 @@ __global__ void head_rms_norm_kernel(bf16* qkv, int rows, int num_heads, int num
 // this kernel. The value heads are copied to the cache by the same blocks, strided.
 constexpr int kRopeHeadsPerBlock = 4;
 
-// cos and sin of position · inv_freq[i], rounded to bf16 as transformers casts them.
-__device__ __forceinline__ void rope_angle(float position, float inv_freq, float& c, float& s) {
-  float sin_value, cos_value;
-  sincosf(position * inv_freq, &sin_value, &cos_value);
-  c = round_bf16(cos_value);
-  s = round_bf16(sin_value);
-}
-
-// The rotated pair (x1, x2) → (y1, y2), each product and sum rounded to bf16.
-__device__ __forceinline__ void rope_rotate(float x1, float x2, float c, float s, bf16& y1,
-                                            bf16& y2) {
-  y1 = __float2bfloat16(round_bf16(x1 * c) + round_bf16(-x2 * s));
-  y2 = __float2bfloat16(round_bf16(x2 * c) + round_bf16(x1 * s));
-}
-
 __global__ void rope_kv_kernel(bf16* qkv, int num_heads, int num_kv_heads, int head_dim,
                                const int32_t* positions, const int32_t* slot_mapping,
                                const float* inv_freq, bf16* k_cache, bf16* v_cache) {
@@ -200,11 +186,11 @@ __global__ void rope_kv_kernel(bf16* qkv, int num_heads, int num_kv_heads, int h
   for (int p = first_pair + threadIdx.x; p < pairs; p += blockDim.x) {
     const int head = p / half, i = p % half;
     float c, s;
-    rope_angle(position, inv_freq[i], c, s);
+    rope::angle(position, inv_freq[i], c, s);
     bf16* x = row + head * head_dim;  // q heads, then k heads (contiguous in the fused row)
     const float x1 = __bfloat162float(x[i]), x2 = __bfloat162float(x[i + half]);
     bf16 y1, y2;
-    rope_rotate(x1, x2, c, s, y1, y2);
+    rope::rotate(x1, x2, c, s, y1, y2);
     if (head < num_heads) {
       x[i] = y1;
       x[i + half] = y2;
@@ -256,9 +242,9 @@ __global__ void rope_kv_quant_kernel(bf16* qkv, int num_heads, int num_kv_heads,
       continue;
     }
     float c, s;
-    rope_angle(position, inv_freq[i], c, s);
+    rope::angle(position, inv_freq[i], c, s);
     bf16 y1, y2;
-    rope_rotate(x1, x2, c, s, y1, y2);
+    rope::rotate(x1, x2, c, s, y1, y2);
     if (head < num_heads) {
       x[i] = y1;
       x[i + half] = y2;

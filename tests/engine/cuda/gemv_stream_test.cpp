@@ -111,6 +111,45 @@ TEST(CudaGemvStream, Int4SumsStayFiniteAtTheBoundOfTheirRange) {
   }
 }
 
+// Weight-only int8 and int4 on an input row of absmax 4e-37, below where 1 / (absmax /
+// code_max) overflows fp32 (~7e-37 at int8's 240, ~1.4e-36 at int4's 480): the sums stay finite
+// and within the quantized formats' fp32 bound of the double reference.
+TEST(CudaGemvStream, WeightOnlyRowsOfTinyMagnitudeStayFinite) {
+  REQUIRE_GPU();
+  const int64_t out = 64, in = 512;
+  for (int index : {1, 2}) {  // int8, int4-g128
+    const Format& format = formats()[static_cast<size_t>(index)];
+    const HostMatrix m = make_host_matrix(format.weights, out, in, format.group_size, 10300);
+    DeviceCopy d;
+    upload(m, format.input, &d);
+    std::vector<uint16_t> x(static_cast<size_t>(in));
+    std::vector<double> xv(x.size());
+    for (int64_t k = 0; k < in; ++k) {
+      x[static_cast<size_t>(k)] = float_to_bf16(4e-37f * (0.5f + 0.5f * ((k * 37) % 64) / 64.0f) *
+                                                (k % 3 == 0 ? -1.0f : 1.0f));
+      xv[static_cast<size_t>(k)] = bf16_to_float(x[static_cast<size_t>(k)]);
+    }
+    auto dx = to_device(x);
+    DeviceBuffer<float> y(out);
+    Projector projector(1, in, out, format.weights, format.input);
+    projector.linear(dx.data(), 1, d.view, nullptr, y.data(), true, nullptr);
+    EXPECT_EQ(projector.last_path(), ProjectionPath::gemv_stream) << format.name;
+    std::vector<float> got(static_cast<size_t>(out));
+    ASSERT_EQ(cudaMemcpy(got.data(), y.data(), got.size() * sizeof(float), cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    for (int64_t o = 0; o < out; ++o) {
+      double want = 0.0, magnitude = 0.0;
+      for (int64_t k = 0; k < in; ++k) {
+        want += m.values[o * in + k] * xv[static_cast<size_t>(k)];
+        magnitude += std::abs(m.values[o * in + k] * xv[static_cast<size_t>(k)]);
+      }
+      const float value = got[static_cast<size_t>(o)];
+      ASSERT_TRUE(std::isfinite(value)) << format.name << ", row " << o;
+      EXPECT_NEAR(value, want, magnitude * kStreamFp32Limit) << format.name << ", row " << o;
+    }
+  }
+}
+
 // Llama 3 8B's shapes (the decode step's projections and its LM head), sampled features.
 TEST(CudaGemvStream, Llama3_8bShapes) {
   REQUIRE_GPU();
