@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "engine/cuda/attention_device.cuh"
 #include "engine/cuda/decode_layers_common.cuh"
 #include "engine/cuda/gemv_rows.cuh"
 
@@ -110,21 +111,10 @@ __device__ void produce(const Args& a, unsigned char* smem) {
   }
 }
 
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(address));
-}
-
-// d += a (16 × 16 bf16, row-major) · b (16 × 8 bf16), fp32 accumulation.
-__device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
-                                         uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
+// The attention kernels' tensor-core pieces: D (16×8 fp32) += A (16×16 bf16) · B (16×8 bf16),
+// and ldmatrix's four 8×8 bf16 matrices.
+using detail::ldmatrix_x4;
+using detail::mma_bf16;
 
 // Until the producer has issued tile `tile`. A parity wait is only unambiguous one phase ahead:
 // the warp owning tile t may get there before tile t − slots (another warp's) has even landed,
@@ -162,8 +152,8 @@ __device__ void multiply(const Args& a, unsigned char* smem, const Segment* seg,
       const bf16* x = xs + (j % blocks) * kTileCols;
       wait_issued(smem, a.l, tile);
       wait_phase(full + 8 * slot, static_cast<uint32_t>(tile / a.l.slots) & 1u);
-      const uint32_t data =
-          smem_u32(smem + a.l.ring + slot * kSlotBytes) + ld_row * kRowPitch + ld_col * 2;
+      const unsigned char* data =
+          smem + a.l.ring + slot * kSlotBytes + ld_row * kRowPitch + ld_col * 2;
       float d[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
 #pragma unroll 8
       for (int k = 0; k < kTileCols / 16; ++k) {

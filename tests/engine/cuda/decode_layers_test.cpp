@@ -68,16 +68,6 @@ BlockTable scattered_blocks(int tokens, int block_size) {
   return table;
 }
 
-double cosine(std::span<const float> a, std::span<const float> b) {
-  double dot = 0, na = 0, nb = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    dot += double{a[i]} * b[i];
-    na += double{a[i]} * a[i];
-    nb += double{b[i]} * b[i];
-  }
-  return dot / std::sqrt(na * nb);
-}
-
 TEST(PersistentDecode, StepsMatchTheCpuReference) {
   if (!sm90()) GTEST_SKIP() << "no sm_90 GPU";
   const Heads shapes[] = {{512, 8, 2, 64}, {512, 8, 1, 64}, {1024, 4, 2, 128}};

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "engine/backend.hpp"
@@ -25,6 +26,17 @@ struct Agreement {
   std::vector<double> cosines;  // every row's, in order
 };
 
+// The cosine of two rows of logits, summed in double.
+inline double cosine(std::span<const float> a, std::span<const float> b) {
+  double dot = 0, na = 0, nb = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    dot += double{a[i]} * b[i];
+    na += double{a[i]} * a[i];
+    nb += double{b[i]} * b[i];
+  }
+  return dot / std::sqrt(na * nb);
+}
+
 // Adds every row of gpu against the same row of cpu (same first row, same shape).
 inline void compare(const ForwardResult& gpu, const ForwardResult& cpu, Agreement& agreement) {
   ASSERT_EQ(gpu.first_row, cpu.first_row);
@@ -32,13 +44,7 @@ inline void compare(const ForwardResult& gpu, const ForwardResult& cpu, Agreemen
   const int64_t rows = static_cast<int64_t>(gpu.logits.size()) / gpu.vocab_size;
   for (int64_t r = 0; r < rows; ++r) {
     auto a = gpu.row(r), b = cpu.row(r);
-    double dot = 0, na = 0, nb = 0;
-    for (size_t i = 0; i < a.size(); ++i) {
-      dot += double{a[i]} * b[i];
-      na += double{a[i]} * a[i];
-      nb += double{b[i]} * b[i];
-    }
-    agreement.cosines.push_back(dot / std::sqrt(na * nb));
+    agreement.cosines.push_back(cosine(a, b));
     agreement.min_cosine = std::min(agreement.min_cosine, agreement.cosines.back());
     const int32_t gpu_top = argmax(a), cpu_top = argmax(b);
     agreement.top1_same += gpu_top == cpu_top;

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/cuda/cuda_check.hpp"
+#include "engine/cuda/logits_agreement.hpp"
 #include "engine/cuda/rank_collectives.hpp"
 #include "engine/cuda/rank_threads.hpp"
 #include "engine/cuda/small_llama_config.hpp"
@@ -185,16 +186,6 @@ std::vector<int32_t> tokens(int count, int seed) {
   std::vector<int32_t> ids;
   for (int i = 0; i < count; ++i) ids.push_back((seed * 7919 + i * 104729) % 1001);
   return ids;
-}
-
-double cosine(std::span<const float> a, std::span<const float> b) {
-  double dot = 0, na = 0, nb = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    dot += double{a[i]} * b[i];
-    na += double{a[i]} * a[i];
-    nb += double{b[i]} * b[i];
-  }
-  return dot / std::sqrt(na * nb);
 }
 
 // Both sides run bf16 activations; the split only changes the order of the partial sums' adds
