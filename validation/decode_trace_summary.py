@@ -6,7 +6,8 @@ C O + residual, D norm + gate/up, E down + residual) the globaltimer stamp (ns) 
 finished the stage and when it passed the grid barrier after it. A stage's work is the time from
 the previous barrier's passing to the stage's end; its wait, from the end to the barrier's
 passing (the last block to arrive waits the barrier's own latency). Medians and tails over all
-(block, layer) pairs but the first layer's stage A (no previous barrier).
+(block, layer) pairs but the first layer's stage A (no previous barrier) and, for the waits, the
+last layer's stage E (no barrier after it).
 
 Usage: python3 validation/decode_trace_summary.py TRACE.csv [...]
 """
@@ -33,7 +34,8 @@ def summary(path):
                 if start is None:
                     continue
                 work[s].append(d[s][0] - start)
-                wait[s].append(d[s][1] - d[s][0])
+                if not (s == "E" and l == layers[-1]):  # the last stage has no barrier after it
+                    wait[s].append(d[s][1] - d[s][0])
     print(path)
     for s in order:
         w, q = sorted(work[s]), sorted(wait[s])

@@ -68,7 +68,7 @@ struct EngineTuning {
   // last pass it ran, written to FILE as CSV when the backend closes (a profile of its stages).
   std::string decode_trace;
   // INFERLAB_ENGINE_DECODE_RING=N: the persistent decode kernel's ring slots (weight tiles in
-  // flight per block), at most as many as fit; 0: as many as fit.
+  // flight per block), at most as many as fit and at least 4; 0: as many as fit.
   int64_t decode_ring_slots = 0;
 };
 

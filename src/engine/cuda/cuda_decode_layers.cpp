@@ -75,7 +75,9 @@ void CudaBackend::setup_persistent_decode() {
   persistent_layers_.upload(table.data(), table.size());
   persistent_partials_ = DeviceBuffer<float>(persistent_decode_partial_floats(shape));
   persistent_counters_ = DeviceBuffer<unsigned>(persistent_decode_counters(shape));
-  INFERLAB_CUDA_CHECK(cudaMemset(persistent_counters_.data(), 0, persistent_counters_.bytes()));
+  // On the backend's stream (non-blocking: not ordered after the legacy default stream's work).
+  INFERLAB_CUDA_CHECK(
+      cudaMemsetAsync(persistent_counters_.data(), 0, persistent_counters_.bytes(), stream_));
   persistent_shape_ = shape;
   if (!options_.tuning.decode_trace.empty()) {
     int device = 0, sms = 0;

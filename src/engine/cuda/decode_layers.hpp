@@ -12,7 +12,7 @@
 //
 // Measured (H200, MEASUREMENTS §53): correct against the CPU reference and the kernel path, but
 // slower than the kernel path: Llama 3.2 1B at batch 1, context 1024, 1.016-1.021 ms against
-// 0.970-0.971, Llama 3 8B 4.69-4.70 against 4.33-4.35. Its per-stage trace (..._DECODE_TRACE)
+// 0.969-0.971, Llama 3 8B 4.69-4.70 against 4.33-4.35. Its per-stage trace (..._DECODE_TRACE)
 // says why: the weight stages stream at the block's share of HBM, but five grid barriers a layer
 // take ~2-5 µs each under the stream's load and the attention stage ~7-11 µs: 25-37 µs a layer
 // beyond streaming, where the ring holds ~6 µs of it. So the kernel path stays the default
@@ -80,7 +80,7 @@ struct PersistentDecodeParams {
   // Where each block writes globaltimer stamps (ns), when set: [block][stamps], stamp 0 the
   // block's start, then per layer ten: each stage's end (A-E) and its grid barrier's passing.
   unsigned long long* trace = nullptr;
-  int ring_slots = 0;  // weight tiles in flight per block, at most; 0: as many as fit
+  int ring_slots = 0;  // weight tiles in flight per block, at most (4 at least); 0: all that fit
 };
 
 // Stamps per block of PersistentDecodeParams::trace.

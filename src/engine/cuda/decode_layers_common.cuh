@@ -36,8 +36,8 @@ constexpr int kMaxNormWidth = 16384;  // hidden sizes the norm holds in register
 constexpr size_t kSmemLimit = 227 * 1024;
 // About 4 s at 2 GHz: far past any wait of a working kernel, short of the watchdogs above it.
 constexpr long long kTimeoutCycles = 8'000'000'000LL;
-constexpr int kMiscFloats = 64;  // norm partials [0, 8), inverse RMS 8, m 16-23, l 24-31,
-                                 // rescale 32-39, the last-item flag 40, tiles issued 48
+constexpr int kMiscFloats = 64;  // norm partials [0, 8), m 16-23, l 24-31, rescale 32-39,
+                                 // the last-item flag 40, tiles issued 48
 
 enum Stage { kQkv, kO, kGateUp, kDown };
 

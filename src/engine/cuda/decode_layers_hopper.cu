@@ -9,12 +9,12 @@
 // accumulators in shared memory; the eight warps' accumulators are summed in a fixed order at
 // the end of the stage (deterministic).
 //
-// What was measured while building it (H200, MEASUREMENTS §53): one 16 KB bulk copy a slot with
-// the eight warps sharing each slot's CUDA-core FMAs held a block to ~20 KB a µs (the consumers'
-// latency); per-warp tiles on the tensor cores fixed that, but 1 KB bulk copies (one per tile
-// row, a tile's rows being 1 KB pieces of separate rows) issued at ~17-24 KB a µs whether one
-// lane or sixteen issued them; cp.async from four warps streams at ~31-33 KB a µs, the block's
-// share of HBM. Prefetching further ahead into L2 (cp.async.bulk.prefetch) lost 30-60%.
+// What was measured while building it (H200, MEASUREMENTS §53): the first form (one thread's
+// 16 KB bulk copy a slot, the eight warps sharing each slot's CUDA-core FMAs) took 1.63 ms for
+// the 1B step; a warp per slot on CUDA cores streamed 31.5 KB a µs a block in gate/up; tensor-core
+// tiles of 16 rows need 1 KB pieces of separate rows, which bulk copies moved at 15-24 KB a µs
+// whether one lane or sixteen issued them; cp.async from four warps moves 31-33 KB a µs, the
+// block's share of HBM. Prefetching further ahead into L2 (cp.async.bulk.prefetch) cost 32-62%.
 //
 // Memory model. Activations written in one stage are read by other blocks after a grid barrier
 // (bar.sync, then one thread's release reduction, an acquire spin): those reads go through L2

@@ -73,8 +73,8 @@ __device__ __forceinline__ void arrive_when_copied(uint32_t bar) {
 // kilobytes of the matrix, which bulk copies, one per row from one thread, issued at ~20 KB a µs
 // a block), then arrives on the tile's barrier when they have landed (128 arrivals a phase).
 __device__ void produce(const Args& a, unsigned char* smem) {
-  constexpr int kPieces = kChunkBytes / 16;  // per row of a tile
-  const int lane = threadIdx.x - kConsumers;
+  constexpr int kPieces = kChunkBytes / 16;       // per row of a tile
+  const int producer = threadIdx.x - kConsumers;  // 0 .. kProducers - 1
   const uint32_t full = smem_u32(smem + a.l.bars), empty = full + 8 * kMaxSlots;
   const uint32_t ring = smem_u32(smem + a.l.ring);
   volatile int* issued = reinterpret_cast<volatile int*>(smem + a.l.misc) + 48;
@@ -94,13 +94,13 @@ __device__ void produce(const Args& a, unsigned char* smem) {
                                      (j % blocks) * kChunkBytes;
           wait_phase(empty + 8 * slot, phase ^ 1);  // a fresh barrier passes parity 1
           const uint32_t dst = ring + slot * kSlotBytes;
-          for (int piece = lane; piece < rows * kPieces; piece += kProducers) {
+          for (int piece = producer; piece < rows * kPieces; piece += kProducers) {
             const int r = piece / kPieces, at = 16 * (piece % kPieces);
             copy16(dst + r * kRowPitch + at, src + static_cast<int64_t>(r) * seg[i].row_bytes + at);
           }
           arrive_when_copied(full + 8 * slot);
           ++tile;
-          if (lane == 0) *issued = tile;  // this slot's earlier phases are all complete
+          if (producer == 0) *issued = tile;  // this slot's earlier phases are all complete
           if (++slot == a.l.slots) {
             slot = 0;
             phase ^= 1;
@@ -132,8 +132,8 @@ __device__ __forceinline__ void wait_issued(const unsigned char* smem, const Lay
 // producer fills, counted over the whole kernel in `tiles`) belongs to warp t % 8: 32 mma
 // k-steps of its 16 rows against the input (B holds the input in all eight columns, so every
 // column of the product is the row's sum), two accumulators in turn, and the rows' sums added
-// into the warp's accumulators in shared memory. A tile costs a warp ~130 instructions, where
-// CUDA-core FMAs cost ~1,400 (MEASUREMENTS §53).
+// into the warp's accumulators in shared memory: per 16 weights of a row a lane issues an eighth
+// of an mma where CUDA-core FMAs issued sixteen FMAs and two conversions.
 __device__ void multiply(const Args& a, unsigned char* smem, const Segment* seg, int segments,
                          int& tiles) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;

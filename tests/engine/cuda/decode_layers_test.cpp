@@ -10,6 +10,7 @@
 #ifdef INFERLAB_ENGINE_HAVE_CUDA
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -106,35 +107,40 @@ TEST(PersistentDecode, StepsMatchTheCpuReference) {
 }
 
 // 2,500 positions over 2 attention items per KV head: 1,264 positions an item, ten passes of
-// 128 (head_dim 64) through the running softmax; and the default split (one item per SM).
+// 128 (head_dim 64) or twenty of 64 (head_dim 128) through the running softmax; and the default
+// split (66 items asked, 53 taken).
 TEST(PersistentDecode, LongContextMatchesTheKernelPath) {
   if (!sm90()) GTEST_SKIP() << "no sm_90 GPU";
-  const LlamaConfig config = config_of({512, 8, 2, 64});
-  for (int splits : {2, 0}) {
-    auto kernels = make_cuda_backend(config, random_tensor_source(config, 4),
-                                     options_for(DecodeLayersChoice::kernels, splits));
-    auto persistent = make_cuda_backend(config, random_tensor_source(config, 4),
-                                        options_for(DecodeLayersChoice::persistent, splits));
-    const int prompt = 2500;
-    const BlockTable table = scattered_blocks(prompt + 4, kernels->kv_layout().block_size);
-    ForwardBatch prefill;
-    prefill.sequences.push_back({sequence_tokens(prompt, 2), 0, table, false});
-    kernels->forward(prefill);
-    persistent->forward(prefill);
-    ForwardBatch decode;
-    decode.sequences.push_back({{42}, prompt, table, false});
-    double worst = 1;
-    for (int step = 0; step < 4; ++step) {
-      const ForwardResult a = kernels->forward(decode), b = persistent->forward(decode);
-      worst = std::min(worst, cosine(a.last(0), b.last(0)));
-      decode.sequences[0].tokens = {static_cast<int32_t>(500 + step)};
-      decode.sequences[0].cached_tokens += 1;
+  for (const Heads& h : {Heads{512, 8, 2, 64}, Heads{1024, 4, 2, 128}}) {
+    const LlamaConfig config = config_of(h);
+    for (int splits : {2, 0}) {
+      auto kernels = make_cuda_backend(config, random_tensor_source(config, 4),
+                                       options_for(DecodeLayersChoice::kernels, splits));
+      auto persistent = make_cuda_backend(config, random_tensor_source(config, 4),
+                                          options_for(DecodeLayersChoice::persistent, splits));
+      const int prompt = 2500;
+      const BlockTable table = scattered_blocks(prompt + 4, kernels->kv_layout().block_size);
+      ForwardBatch prefill;
+      prefill.sequences.push_back({sequence_tokens(prompt, 2), 0, table, false});
+      kernels->forward(prefill);
+      persistent->forward(prefill);
+      ForwardBatch decode;
+      decode.sequences.push_back({{42}, prompt, table, false});
+      double worst = 1;
+      for (int step = 0; step < 4; ++step) {
+        const ForwardResult a = kernels->forward(decode), b = persistent->forward(decode);
+        worst = std::min(worst, cosine(a.last(0), b.last(0)));
+        decode.sequences[0].tokens = {static_cast<int32_t>(500 + step)};
+        decode.sequences[0].cached_tokens += 1;
+      }
+      const std::string what =
+          "head_dim " + std::to_string(h.head_dim) + ", splits " + std::to_string(splits);
+      std::cout << what << ": worst cosine to the kernel path " << worst << "\n";
+      EXPECT_EQ(cuda_persistent_decode_passes(*persistent), 4) << what;
+      EXPECT_EQ(cuda_persistent_decode_passes(*kernels), 0) << what;
+      // Both are bf16 forward passes of the same numerics with fp32 sums in other orders.
+      EXPECT_GT(worst, 0.9995) << what;
     }
-    std::cout << "splits " << splits << ": worst cosine to the kernel path " << worst << "\n";
-    EXPECT_EQ(cuda_persistent_decode_passes(*persistent), 4) << splits;
-    EXPECT_EQ(cuda_persistent_decode_passes(*kernels), 0) << splits;
-    // Both are bf16 forward passes of the same numerics with fp32 sums in other orders.
-    EXPECT_GT(worst, 0.9995) << splits;
   }
 }
 
@@ -204,6 +210,10 @@ TEST(PersistentDecode, LeavesOtherPassesToTheKernels) {
   verify.sequences.push_back({{6, 7, 8}, 21, {1, 2}, true});
   gpu->forward(verify);
   EXPECT_EQ(cuda_persistent_decode_passes(*gpu), 0);
+  ForwardBatch single;  // while one sequence's single token on the same backend takes the kernel
+  single.sequences.push_back({{9}, 24, {1, 2}, false});
+  gpu->forward(single);
+  EXPECT_EQ(cuda_persistent_decode_passes(*gpu), 1);
 
   CudaBackendOptions int8 = options_for(DecodeLayersChoice::persistent);
   int8.quant.weights = DType::int8;
@@ -239,6 +249,7 @@ TEST(PersistentDecode, RefusesShapesItHasNoKernelFor) {
   odd = s;
   odd.num_kv_heads = 3;  // 8 heads do not split into 3 groups
   EXPECT_TRUE(refused(odd));
+  if (sm90()) EXPECT_TRUE(persistent_decode_supported(s, 90));  // and the shape itself is taken
 }
 
 }  // namespace
