@@ -14,6 +14,7 @@
 #include "engine/cuda/attention_hopper.hpp"
 #include "engine/cuda/attention_kernels.hpp"
 #include "engine/cuda/cuda_check.hpp"
+#include "engine/cuda/device_facts.hpp"
 #include "model/engine_decode_plan.hpp"
 
 namespace inferlab::engine::cuda {
@@ -26,7 +27,6 @@ constexpr int64_t kSplitRowBudget = 1024;
 // The naive path's score rows take at most this much workspace (or one token's rows, if more);
 // longer batches run in chunks of tokens.
 constexpr size_t kNaiveWorkspaceCap = size_t{256} << 20;
-constexpr int kMaxDevices = 64;
 
 int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
@@ -40,41 +40,14 @@ int64_t split_rows(int64_t tokens, int64_t max_context_len) {
   return std::min(std::max(tokens, kSplitRowBudget), tokens * max_splits);
 }
 
-// Multiprocessors and compute capability major of the current device, asked once per device (no
-// synchronisation, so also safe while a graph is being captured).
-struct DeviceFacts {
-  int sm_count = 0;
-  int major = 0;
-};
-DeviceFacts device_facts() {
-  static std::atomic<int> cached_sms[kMaxDevices] = {};
-  static std::atomic<int> cached_major[kMaxDevices] = {};
-  int device = 0;
-  INFERLAB_CUDA_CHECK(cudaGetDevice(&device));
-  const bool cacheable = device >= 0 && device < kMaxDevices;
-  if (cacheable && cached_sms[device].load() > 0) {
-    return {cached_sms[device].load(), cached_major[device].load()};
-  }
-  DeviceFacts facts;
-  INFERLAB_CUDA_CHECK(
-      cudaDeviceGetAttribute(&facts.sm_count, cudaDevAttrMultiProcessorCount, device));
-  INFERLAB_CUDA_CHECK(
-      cudaDeviceGetAttribute(&facts.major, cudaDevAttrComputeCapabilityMajor, device));
-  if (cacheable) {
-    cached_major[device].store(facts.major);
-    cached_sms[device].store(facts.sm_count);
-  }
-  return facts;
-}
-
 int sm_count() {
-  return device_facts().sm_count;
+  return current_device_facts().sm_count;
 }
 
 // The tiled prefill: the Hopper kernel (wgmma + TMA) where it runs the batch, unless
 // p.hopper_prefill is false (A/B without rebuilding); else the mma.sync kernel.
 void launch_tiled_prefill(const PagedAttentionParams& p, cudaStream_t stream) {
-  const DeviceFacts facts = device_facts();
+  const DeviceFacts facts = current_device_facts();
   // Hopper parts are all 9.0 (the predicate wants major·10 + minor).
   if (p.hopper_prefill && detail::hopper_prefill_supported(p, facts.major * 10)) {
     detail::launch_prefill_hopper(p, facts.sm_count, stream);
@@ -86,7 +59,7 @@ void launch_tiled_prefill(const PagedAttentionParams& p, cudaStream_t stream) {
 // Programmatic dependent launch for the decode kernels: on Hopper and later, unless
 // p.programmatic_launch is false (A/B on a GPU without rebuilding).
 bool programmatic_launch(const PagedAttentionParams& p) {
-  return p.programmatic_launch && device_facts().major >= 9;
+  return p.programmatic_launch && current_device_facts().major >= 9;
 }
 
 void require(bool ok, const std::string& what) {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "engine/cuda/cuda_backend_impl.hpp"
+#include "engine/cuda/device_facts.hpp"
 
 namespace inferlab::engine::cuda {
 
@@ -15,14 +16,6 @@ constexpr bool kPersistentDecodeByDefault = false;
 
 bool plain_bf16(const DeviceMatrix& m) {
   return m.format == DType::bf16 && m.input_format == DType::bf16 && m.data != nullptr;
-}
-
-int device_compute_capability() {
-  int device = 0, major = 0, minor = 0;
-  INFERLAB_CUDA_CHECK(cudaGetDevice(&device));
-  INFERLAB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  INFERLAB_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  return 10 * major + minor;
 }
 
 }  // namespace
@@ -54,7 +47,7 @@ void CudaBackend::setup_persistent_decode() {
   shape.num_kv_heads = static_cast<int>(m.num_kv_heads);
   shape.head_dim = static_cast<int>(m.head_dim);
   shape.block_size = static_cast<int>(layout_.block_size);
-  if (!persistent_decode_supported(shape, device_compute_capability())) return;
+  if (!persistent_decode_supported(shape, current_device_facts().compute_capability())) return;
 
   std::vector<PersistentDecodeLayer> table;
   for (int64_t l = 0; l < m.num_layers; ++l) {
@@ -80,11 +73,9 @@ void CudaBackend::setup_persistent_decode() {
       cudaMemsetAsync(persistent_counters_.data(), 0, persistent_counters_.bytes(), stream_));
   persistent_shape_ = shape;
   if (!options_.tuning.decode_trace.empty()) {
-    int device = 0, sms = 0;
-    INFERLAB_CUDA_CHECK(cudaGetDevice(&device));
-    INFERLAB_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    persistent_trace_ = DeviceBuffer<unsigned long long>(static_cast<size_t>(sms) *
-                                                         persistent_decode_trace_stamps(shape));
+    const auto sms = static_cast<size_t>(current_device_facts().sm_count);
+    persistent_trace_ =
+        DeviceBuffer<unsigned long long>(sms * persistent_decode_trace_stamps(shape));
   }
 }
 

@@ -32,6 +32,7 @@
 #include "engine/cuda/decode_layers_attend.cuh"
 #include "engine/cuda/decode_layers_common.cuh"
 #include "engine/cuda/decode_layers_stream.cuh"
+#include "engine/cuda/device_facts.hpp"
 
 namespace inferlab::engine::cuda {
 
@@ -151,13 +152,6 @@ __global__ void __launch_bounds__(kThreads, 1) persistent_decode_kernel(const Ar
 #endif
 }
 
-int current_sm_count() {
-  int device = 0, count = 0;
-  INFERLAB_CUDA_CHECK(cudaGetDevice(&device));
-  INFERLAB_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
-  return count;
-}
-
 bool image_loads() {
   static const bool loads = [] {
     cudaFuncAttributes attributes{};
@@ -183,7 +177,7 @@ bool persistent_decode_supported(const PersistentDecodeShape& s, int device_cc) 
   }
   if (s.hidden > kMaxNormWidth) return false;
   if (!image_loads()) return false;
-  return plan(s, current_sm_count()).slots > 0;
+  return plan(s, current_device_facts().sm_count).slots > 0;
 }
 
 size_t persistent_decode_partial_floats(const PersistentDecodeShape& s) {
@@ -195,7 +189,7 @@ size_t persistent_decode_counters(const PersistentDecodeShape& s) {
 }
 
 void launch_persistent_decode(const PersistentDecodeParams& p, cudaStream_t stream) {
-  const int grid = current_sm_count();
+  const int grid = current_device_facts().sm_count;
   const Args args{p, plan(p.shape, grid, p.ring_slots)};
   if (args.l.slots == 0) {
     throw std::invalid_argument("launch_persistent_decode: the shape does not fit shared memory");

@@ -69,6 +69,37 @@ BlockTable scattered_blocks(int tokens, int block_size) {
   return table;
 }
 
+// The same model on the kernel path and the persistent one: a prompt of `prompt` tokens (ids of
+// `prompt_seed`), then `steps` teacher-forced decode steps (token `first`, then base + step).
+struct PathComparison {
+  double worst_cosine = 1;  // of the two paths' logits over the decode steps
+  int64_t persistent_passes = 0, kernel_passes = 0;
+};
+PathComparison compare_paths(const LlamaConfig& config, uint64_t seed, int splits, int prompt,
+                             int prompt_seed, int32_t first, int32_t base, int steps) {
+  auto kernels = make_cuda_backend(config, random_tensor_source(config, seed),
+                                   options_for(DecodeLayersChoice::kernels, splits));
+  auto persistent = make_cuda_backend(config, random_tensor_source(config, seed),
+                                      options_for(DecodeLayersChoice::persistent, splits));
+  const BlockTable table = scattered_blocks(prompt + 4, kernels->kv_layout().block_size);
+  ForwardBatch prefill;
+  prefill.sequences.push_back({sequence_tokens(prompt, prompt_seed), 0, table, false});
+  kernels->forward(prefill);
+  persistent->forward(prefill);
+  ForwardBatch decode;
+  decode.sequences.push_back({{first}, prompt, table, false});
+  PathComparison result;
+  for (int step = 0; step < steps; ++step) {
+    const ForwardResult a = kernels->forward(decode), b = persistent->forward(decode);
+    result.worst_cosine = std::min(result.worst_cosine, cosine(a.last(0), b.last(0)));
+    decode.sequences[0].tokens = {base + step};
+    decode.sequences[0].cached_tokens += 1;
+  }
+  result.persistent_passes = cuda_persistent_decode_passes(*persistent);
+  result.kernel_passes = cuda_persistent_decode_passes(*kernels);
+  return result;
+}
+
 TEST(PersistentDecode, StepsMatchTheCpuReference) {
   if (!sm90()) GTEST_SKIP() << "no sm_90 GPU";
   const Heads shapes[] = {{512, 8, 2, 64}, {512, 8, 1, 64}, {1024, 4, 2, 128}};
@@ -114,32 +145,14 @@ TEST(PersistentDecode, LongContextMatchesTheKernelPath) {
   for (const Heads& h : {Heads{512, 8, 2, 64}, Heads{1024, 4, 2, 128}}) {
     const LlamaConfig config = config_of(h);
     for (int splits : {2, 0}) {
-      auto kernels = make_cuda_backend(config, random_tensor_source(config, 4),
-                                       options_for(DecodeLayersChoice::kernels, splits));
-      auto persistent = make_cuda_backend(config, random_tensor_source(config, 4),
-                                          options_for(DecodeLayersChoice::persistent, splits));
-      const int prompt = 2500;
-      const BlockTable table = scattered_blocks(prompt + 4, kernels->kv_layout().block_size);
-      ForwardBatch prefill;
-      prefill.sequences.push_back({sequence_tokens(prompt, 2), 0, table, false});
-      kernels->forward(prefill);
-      persistent->forward(prefill);
-      ForwardBatch decode;
-      decode.sequences.push_back({{42}, prompt, table, false});
-      double worst = 1;
-      for (int step = 0; step < 4; ++step) {
-        const ForwardResult a = kernels->forward(decode), b = persistent->forward(decode);
-        worst = std::min(worst, cosine(a.last(0), b.last(0)));
-        decode.sequences[0].tokens = {static_cast<int32_t>(500 + step)};
-        decode.sequences[0].cached_tokens += 1;
-      }
+      const PathComparison c = compare_paths(config, 4, splits, 2500, 2, 42, 500, 4);
       const std::string what =
           "head_dim " + std::to_string(h.head_dim) + ", splits " + std::to_string(splits);
-      std::cout << what << ": worst cosine to the kernel path " << worst << "\n";
-      EXPECT_EQ(cuda_persistent_decode_passes(*persistent), 4) << what;
-      EXPECT_EQ(cuda_persistent_decode_passes(*kernels), 0) << what;
+      std::cout << what << ": worst cosine to the kernel path " << c.worst_cosine << "\n";
+      EXPECT_EQ(c.persistent_passes, 4) << what;
+      EXPECT_EQ(c.kernel_passes, 0) << what;
       // Both are bf16 forward passes of the same numerics with fp32 sums in other orders.
-      EXPECT_GT(worst, 0.9995) << what;
+      EXPECT_GT(c.worst_cosine, 0.9995) << what;
     }
   }
 }
@@ -150,29 +163,11 @@ TEST(PersistentDecode, RealWidthsMatchTheKernelPath) {
   if (!sm90()) GTEST_SKIP() << "no sm_90 GPU";
   const Heads shapes[] = {{2048, 32, 8, 64, 8192, 2}, {4096, 32, 8, 128, 14336, 2}};
   for (const Heads& h : shapes) {
-    const LlamaConfig config = config_of(h);
-    auto kernels = make_cuda_backend(config, random_tensor_source(config, 9),
-                                     options_for(DecodeLayersChoice::kernels));
-    auto persistent = make_cuda_backend(config, random_tensor_source(config, 9),
-                                        options_for(DecodeLayersChoice::persistent));
-    const int prompt = 1000;
-    const BlockTable table = scattered_blocks(prompt + 4, kernels->kv_layout().block_size);
-    ForwardBatch prefill;
-    prefill.sequences.push_back({sequence_tokens(prompt, 5), 0, table, false});
-    kernels->forward(prefill);
-    persistent->forward(prefill);
-    ForwardBatch decode;
-    decode.sequences.push_back({{77}, prompt, table, false});
-    double worst = 1;
-    for (int step = 0; step < 3; ++step) {
-      const ForwardResult a = kernels->forward(decode), b = persistent->forward(decode);
-      worst = std::min(worst, cosine(a.last(0), b.last(0)));
-      decode.sequences[0].tokens = {static_cast<int32_t>(300 + step)};
-      decode.sequences[0].cached_tokens += 1;
-    }
-    std::cout << "hidden " << h.hidden << ": worst cosine to the kernel path " << worst << "\n";
-    EXPECT_EQ(cuda_persistent_decode_passes(*persistent), 3) << h.hidden;
-    EXPECT_GT(worst, 0.9995) << h.hidden;
+    const PathComparison c = compare_paths(config_of(h), 9, 0, 1000, 5, 77, 300, 3);
+    std::cout << "hidden " << h.hidden << ": worst cosine to the kernel path " << c.worst_cosine
+              << "\n";
+    EXPECT_EQ(c.persistent_passes, 3) << h.hidden;
+    EXPECT_GT(c.worst_cosine, 0.9995) << h.hidden;
   }
 }
 
@@ -249,7 +244,9 @@ TEST(PersistentDecode, RefusesShapesItHasNoKernelFor) {
   odd = s;
   odd.num_kv_heads = 3;  // 8 heads do not split into 3 groups
   EXPECT_TRUE(refused(odd));
-  if (sm90()) EXPECT_TRUE(persistent_decode_supported(s, 90));  // and the shape itself is taken
+  if (sm90()) {  // and the shape itself is taken
+    EXPECT_TRUE(persistent_decode_supported(s, 90));
+  }
 }
 
 }  // namespace
