@@ -8,16 +8,19 @@
 //   bf16 weights:        the bf16 input as is (fp32 FMAs).
 //   int8 weight-only:    fp16 of x · 240 / absmax(x): |w·x'| ≤ 128·240, so a pair of products
 //                        sums in fp16 without overflow before it goes to fp32.
-//   int4 weight-only:    fp16 of x · 480 / absmax(x), pairs (k, k + 4) of each group of 8 side by
-//                        side as the nibbles of a weight word unpack: |(q − z)·x'| ≤ 16·480 (a
-//                        GPTQ v1 zero reads back as 16) and eight products (two words) sum to at
-//                        most 61440, below 65504.
+//   int4 weight-only:    integers, for dp4a (stage_int4): each 32-element block of x (one weight
+//                        vector's span) scaled by its own power of two 2^e to |x'| < 2^15, exactly
+//                        (bf16 values need 8 bits of mantissa), x' split into a low byte plane
+//                        (unsigned) and a high byte plane (signed), plus the block's Σx' (the
+//                        zero's term) and 2^(e − e_row). A vector's Σ(q − z)·x' is an exact int32.
 //   fp8 (E4M3 weights):  the input's E4M3 codes (quantize_row_e4m3's) / 512 in fp16, exact, so
 //                        that a product of two E4M3 values (≤ 448·448) stays in fp16's range;
 //                        eight products sum there, then fp32.
 //   W8A8:                the input's int8 codes (quantize_row_int8's); dp4a, exact int32.
 // fp16 holds every product above exactly or to 2^-11 relative, far under the bf16 output's
-// rounding; each fp16 partial sum (int4: two a vector) goes to an fp32 accumulator.
+// rounding; each fp16 partial sum goes to an fp32 accumulator. int4's sums are exact until the
+// vector's sum meets its scales in fp32: its input is x rounded to 2^-15 of its block's largest
+// value, the fp16 path's 2^-11 relative error on every partial sum being the larger.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
@@ -29,71 +32,16 @@
 #include "engine/cuda/cuda_check.hpp"
 #include "engine/cuda/gemv_rows.cuh"
 #include "engine/cuda/gemv_stream.hpp"
+#include "engine/cuda/gemv_stream_common.cuh"
+#include "engine/cuda/gemv_stream_stage.cuh"
 #include "engine/cuda/programmatic_launch.cuh"
 
 namespace inferlab::engine::cuda {
 
 namespace {
 
-using bf16 = __nv_bfloat16;
+using namespace gemv_stream_detail;  // NOLINT: the kernel's own definitions, split for size
 using gemv::round_bf16;
-
-constexpr int kThreads = 256, kWarps = kThreads / 32;
-constexpr int kVectors = 4;              // 16-byte vectors of a row per lane per stage
-constexpr int kStageBytes = 112 * 1024;  // staged input rows, at most
-constexpr int kHeadFloats = 2 * 32 + 2 + 2 * kWarps + 2;  // warp sums, inv rms, maxima, factors
-
-enum class Fmt { bf16, int8, int4, fp8, w8a8 };
-enum Epi { kStore = 0, kResidual = 1, kSwiglu = 2 };
-
-struct Params {
-  const uint8_t* w;
-  int64_t row_bytes;
-  int in, out_rows, features, tasks;
-  const float* scales;
-  const __half* group_scales;
-  const uint8_t* zeros;
-  int group_size, groups;
-  int vectors_per_group_log2;  // int4: log2(group_size / 32) when a power of two, else -1
-  const bf16* x;
-  int rows;
-  const bf16* norm_weight;
-  float eps;
-  const bf16* bias;
-  void* y;
-  bool y_fp32;
-  bf16* residual;
-  bool programmatic;  // launched with programmatic dependent launch (host side only)
-  bool allow_early;   // allow the next kernel's launch once the input is ready, not at the end
-};
-
-template <Fmt F>
-struct Traits;
-template <>
-struct Traits<Fmt::bf16> {
-  static constexpr int kElems = 8, kXBytes = 2;  // weights per vector, staged bytes per input
-  static constexpr float kCodeMax = 0;           // no input scale
-};
-template <>
-struct Traits<Fmt::int8> {
-  static constexpr int kElems = 16, kXBytes = 2;
-  static constexpr float kCodeMax = 240;  // |w·x'| ≤ 128·240: two products sum under 65504
-};
-template <>
-struct Traits<Fmt::int4> {
-  static constexpr int kElems = 32, kXBytes = 2;
-  static constexpr float kCodeMax = 480;  // eight products of |q − z| ≤ 16 sum under 65504
-};
-template <>
-struct Traits<Fmt::fp8> {
-  static constexpr int kElems = 16, kXBytes = 2;
-  static constexpr float kCodeMax = 448;
-};
-template <>
-struct Traits<Fmt::w8a8> {
-  static constexpr int kElems = 16, kXBytes = 1;
-  static constexpr float kCodeMax = 127;
-};
 
 __device__ __forceinline__ uint4 load_stream(const uint8_t* p) {
   uint4 v;
@@ -111,101 +59,23 @@ __device__ __forceinline__ __half2 as_half2(uint32_t bits) {
   return *reinterpret_cast<const __half2*>(&bits);
 }
 
+// Σ of four byte products plus c: unsigned weights (int4 nibbles as bytes) against unsigned
+// (the input's low plane) or signed bytes (its high plane).
+__device__ __forceinline__ int dp4a_unsigned(uint32_t a, uint32_t b, int c) {
+  int d;
+  asm("dp4a.u32.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
+
+__device__ __forceinline__ int dp4a_signed(uint32_t a, uint32_t b, int c) {
+  int d;
+  asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
+
 __device__ __forceinline__ float sum_half2(__half2 h) {
   const float2 f = __half22float2(h);
   return f.x + f.y;
-}
-
-// Byte offset of the 16 bytes of staged input for elements [k, k + 8) within a row. A weight
-// vector's input spans kPieces 16-byte pieces; they are stored piece-major (piece i of every
-// vector, then piece i + 1), so the 32 lanes of a warp, which own consecutive vectors, read
-// consecutive 16-byte pieces: no bank conflicts (vector-major, lanes 32 or 64 bytes apart
-// made each 16-byte load 8 or 16 wavefronts). W8A8's 8 codes are 8 bytes: vector-major.
-template <Fmt F>
-__device__ __forceinline__ int64_t staged_offset(int k, int in) {
-  constexpr int kPieces = Traits<F>::kElems * Traits<F>::kXBytes / 16;
-  if constexpr (kPieces <= 1) {
-    return static_cast<int64_t>(k) * Traits<F>::kXBytes;
-  } else {
-    const int vectors = in / Traits<F>::kElems, v = k / Traits<F>::kElems;
-    const int piece = (k % Traits<F>::kElems) / 8;
-    return (static_cast<int64_t>(piece) * vectors + v) * 16;
-  }
-}
-
-// Stages the block's input rows (gemv_stream.hpp): x, RMSNorm'd with the unfused kernels' bits
-// when norm_weight is set, in the format's form; x_factor[r] is what the sums are multiplied by
-// to undo the staging's scale (the quantization scale for fp8 and W8A8).
-template <Fmt F>
-__device__ void stage_input(const Params& p, float* head, unsigned char* xs) {
-  float* warp_sums = head;
-  float* inv_rms = head + 2 * 32;
-  float* red = inv_rms + 2;
-  float* x_factor = red + 2 * kWarps;
-  if (p.norm_weight != nullptr) {
-    gemv::rows_inv_rms(p.x, p.rows, p.in, p.eps, warp_sums, inv_rms);
-  }
-  if constexpr (Traits<F>::kCodeMax > 0) {
-    gemv::rows_scale(p.x, p.rows, p.in, p.norm_weight, inv_rms, Traits<F>::kCodeMax, red, x_factor);
-    if constexpr (F == Fmt::int8 || F == Fmt::int4) {
-      // The staging multiplies by 1 / x_factor: a row whose absmax / code_max is below 2^-128
-      // (absmax under ~7e-37 at 240) would make it infinite. A larger factor only stages the
-      // row below code_max (the weight-only scale need not be exact: the sums are multiplied
-      // back by it), and 2^120 stays finite.
-      if (threadIdx.x < p.rows) x_factor[threadIdx.x] = fmaxf(x_factor[threadIdx.x], 0x1p-120f);
-    }
-  } else if (threadIdx.x < p.rows) {
-    x_factor[threadIdx.x] = 1.0f;
-  }
-  __syncthreads();
-  const int groups8 = p.in / 8;
-  for (int idx = threadIdx.x; idx < p.rows * groups8; idx += kThreads) {
-    const int r = idx / groups8, k = 8 * (idx - r * groups8);
-    float v[8];
-    gemv::row_values8(p.x + static_cast<int64_t>(r) * p.in, p.norm_weight,
-                      p.norm_weight != nullptr ? inv_rms[r] : 1.0f, k, v);
-    unsigned char* dst =
-        xs + static_cast<int64_t>(r) * p.in * Traits<F>::kXBytes + staged_offset<F>(k, p.in);
-    const float s = x_factor[r];
-    // The weight-only formats' staging scale need not be exact (the sums are multiplied back by
-    // s): a reciprocal, not a division per element. fp8 and W8A8 codes divide, as the reference.
-    const float inv = 1.0f / s;
-    if constexpr (F == Fmt::bf16) {
-      __nv_bfloat162 out[4];
-#pragma unroll
-      for (int j = 0; j < 4; ++j) out[j] = __floats2bfloat162_rn(v[2 * j], v[2 * j + 1]);
-      *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(out);
-    } else if constexpr (F == Fmt::int8) {
-      __half2 out[4];
-#pragma unroll
-      for (int j = 0; j < 4; ++j) out[j] = __floats2half2_rn(v[2 * j] * inv, v[2 * j + 1] * inv);
-      *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(out);
-    } else if constexpr (F == Fmt::int4) {
-      __half2 out[4];  // (k, k+4), (k+1, k+5), ...: the order a weight word's nibbles unpack in
-#pragma unroll
-      for (int j = 0; j < 4; ++j) out[j] = __floats2half2_rn(v[j] * inv, v[j + 4] * inv);
-      *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(out);
-    } else if constexpr (F == Fmt::fp8) {
-      __half out[8];
-#pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        const __nv_fp8_storage_t code =
-            __nv_cvt_float_to_fp8(__fdiv_rn(v[j], s), __NV_SATFINITE, __NV_E4M3);
-        const __half_raw h = __nv_cvt_fp8_to_halfraw(code, __NV_E4M3);
-        out[j] = __hmul(__half(h), __float2half(1.0f / 512));  // exact: a power of two
-      }
-      *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(out);
-    } else {
-      int8_t out[8];
-#pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        const int q = __float2int_rn(__fdiv_rn(v[j], s));
-        out[j] = static_cast<int8_t>(max(-127, min(127, q)));
-      }
-      *reinterpret_cast<uint2*>(dst) = *reinterpret_cast<const uint2*>(out);
-    }
-  }
-  __syncthreads();
 }
 
 // One weight vector (16 bytes at element k of a row) against input row b: its contribution,
@@ -239,41 +109,27 @@ __device__ __forceinline__ float dot_vector(const uint4& w, uint32_t aux, const 
     }
     return sum;
   } else if constexpr (F == Fmt::int4) {
-    // Nibbles (n, n+4) of a word → fp16 by the 0x6400 magic. Nibbles in bits 0-3 of each half
-    // give 1024 + q, minus 1024 + z: q − z. Nibbles in bits 4-7 (still inside fp16's 10-bit
-    // mantissa) give 1024 + 16 q, times 1/16 minus 64 + z in one fma: q − z. Both exact, one
-    // shift per word (by 8) instead of three.
-    // aux: the group's fp16 scale in the high half, its zero in the low byte (load_aux). The two
-    // offsets are built from the zero's bits by integer multiply-adds, not converted: fp16 1024 + z
-    // is 0x6400 + z and −(64 + z) is 0xD400 + 16 z for z < 64 (an int-to-half conversion each
-    // cost more issue slots than the dequantization of a word).
-    const uint32_t zero = aux & 0xffu;
-    const __half2 offset = as_half2(zero * 0x00010001u + 0x64006400u);
-    const __half2 offset16 = as_half2(zero * 0x00100010u + 0xD400D400u);
-    const __half2 sixteenth = as_half2(0x2C002C00u);  // 1/16
-    // Two words (eight products a half lane) sum in fp16 before fp32: |(q − z)·x'| ≤ 16·480, eight
-    // of them ≤ 61440 < 65504. Half the conversions of a sum per word.
-    float sum = 0.0f;
+    // Even nibbles (weights 0, 2, 4, 6 of a word) and odd ones as bytes, against the staged
+    // planes (stage_int4): Σq·x' = 256·Σq·high + Σq·low, exact in int32 (|Σq·x'| ≤ 15·2^15·32).
+    // Seven instructions a word where the fp16 route took thirteen. aux: the group's fp16 scale in
+    // the high half, its zero in the low byte (load_aux).
+    int low = 0, high = 0;
 #pragma unroll
-    for (int pair = 0; pair < 2; ++pair) {
-      __half2 part = __float2half2_rn(0.0f);
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int i = 2 * pair + h;
-        const uint32_t q = word_of(w, i), q8 = q >> 8;
-        const uint4 xv = *reinterpret_cast<const uint4*>(xp + i * piece_stride);
-        const __half2 w0 = __hsub2(as_half2((q & 0x000f000fu) | 0x64006400u), offset);
-        const __half2 w1 = __hfma2(as_half2((q & 0x00f000f0u) | 0x64006400u), sixteenth, offset16);
-        const __half2 w2 = __hsub2(as_half2((q8 & 0x000f000fu) | 0x64006400u), offset);
-        const __half2 w3 = __hfma2(as_half2((q8 & 0x00f000f0u) | 0x64006400u), sixteenth, offset16);
-        part = __hfma2(w0, as_half2(xv.x), part);
-        part = __hfma2(w1, as_half2(xv.y), part);
-        part = __hfma2(w2, as_half2(xv.z), part);
-        part = __hfma2(w3, as_half2(xv.w), part);
-      }
-      sum += sum_half2(part);
+    for (int i = 0; i < 4; ++i) {
+      const uint32_t q = word_of(w, i);
+      const uint32_t even = q & 0x0f0f0f0fu, odd = (q >> 4) & 0x0f0f0f0fu;
+      const uint4 xv = *reinterpret_cast<const uint4*>(xp + i * piece_stride);
+      low = dp4a_unsigned(even, xv.x, low);
+      low = dp4a_unsigned(odd, xv.y, low);
+      high = dp4a_signed(even, xv.z, high);
+      high = dp4a_signed(odd, xv.w, high);
     }
-    return sum * __half2float(__ushort_as_half(static_cast<unsigned short>(aux >> 16)));
+    const Int4Block block =
+        reinterpret_cast<const Int4Block*>(xrow + static_cast<int64_t>(in) * 2)[k / 32];
+    const int zero = static_cast<int>(aux & 0xffu);
+    const int sum = high * 256 + low - zero * block.sum;  // Σ(q − z)·x', exact
+    const float scale = __half2float(__ushort_as_half(static_cast<unsigned short>(aux >> 16)));
+    return static_cast<float>(sum) * (scale * block.relative_scale);
   } else if constexpr (F == Fmt::fp8) {
     __half2 part = __float2half2_rn(0.0f);
 #pragma unroll
@@ -397,7 +253,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const Params p
       const int k = static_cast<int>(v * Traits<F>::kElems);
 #pragma unroll
       for (int b = 0; b < B; ++b) {
-        const unsigned char* xrow = xs + static_cast<int64_t>(b) * p.in * Traits<F>::kXBytes;
+        const unsigned char* xrow = xs + b * staged_row_bytes<F>(p.in);
         acc[0][b] += dot_vector<F>(cur[0][u], cur_aux[0][u], xrow, k, p.in);
         if (rows.ok1) acc[1][b] += dot_vector<F>(cur[1][u], cur_aux[1][u], xrow, k, p.in);
       }
@@ -447,11 +303,6 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const Params p
   if (!p.allow_early) allow_dependent_grid();
 }
 
-template <Fmt F>
-constexpr int staged_bytes(int rows, int in) {
-  return rows * in * Traits<F>::kXBytes;
-}
-
 int head_bytes() {
   return (kHeadFloats * 4 + 15) / 16 * 16;
 }
@@ -469,7 +320,7 @@ int sm_count() {
 
 template <Fmt F, int B, int E>
 void launch_kernel(const Params& p, cudaStream_t stream) {
-  const int smem = head_bytes() + staged_bytes<F>(B, p.in);
+  const int smem = static_cast<int>(head_bytes() + staged_bytes<F>(B, p.in));
   // Raised once per instantiation and GPU (beyond 48 KB of dynamic shared memory needs it), and
   // the resident blocks per SM read once, for the persistent grid.
   static std::atomic<uint64_t> limit_set{0};
@@ -522,8 +373,15 @@ int64_t row_bytes_of(Fmt f, int64_t in) {
   return f == Fmt::bf16 ? 2 * in : f == Fmt::int4 ? in / 2 : in;
 }
 
-int staged_bytes_of(Fmt f, int rows, int64_t in) {
-  return static_cast<int>(rows * in * (f == Fmt::w8a8 ? 1 : 2));
+int64_t staged_bytes_of(Fmt f, int64_t rows, int64_t in) {
+  switch (f) {
+    case Fmt::int4:
+      return staged_bytes<Fmt::int4>(rows, in);
+    case Fmt::w8a8:
+      return staged_bytes<Fmt::w8a8>(rows, in);
+    default:
+      return staged_bytes<Fmt::bf16>(rows, in);
+  }
 }
 
 }  // namespace
@@ -536,7 +394,7 @@ bool gemv_stream_supported(int64_t rows, const DeviceMatrix& w) {
   if (w.in % 8 != 0 || row_bytes % 16 != 0 || w.in > (int64_t{1} << 30)) return false;
   if (f == Fmt::int4 && (w.group_size < 32 || w.group_size % 32 != 0)) return false;
   if (reinterpret_cast<uintptr_t>(w.data) % 16 != 0) return false;
-  return staged_bytes_of(f, static_cast<int>(rows), w.in) <= kStageBytes;
+  return staged_bytes_of(f, rows, w.in) <= kStageBytes;
 }
 
 GemvStreamPdl gemv_stream_default_pdl(const DeviceMatrix& w) {

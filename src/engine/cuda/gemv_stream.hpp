@@ -14,10 +14,12 @@
 // same bits as the unfused kernels, gemv_rows.cuh), then loops over its rows of the matrix.
 //
 // Arithmetic per 16-byte weight vector, each cheap enough to stay under the issue rate at HBM
-// speed: bf16 (8 weights) fp32 FMAs; int8 and int4 weight-only converted to exact fp16 integers
-// by the 0x6400 magic (int4: q − z, one group per vector), fp16 multiply-adds (2 products a half
-// lane for int8, 8 for int4 and fp8) then fp32; fp8 (E4M3 weights × E4M3-coded input, both exact in fp16) likewise;
-// W8A8 dp4a on the int8 codes. The per-channel, per-group and per-row scales apply in fp32.
+// speed: bf16 (8 weights) fp32 FMAs; int8 weight-only converted to exact fp16 integers by the
+// 0x6400 magic, fp16 multiply-adds (2 products a half lane) then fp32; int4 weight-only as bytes
+// against the input's two byte planes, dp4a, exact int32 per vector (the zero's term from the
+// staged Σx); fp8 (E4M3 weights × E4M3-coded input, both exact in fp16) fp16 multiply-adds (8
+// products a half lane) then fp32; W8A8 dp4a on the int8 codes. The per-channel, per-group and
+// per-row scales apply in fp32.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>

@@ -150,6 +150,44 @@ TEST(CudaGemvStream, WeightOnlyRowsOfTinyMagnitudeStayFinite) {
   }
 }
 
+// int4 stages each 32-element block of the input at its own power of two: blocks of magnitudes
+// from 1e-30 to 1e3 in one row, and a block of zeros, still sum to the reference (a block more
+// than 2^126 below the row's largest contributes zero, far inside the tolerance).
+TEST(CudaGemvStream, Int4BlocksOfFarApartMagnitudesMatchTheReference) {
+  REQUIRE_GPU();
+  const int64_t out = 64, in = 1024;
+  const Format& format = formats()[2];  // int4-g128
+  ASSERT_EQ(format.weights, DType::int4);
+  const HostMatrix m = make_host_matrix(format.weights, out, in, format.group_size, 10400);
+  DeviceCopy d;
+  upload(m, format.input, &d);
+  const float magnitudes[] = {1e-30f, 1e-12f, 1e-3f, 0.0f, 1.0f, 37.0f, 1e3f, 2e-20f};
+  std::vector<uint16_t> x(static_cast<size_t>(in));
+  std::vector<double> xv(x.size());
+  for (int64_t k = 0; k < in; ++k) {
+    const float scale = magnitudes[(k / 32) % 8];
+    x[static_cast<size_t>(k)] =
+        float_to_bf16(scale * (0.25f + ((k * 53) % 97) / 97.0f) * (k % 5 == 0 ? -1.0f : 1.0f));
+    xv[static_cast<size_t>(k)] = bf16_to_float(x[static_cast<size_t>(k)]);
+  }
+  auto dx = to_device(x);
+  DeviceBuffer<float> y(out);
+  Projector projector(1, in, out, format.weights, format.input);
+  projector.linear(dx.data(), 1, d.view, nullptr, y.data(), true, nullptr);
+  EXPECT_EQ(projector.last_path(), ProjectionPath::gemv_stream);
+  std::vector<float> got(static_cast<size_t>(out));
+  ASSERT_EQ(cudaMemcpy(got.data(), y.data(), got.size() * sizeof(float), cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  for (int64_t o = 0; o < out; ++o) {
+    double want = 0.0, magnitude = 0.0;
+    for (int64_t k = 0; k < in; ++k) {
+      want += m.values[o * in + k] * xv[static_cast<size_t>(k)];
+      magnitude += std::abs(m.values[o * in + k] * xv[static_cast<size_t>(k)]);
+    }
+    EXPECT_NEAR(got[static_cast<size_t>(o)], want, magnitude * kStreamFp32Limit) << "row " << o;
+  }
+}
+
 // Llama 3 8B's shapes (the decode step's projections and its LM head), sampled features.
 TEST(CudaGemvStream, Llama3_8bShapes) {
   REQUIRE_GPU();
