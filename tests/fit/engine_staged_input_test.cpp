@@ -22,9 +22,10 @@ Op gemv(const char* path, const char* format, int64_t m, int64_t n, int64_t k) {
 }
 
 TEST(EngineCost, TheStreamingGemvPaysForTheInputItStages) {
-  // Two rows of 4096 bf16 inputs: 16 KiB; W8A8 stages int8 codes: 8 KiB.
+  // Two rows of 4096 bf16 inputs: 16 KiB; int4 stages two byte planes and 8 bytes per 32
+  // elements (9 KiB a row of 4096); W8A8 stages int8 codes: 8 KiB.
   EXPECT_DOUBLE_EQ(engine_staged_input_kib(gemv("gemv_fused", "bf16", 2, 6144, 4096)), 16.0);
-  EXPECT_DOUBLE_EQ(engine_staged_input_kib(gemv("gemv", "int4", 1, 6144, 4096)), 8.0);
+  EXPECT_DOUBLE_EQ(engine_staged_input_kib(gemv("gemv", "int4", 1, 6144, 4096)), 9.0);
   EXPECT_DOUBLE_EQ(engine_staged_input_kib(gemv("gemv_fused", "w8a8", 2, 6144, 4096)), 8.0);
   // cuBLASLt's GEMMs and the tensor-core GEMV do not: no term.
   EXPECT_EQ(engine_staged_input_kib(gemv("gemm", "bf16", 64, 6144, 4096)), 0.0);

@@ -86,8 +86,10 @@ int64_t engine_combine_extra_trips(const Op& op, const EngineCeilings& ceilings)
 
 double engine_staged_input_kib(const Op& op) {
   if (op.kind != OpKind::gemm || !engine_stream_gemv_path(op.tag.path)) return 0.0;
-  // bf16 inputs, but W8A8's int8 codes (engine/cuda/gemv_stream.cu).
-  const double input_bytes = std::string_view(op.tag.format) == "w8a8" ? 1.0 : 2.0;
+  // bf16 inputs, but W8A8's int8 codes, and int4's two byte planes with 8 bytes per 32 elements
+  // (engine/cuda/gemv_stream.cu).
+  const std::string_view format = op.tag.format;
+  const double input_bytes = format == "w8a8" ? 1.0 : format == "int4" ? 2.25 : 2.0;
   return static_cast<double>(op.gemm.m) * static_cast<double>(op.gemm.k) * input_bytes / 1024.0;
 }
 

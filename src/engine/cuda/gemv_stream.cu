@@ -9,9 +9,10 @@
 //   int8 weight-only:    fp16 of x · 240 / absmax(x): |w·x'| ≤ 128·240, so a pair of products
 //                        sums in fp16 without overflow before it goes to fp32.
 //   int4 weight-only:    integers, for dp4a (stage_int4): each 32-element block of x (one weight
-//                        vector's span) scaled by its own power of two 2^e to |x'| < 2^15, exactly
-//                        (bf16 values need 8 bits of mantissa), x' split into a low byte plane
-//                        (unsigned) and a high byte plane (signed), plus the block's Σx' (the
+//                        vector's span) multiplied by its own power of two 2^-e so that its largest
+//                        |x'| is in [2^14, 2^15), x' = rint(x · 2^-e) (exact for elements within
+//                        2^-7 of that largest: bf16 has 8 bits of mantissa), split into a low byte
+//                        plane (unsigned) and a high byte plane (signed), plus the block's Σx' (the
 //                        zero's term) and 2^(e − e_row). A vector's Σ(q − z)·x' is an exact int32.
 //   fp8 (E4M3 weights):  the input's E4M3 codes (quantize_row_e4m3's) / 512 in fp16, exact, so
 //                        that a product of two E4M3 values (≤ 448·448) stays in fp16's range;

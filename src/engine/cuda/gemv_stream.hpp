@@ -10,8 +10,9 @@
 // and its lanes stride along them in 16-byte vectors, 4 vectors of each row in flight and the
 // next 4 issued before the current ones are used: 2 × 4 × 16 B × 2 stages per lane, ~64 KB a
 // block, more than the ~25 KB per SM that Little's law asks at 4.8 TB/s. The block first stages
-// its input rows in shared memory once (RMSNorm applied and/or quantized per row there: the
-// same bits as the unfused kernels, gemv_rows.cuh), then loops over its rows of the matrix.
+// its input rows in shared memory once (RMSNorm applied and/or quantized per row there, int4
+// scaled per 32-element block: the norm's bits are the unfused kernels', gemv_rows.cuh), then
+// loops over its rows of the matrix.
 //
 // Arithmetic per 16-byte weight vector, each cheap enough to stay under the issue rate at HBM
 // speed: bf16 (8 weights) fp32 FMAs; int8 weight-only converted to exact fp16 integers by the

@@ -9,6 +9,7 @@
 
 #include "engine/cuda/gemv_rows.cuh"
 #include "engine/cuda/gemv_stream_common.cuh"
+#include "engine/quant/quotient_rn.hpp"
 
 namespace inferlab::engine::cuda::gemv_stream_detail {
 
@@ -22,12 +23,24 @@ __device__ __forceinline__ float pow2_wide(int n) {
   return n >= -126 ? pow2(n) : __int_as_float(1 << (n + 149));
 }
 
-// The exponent e that puts a block whose largest magnitude is `top` at |x · 2^-e| < 2^15: the
-// largest in [2^14, 2^15). Held in [-140, 113] (subnormal blocks lose bits, a zero block is
-// all zeros at any e), so that 2^-e splits into two normal factors.
+// The exponent e that puts a block whose largest magnitude is `top` (finite) at |x · 2^-e| < 2^15:
+// the largest in [2^14, 2^15). Held in [-140, 113] so that 2^-e splits into two normal factors; a
+// block of bf16 subnormals (at least 2^-133) still scales to integers exactly, a zero block is all
+// zeros at any e.
 __device__ __forceinline__ int int4_block_exponent(float top) {
   const int biased = __float_as_int(top) >> 23;  // top ≥ 0
   return max(biased, 1) - 127 - 14;
+}
+
+// A block holding a NaN or an infinity: its relative scale becomes NaN (stage_int4), so the row's
+// outputs are NaN, as the other formats' and the CPU reference's are.
+constexpr int kInt4NonFiniteBlock = 1000;
+
+// max(a, b), NaN if either is (fmaxf would drop it).
+__device__ __forceinline__ float max_keeping_nan(float a, float b) {
+  float d;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
+  return d;
 }
 
 // int4's staging (the header's table): per 32-element block v of each row, the two byte planes of
@@ -55,8 +68,9 @@ __device__ inline void stage_int4(const Params& p, const float* inv_rms, float* 
 #pragma unroll
       for (int i = 0; i < 4; ++i)
 #pragma unroll
-        for (int j = 0; j < 8; ++j) top = fmaxf(top, fabsf(values[i][j]));
-      const int e = int4_block_exponent(top);
+        for (int j = 0; j < 8; ++j) top = max_keeping_nan(top, fabsf(values[i][j]));
+      const bool finite = top < INFINITY;  // false for NaN too
+      const int e = finite ? int4_block_exponent(top) : 0;
       const int half = (-e) >> 1;
       const float f1 = pow2(half), f2 = pow2(-e - half);  // 2^-e in two exact steps
       int sum = 0;
@@ -74,9 +88,10 @@ __device__ inline void stage_int4(const Params& p, const float* inv_rms, float* 
         *reinterpret_cast<uint4*>(row + (static_cast<int64_t>(i) * vectors + v) * 16) =
             make_uint4(planes[0], planes[1], planes[2], planes[3]);
       }
-      blocks[v].relative_scale = __int_as_float(e);  // the exponent, until e_row is known
+      // The exponent, until e_row is known.
+      blocks[v].relative_scale = __int_as_float(finite ? e : kInt4NonFiniteBlock);
       blocks[v].sum = sum;
-      top_exponent = max(top_exponent, e);
+      if (finite) top_exponent = max(top_exponent, e);
     }
 #pragma unroll
     for (int offset = 16; offset > 0; offset /= 2)
@@ -92,17 +107,19 @@ __device__ inline void stage_int4(const Params& p, const float* inv_rms, float* 
                                                 static_cast<int64_t>(p.in) * 2);
     for (int v = threadIdx.x; v < vectors; v += kThreads) {
       // 2^(e − e_row) ≤ 1; below 2^-126 of the row's largest block, 0 (its products are too).
-      const int biased = __float_as_int(blocks[v].relative_scale) - row_exponent + 127;
-      blocks[v].relative_scale = biased > 0 ? __int_as_float(biased << 23) : 0.0f;
+      const int e = __float_as_int(blocks[v].relative_scale), biased = e - row_exponent + 127;
+      blocks[v].relative_scale = e == kInt4NonFiniteBlock ? __int_as_float(0x7fc00000)
+                                 : biased > 0             ? __int_as_float(biased << 23)
+                                                          : 0.0f;
     }
     if (threadIdx.x == 0) x_factor[r] = pow2_wide(row_exponent);
   }
   __syncthreads();
 }
 
-// Stages the block's input rows (gemv_stream.hpp) from src: x, RMSNorm'd with the unfused
-// kernels' bits when there is a norm weight, in the format's form; x_factor[r] is what the sums
-// are multiplied by to undo the staging's scale (the quantization scale for fp8 and W8A8).
+// Stages the block's input rows (gemv_stream.hpp): x, RMSNorm'd with the unfused kernels' bits
+// when there is a norm weight, in the format's form; x_factor[r] is what the sums are multiplied
+// by to undo the staging's scale (the quantization scale for fp8 and W8A8).
 template <Fmt F>
 __device__ void stage_input(const Params& p, float* head, unsigned char* xs) {
   float* warp_sums = head;
@@ -138,8 +155,15 @@ __device__ void stage_input(const Params& p, float* head, unsigned char* xs) {
     unsigned char* dst = xs + r * staged_row_bytes<F>(p.in) + staged_offset<F>(k, p.in);
     const float s = x_factor[r];
     // The weight-only formats' staging scale need not be exact (the sums are multiplied back by
-    // s): a reciprocal, not a division per element. fp8 and W8A8 codes divide, as the reference.
+    // s): a reciprocal, not a division per element.
     const float inv = 1.0f / s;
+    // fp8 and W8A8 codes are the reference's, of v / s: quotient_rn's three operations give the
+    // division's bits (quotient_rn.hpp) where s is in its range (a uniform branch); a correctly
+    // rounded division takes about nine.
+    const bool from_reciprocal = quotient_rn_takes(s);
+    auto quotient = [&](float value) {
+      return from_reciprocal ? quotient_rn(value, s, inv) : __fdiv_rn(value, s);
+    };
     if constexpr (F == Fmt::bf16) {
       __nv_bfloat162 out[4];
 #pragma unroll
@@ -151,20 +175,20 @@ __device__ void stage_input(const Params& p, float* head, unsigned char* xs) {
       for (int j = 0; j < 4; ++j) out[j] = __floats2half2_rn(v[2 * j] * inv, v[2 * j + 1] * inv);
       *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(out);
     } else if constexpr (F == Fmt::fp8) {
-      __half out[8];
+      __half2 out[4];  // two elements a conversion, the lower one in the lower half
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        const __nv_fp8_storage_t code =
-            __nv_cvt_float_to_fp8(__fdiv_rn(v[j], s), __NV_SATFINITE, __NV_E4M3);
-        const __half_raw h = __nv_cvt_fp8_to_halfraw(code, __NV_E4M3);
-        out[j] = __hmul(__half(h), __float2half(1.0f / 512));  // exact: a power of two
+      for (int j = 0; j < 4; ++j) {
+        const __nv_fp8x2_storage_t codes = __nv_cvt_float2_to_fp8x2(
+            make_float2(quotient(v[2 * j]), quotient(v[2 * j + 1])), __NV_SATFINITE, __NV_E4M3);
+        const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(codes, __NV_E4M3);
+        out[j] = __hmul2(__half2(h), __float2half2_rn(1.0f / 512));  // exact: a power of two
       }
       *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(out);
     } else {
       int8_t out[8];
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
-        const int q = __float2int_rn(__fdiv_rn(v[j], s));
+        const int q = __float2int_rn(quotient(v[j]));
         out[j] = static_cast<int8_t>(max(-127, min(127, q)));
       }
       *reinterpret_cast<uint2*>(dst) = *reinterpret_cast<const uint2*>(out);

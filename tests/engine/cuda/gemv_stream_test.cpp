@@ -4,7 +4,8 @@
 // int4 groups of 32/64/128 with random zeros; the fused forms bit for bit against the unfused
 // kernels (its norm is the unfused kernel's, bit for bit, gemv_rows.cuh). Tolerances as the
 // tensor-core GEMV's (projection_test.cpp), except fp32 outputs of quantized weights, whose
-// fp16 partial sums carry up to 2^-11 each (kStreamFp32Limit). Without a GPU the tests skip.
+// fp16 partial sums (int8, fp8) or 2^-15 input steps (int4) are within kStreamFp32Limit. Without a
+// GPU the tests skip.
 #include <gtest/gtest.h>
 
 #include "engine/cuda_backend.hpp"
@@ -78,11 +79,11 @@ TEST(CudaGemvStream, Int4GroupsOf32And64) {
   }
 }
 
-// The int4 kernel sums eight products in fp16 (gemv_stream.cu): at the extreme of its bound, a
-// GPTQ v1 zero of 16 with every code 0 (q − z = −16) against an input whose elements all equal
-// its absmax (each staged at the full code range), the sums must stay finite. Each output is
-// −16 · 128 · (the sum of the row's two group scales); every product and partial sum is exact in
-// fp16 (multiples of 7680, up to 61440), so the only errors are fp32's and the bf16 rounding.
+// At the extreme of the int4 kernel's range: a GPTQ v1 zero of 16 with every code 0 (q − z =
+// −16) against an input whose elements all equal its absmax (each staged at the largest |x'|),
+// the sums must stay finite. Each output is −16 · 128 · (the sum of the row's two group scales);
+// the integer sums are exact (the fp16 route of 2026-11-29's morning summed eight products in fp16
+// up to 61440 here), so the only errors are fp32's and the bf16 rounding.
 TEST(CudaGemvStream, Int4SumsStayFiniteAtTheBoundOfTheirRange) {
   REQUIRE_GPU();
   const int64_t out = 64, in = 256, group = 128;
@@ -112,8 +113,9 @@ TEST(CudaGemvStream, Int4SumsStayFiniteAtTheBoundOfTheirRange) {
 }
 
 // Weight-only int8 and int4 on an input row of absmax 4e-37, below where 1 / (absmax /
-// code_max) overflows fp32 (~7e-37 at int8's 240, ~1.4e-36 at int4's 480): the sums stay finite
-// and within the quantized formats' fp32 bound of the double reference.
+// code_max) overflows fp32 (~7e-37 at int8's 240; int4's per-block powers of two have no such
+// limit): the sums stay finite and within the quantized formats' fp32 bound of the double
+// reference.
 TEST(CudaGemvStream, WeightOnlyRowsOfTinyMagnitudeStayFinite) {
   REQUIRE_GPU();
   const int64_t out = 64, in = 512;
@@ -150,41 +152,115 @@ TEST(CudaGemvStream, WeightOnlyRowsOfTinyMagnitudeStayFinite) {
   }
 }
 
-// int4 stages each 32-element block of the input at its own power of two: blocks of magnitudes
-// from 1e-30 to 1e3 in one row, and a block of zeros, still sum to the reference (a block more
-// than 2^126 below the row's largest contributes zero, far inside the tolerance).
+// int4 stages each 32-element block of the input at its own power of two, relative to the row's
+// largest block. Blocks of 1, 37 and 1000 set that largest exponent while their weights are the
+// groups' zeros (q = z: no contribution), so each small class of blocks is checked against its
+// own Σ|w·x|: 1e-3, 1e-12 and 1e-30 (2^-110 below the largest) within the tolerance, bf16
+// subnormals (~1e-39, more than 2^126 below) contributing zero by design. Rows 1 and 2, each row
+// with its own classes.
 TEST(CudaGemvStream, Int4BlocksOfFarApartMagnitudesMatchTheReference) {
   REQUIRE_GPU();
-  const int64_t out = 64, in = 1024;
+  const int64_t out = 64, in = 1024, blocks = in / 32;
   const Format& format = formats()[2];  // int4-g128
   ASSERT_EQ(format.weights, DType::int4);
-  const HostMatrix m = make_host_matrix(format.weights, out, in, format.group_size, 10400);
+  HostMatrix m = make_host_matrix(format.weights, out, in, format.group_size, 10400);
+  const auto large = [](int64_t block) { return block % 4 == 0; };  // 1, 37, 1000 in turn
+  const int64_t groups = in / m.group_size;
+  for (int64_t o = 0; o < out; ++o) {
+    for (int64_t k = 0; k < in; ++k) {
+      if (!large(k / 32)) continue;
+      uint8_t& byte = m.quantized.data[static_cast<size_t>((o * in + k) / 2)];
+      const int shift = 4 * static_cast<int>(k % 2);
+      const uint8_t zero = m.quantized.zeros[static_cast<size_t>(o * groups + k / m.group_size)];
+      byte = static_cast<uint8_t>((byte & ~(0xf << shift)) | (zero << shift));
+    }
+  }
+  m.values = dequantize_matrix(m.quantized);
   DeviceCopy d;
   upload(m, format.input, &d);
-  const float magnitudes[] = {1e-30f, 1e-12f, 1e-3f, 0.0f, 1.0f, 37.0f, 1e3f, 2e-20f};
-  std::vector<uint16_t> x(static_cast<size_t>(in));
-  std::vector<double> xv(x.size());
-  for (int64_t k = 0; k < in; ++k) {
-    const float scale = magnitudes[(k / 32) % 8];
-    x[static_cast<size_t>(k)] =
-        float_to_bf16(scale * (0.25f + ((k * 53) % 97) / 97.0f) * (k % 5 == 0 ? -1.0f : 1.0f));
-    xv[static_cast<size_t>(k)] = bf16_to_float(x[static_cast<size_t>(k)]);
-  }
-  auto dx = to_device(x);
-  DeviceBuffer<float> y(out);
-  Projector projector(1, in, out, format.weights, format.input);
-  projector.linear(dx.data(), 1, d.view, nullptr, y.data(), true, nullptr);
-  EXPECT_EQ(projector.last_path(), ProjectionPath::gemv_stream);
-  std::vector<float> got(static_cast<size_t>(out));
-  ASSERT_EQ(cudaMemcpy(got.data(), y.data(), got.size() * sizeof(float), cudaMemcpyDeviceToHost),
-            cudaSuccess);
-  for (int64_t o = 0; o < out; ++o) {
-    double want = 0.0, magnitude = 0.0;
-    for (int64_t k = 0; k < in; ++k) {
-      want += m.values[o * in + k] * xv[static_cast<size_t>(k)];
-      magnitude += std::abs(m.values[o * in + k] * xv[static_cast<size_t>(k)]);
+  const float large_scales[] = {1.0f, 37.0f, 1e3f};
+  const float small_scales[] = {1e-3f, 1e-12f, 1e-30f, 1e-39f};
+  Projector projector(2, in, out, format.weights, format.input);
+  for (int rows : {1, 2}) {
+    for (int c = 0; c < 4; ++c) {
+      SCOPED_TRACE("rows " + std::to_string(rows) + ", class " + std::to_string(c));
+      std::vector<uint16_t> x(static_cast<size_t>(rows * in));
+      std::vector<double> xv(x.size());
+      for (int r = 0; r < rows; ++r) {
+        const float small = small_scales[(c + r) % 4];
+        for (int64_t k = 0; k < in; ++k) {
+          const int64_t block = k / 32;
+          const float scale = large(block) ? large_scales[(block / 4) % 3] : small;
+          const float value =
+              scale * (0.25f + ((k * 53 + r * 7) % 97) / 97.0f) * (k % 5 == 0 ? -1.0f : 1.0f);
+          const size_t i = static_cast<size_t>(r * in + k);
+          x[i] = float_to_bf16(value);
+          xv[i] = bf16_to_float(x[i]);
+        }
+      }
+      auto dx = to_device(x);
+      DeviceBuffer<float> y(rows * out);
+      projector.linear(dx.data(), rows, d.view, nullptr, y.data(), true, nullptr);
+      EXPECT_EQ(projector.last_path(), ProjectionPath::gemv_stream);
+      std::vector<float> got(static_cast<size_t>(rows * out));
+      ASSERT_EQ(
+          cudaMemcpy(got.data(), y.data(), got.size() * sizeof(float), cudaMemcpyDeviceToHost),
+          cudaSuccess);
+      for (int r = 0; r < rows; ++r) {
+        const bool dropped = small_scales[(c + r) % 4] < 1e-38f;
+        for (int64_t o = 0; o < out; ++o) {
+          double want = 0.0, magnitude = 0.0;
+          for (int64_t k = 0; k < in; ++k) {
+            const double product = m.values[o * in + k] * xv[static_cast<size_t>(r * in + k)];
+            want += product;
+            magnitude += std::abs(product);
+          }
+          const float value = got[static_cast<size_t>(r * out + o)];
+          ASSERT_GT(magnitude, 0.0);
+          if (dropped) {
+            EXPECT_EQ(value, 0.0f) << "row " << r << ", feature " << o;
+          } else {
+            EXPECT_NEAR(value, want, magnitude * kStreamFp32Limit)
+                << "row " << r << ", feature " << o;
+            EXPECT_GT(std::abs(value), 0.0f);
+          }
+        }
+      }
     }
-    EXPECT_NEAR(got[static_cast<size_t>(o)], want, magnitude * kStreamFp32Limit) << "row " << o;
+  }
+}
+
+// A NaN or an infinity in the input makes int4's outputs NaN, as the fp16 path and the CPU
+// reference do: with or without the RMSNorm prologue, in one row of two.
+TEST(CudaGemvStream, Int4NonFiniteInputsGiveNaN) {
+  REQUIRE_GPU();
+  const int64_t out = 32, in = 512;
+  const Format& format = formats()[2];
+  const HostMatrix m = make_host_matrix(format.weights, out, in, format.group_size, 10450);
+  DeviceCopy d;
+  upload(m, format.input, &d);
+  auto dnorm = to_device(random_bf16_bits(in, 10451, 1.0f, 0.5f));
+  Projector projector(2, in, out, format.weights, format.input);
+  for (const float bad : {std::nanf(""), INFINITY}) {
+    for (bool norm : {false, true}) {
+      SCOPED_TRACE(std::string(std::isnan(bad) ? "NaN" : "Inf") + (norm ? ", norm" : ""));
+      HostRows x = make_host_rows(2, in, 10452, 1.0f);
+      x.bits[static_cast<size_t>(in + 100)] = float_to_bf16(bad);  // row 1 only
+      auto dx = to_device(x.bits);
+      DeviceBuffer<bf16> y(2 * out);
+      cuda::GemvFused args;
+      args.x = dx.data();
+      args.norm_weight = norm ? dnorm.data() : nullptr;
+      args.eps = 1e-5f;
+      args.y = y.data();
+      projector.gemv_fused(args, 2, d.view, nullptr);
+      EXPECT_EQ(projector.last_path(), ProjectionPath::gemv_stream);
+      const auto bits = download_bits(y, static_cast<size_t>(2 * out));
+      for (int64_t o = 0; o < out; ++o) {
+        EXPECT_TRUE(std::isfinite(bf16_to_float(bits[static_cast<size_t>(o)]))) << o;
+        EXPECT_TRUE(std::isnan(bf16_to_float(bits[static_cast<size_t>(out + o)]))) << o;
+      }
+    }
   }
 }
 

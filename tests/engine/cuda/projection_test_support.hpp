@@ -156,9 +156,9 @@ constexpr double kFewSwigluLimit = 4.0 / 256;
 // fp32 outputs: up to ~900 tensor-core accumulation steps whose fp32 additions may truncate
 // (2^-23 of the running sum each, possibly all one way).
 constexpr double kFp32Limit = 3e-4;
-// The streaming GEMV's quantized formats sum 2-8 products in fp16 before fp32 (gemv_stream.cu):
-// each partial sum carries up to 2^-11 of its magnitude, ~4e-4 of ‖y‖ emulated (2026-11-25, int4
-// then at 4 products a partial; at 8 since 2026-11-29, within these limits on the H200, §52).
+// The streaming GEMV's int8 and fp8 sum 2-8 products in fp16 before fp32 (gemv_stream.cu): each
+// partial sum carries up to 2^-11 of its magnitude, ~4e-4 of ‖y‖ emulated (2026-11-25). int4 sums
+// integers since 2026-11-29 (§54): its input's 2^-15 steps of each block's largest are smaller.
 constexpr double kStreamFp32Limit = 8e-4;
 // Against the reference rounded at the same points: that ~4e-4 before the bf16 rounding moves
 // one output in ten across a rounding boundary (steps of 2^-8 = 3.9e-3), each by one ulp:
