@@ -13,7 +13,8 @@
 #           the verification of 2-5 tokens beside a decode step, each width measured
 #   host    validation/host_gpu.sh (the host rule's measurements, ~3 minutes; its own $OUT/host)
 #   int4    bench --profile of Llama 3 8B, CUDA graphs on, int4 weights (the engine calibration
-#           after the int4 GEMV's change); int4kv the same with an fp8 KV cache
+#           after the int4 GEMV's change); int4kv the same with an fp8 KV cache; fp8 and w8a8 the
+#           same with fp8 weights and with W8A8 (after their staging's change, MEASUREMENTS §55)
 #   small1  bench --profile of the 12-layer shape alone (the profile's model field: the path)
 #   pdlfp8  validation/engine_ab.py: fp8 8B decode at batch 1 with the streaming GEMV's PDL off,
 #           early and late (two rounds)
@@ -104,6 +105,18 @@ if has int4kv; then
     --warmup 1 --cuda-graphs on --weights int4 --kv fp8 --format json \
     >"$out/profile_llama-3-8b_int4_kv_fp8.json" 2>"$out/profile_llama-3-8b_int4_kv_fp8.err"
   log "profile llama-3-8b int4 kv fp8 exit $?"
+fi
+if has fp8; then
+  timeout 200 "$bin/inferlab" bench --profile --model llama-3-8b --device cuda --repeats 3 \
+    --warmup 1 --cuda-graphs on --weights fp8 --format json \
+    >"$out/profile_llama-3-8b_fp8.json" 2>"$out/profile_llama-3-8b_fp8.err"
+  log "profile llama-3-8b fp8 exit $?"
+fi
+if has w8a8; then
+  timeout 200 "$bin/inferlab" bench --profile --model llama-3-8b --device cuda --repeats 3 \
+    --warmup 1 --cuda-graphs on --weights int8 --activations int8 --format json \
+    >"$out/profile_llama-3-8b_w8a8.json" 2>"$out/profile_llama-3-8b_w8a8.err"
+  log "profile llama-3-8b w8a8 exit $?"
 fi
 if has small1; then
   timeout 150 "$bin/inferlab" bench --profile --model validation/configs/small-llama-target-12l.json \
