@@ -509,7 +509,11 @@ class EngineBuilder {
       // the CUDA cores (the engine's calibration prices its paths against the fp32 rate:
       // engine_op_peak; measured arithmetic-bound for int8/int4/fp8 on the H200, and at two rows
       // for bf16 too); 3-32 rows (quantized formats) the tensor-core GEMV.
-      const bool stream = pr.rows <= kEngineGemvStreamMaxRows;
+      // The streaming GEMV, where its staged input fits (wider rows: the tensor-core GEMV).
+      const bool stream =
+          pr.rows <= kEngineGemvStreamMaxRows &&
+          engine_gemv_stream_staged_bytes(p_.weights, p_.activations == DType::int8, pr.rows,
+                                          pr.in) <= kEngineGemvStreamStageBytes;
       const bool quantized = p_.weights != DType::bf16 && p_.weights != DType::fp16;
       gemm.compute_dtype = stream && quantized             ? DType::fp32
                            : p_.activations == DType::int8 ? DType::int8

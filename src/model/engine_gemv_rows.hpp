@@ -24,6 +24,20 @@ inline constexpr bool engine_gemv_stream_programmatic(DType weights) {
   return weights == DType::int4;
 }
 
+// The streaming GEMV (1-2 rows, engine/cuda/gemv_stream.hpp) stages its input rows in shared
+// memory, at most this many bytes; wider rows take the tensor-core GEMV. Its staged bytes a row:
+// 2 an element (bf16 inputs, or fp8 and int8 weight-only's fp16 codes), 1 for W8A8's int8 codes,
+// int4's two byte planes and 8 bytes per 32 elements (2.25), rounded up to 16 bytes. The engine's
+// check (gemv_stream_supported) and the prediction's path (model/engine_blocks.cpp) read it here.
+inline constexpr int64_t kEngineGemvStreamStageBytes = 112 * 1024;
+inline constexpr int64_t engine_gemv_stream_staged_bytes(DType weights, bool int8_activations,
+                                                         int64_t rows, int64_t in) {
+  const int64_t row = weights == DType::int8 && int8_activations ? in
+                      : weights == DType::int4                   ? 2 * in + in / 32 * 8
+                                                                 : 2 * in;
+  return rows * ((row + 15) / 16 * 16);
+}
+
 // Tensor parallelism: all-reduces of at most this many bytes take the engine's one-shot kernel
 // over NVLink, larger ones NCCL (engine/cuda/rank_collectives.hpp; the default of
 // EngineTuning::one_shot_max_bytes). On two H200s the one-shot kernel saved about 1 us per

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "model/engine_gemv_rows.hpp"
 #include "model/moe_routing.hpp"
 #include "model/step_graph.hpp"
 
@@ -175,6 +176,34 @@ TEST(EngineBlocks, OnlyTheInt4StreamingGemvsLaunchProgrammatically) {
   EXPECT_TRUE(programmatic(step(decode3, precision(DType::int4), engine_plan(true, true))).empty());
   EXPECT_EQ(programmatic(step(kPrefill, precision(DType::int4), engine_plan(true, true))),
             std::vector<std::string>{"lm_head"});
+}
+
+// The streaming GEMV stages its input rows in 112 KiB of shared memory (the rule
+// engine_gemv_stream_staged_bytes shares with the engine): int4's 2.25 bytes an element fit two
+// rows of 25472 (199 groups of 128) but not of 25600, so a down projection that wide at batch 2
+// takes the tensor-core GEMV; bf16's 2 bytes fit two rows of 28672 (Llama 3 70B's) exactly.
+TEST(EngineBlocks, TheStreamingGemvTakesWhatItsStagedInputFits) {
+  auto down_path = [](int64_t intermediate, int64_t batch, DType weights) {
+    const nlohmann::json config = {{"model_type", "llama"},
+                                   {"hidden_size", 128},
+                                   {"intermediate_size", intermediate},
+                                   {"num_hidden_layers", 1},
+                                   {"num_attention_heads", 2},
+                                   {"num_key_value_heads", 1},
+                                   {"vocab_size", 512},
+                                   {"max_position_embeddings", 4096}};
+    const ModelConfig m = parse_model_config(config, "wide", "test");
+    std::vector<Op> ops;
+    build_step_graph(m, StepShape{Phase::decode, batch, 1, 100}, precision(weights),
+                     engine_plan(true, true), shard_dims(m, 1), ops);
+    return std::string(find(ops, "down_proj").tag.path);
+  };
+  EXPECT_EQ(engine_gemv_stream_staged_bytes(DType::int4, false, 2, 25472), 114624);
+  EXPECT_EQ(engine_gemv_stream_staged_bytes(DType::int8, true, 1, 4104), 4112);
+  EXPECT_EQ(down_path(25472, 2, DType::int4), "gemv_fused");
+  EXPECT_EQ(down_path(25600, 2, DType::int4), "gemv_mma_fused");
+  EXPECT_EQ(down_path(25600, 1, DType::int4), "gemv_fused");
+  EXPECT_EQ(down_path(28672, 2, DType::bf16), "gemv_fused");
 }
 
 TEST(EngineBlocks, FusionLeavesPrefillAndCublasPathsAlone) {

@@ -374,18 +374,15 @@ int64_t row_bytes_of(Fmt f, int64_t in) {
   return f == Fmt::bf16 ? 2 * in : f == Fmt::int4 ? in / 2 : in;
 }
 
-int64_t staged_bytes_of(Fmt f, int64_t rows, int64_t in) {
-  switch (f) {
-    case Fmt::int4:
-      return staged_bytes<Fmt::int4>(rows, in);
-    case Fmt::w8a8:
-      return staged_bytes<Fmt::w8a8>(rows, in);
-    default:
-      return staged_bytes<Fmt::bf16>(rows, in);
-  }
-}
-
 }  // namespace
+
+// The layout stages what the shared rule counts (at two rows of Llama 3 70B's widths).
+static_assert(staged_bytes<Fmt::int4>(2, 28672) ==
+              engine_gemv_stream_staged_bytes(DType::int4, false, 2, 28672));
+static_assert(staged_bytes<Fmt::bf16>(2, 28672) ==
+              engine_gemv_stream_staged_bytes(DType::bf16, false, 2, 28672));
+static_assert(staged_bytes<Fmt::w8a8>(2, 8200) <=
+              engine_gemv_stream_staged_bytes(DType::int8, true, 2, 8200));
 
 bool gemv_stream_supported(int64_t rows, const DeviceMatrix& w) {
   Fmt f;
@@ -395,7 +392,9 @@ bool gemv_stream_supported(int64_t rows, const DeviceMatrix& w) {
   if (w.in % 8 != 0 || row_bytes % 16 != 0 || w.in > (int64_t{1} << 30)) return false;
   if (f == Fmt::int4 && (w.group_size < 32 || w.group_size % 32 != 0)) return false;
   if (reinterpret_cast<uintptr_t>(w.data) % 16 != 0) return false;
-  return staged_bytes_of(f, rows, w.in) <= kStageBytes;
+  // The rule the prediction reads too (model/engine_gemv_rows.hpp); the layout below never
+  // stages more (W8A8's rows are not each rounded to 16 bytes here).
+  return engine_gemv_stream_staged_bytes(w.format, f == Fmt::w8a8, rows, w.in) <= kStageBytes;
 }
 
 GemvStreamPdl gemv_stream_default_pdl(const DeviceMatrix& w) {

@@ -6,13 +6,15 @@
 
 #include <cstdint>
 
+#include "model/engine_gemv_rows.hpp"
+
 namespace inferlab::engine::cuda::gemv_stream_detail {
 
 using bf16 = __nv_bfloat16;
 
 constexpr int kThreads = 256, kWarps = kThreads / 32;
-constexpr int kVectors = 4;              // 16-byte vectors of a row per lane per stage
-constexpr int kStageBytes = 112 * 1024;  // staged input rows, at most
+constexpr int kVectors = 4;  // 16-byte vectors of a row per lane per stage
+constexpr int kStageBytes = static_cast<int>(kEngineGemvStreamStageBytes);  // staged rows, at most
 constexpr int kHeadFloats = 2 * 32 + 2 + 2 * kWarps + 2;  // warp sums, inv rms, maxima, factors
 
 enum class Fmt { bf16, int8, int4, fp8, w8a8 };
