@@ -94,30 +94,19 @@ if has host; then
   OUT=$out timeout 560 bash validation/host_gpu.sh "$bin" >"$out/host_gpu.log" 2>&1
   log "host exit $?"
 fi
-if has int4; then
+# profile_8b NAME BENCH_ARGS...: bench --profile of Llama 3 8B (CUDA graphs on) in one format.
+profile_8b() {
+  local name=$1
+  shift
   timeout 200 "$bin/inferlab" bench --profile --model llama-3-8b --device cuda --repeats 3 \
-    --warmup 1 --cuda-graphs on --weights int4 --format json \
-    >"$out/profile_llama-3-8b_int4.json" 2>"$out/profile_llama-3-8b_int4.err"
-  log "profile llama-3-8b int4 exit $?"
-fi
-if has int4kv; then
-  timeout 200 "$bin/inferlab" bench --profile --model llama-3-8b --device cuda --repeats 3 \
-    --warmup 1 --cuda-graphs on --weights int4 --kv fp8 --format json \
-    >"$out/profile_llama-3-8b_int4_kv_fp8.json" 2>"$out/profile_llama-3-8b_int4_kv_fp8.err"
-  log "profile llama-3-8b int4 kv fp8 exit $?"
-fi
-if has fp8; then
-  timeout 200 "$bin/inferlab" bench --profile --model llama-3-8b --device cuda --repeats 3 \
-    --warmup 1 --cuda-graphs on --weights fp8 --format json \
-    >"$out/profile_llama-3-8b_fp8.json" 2>"$out/profile_llama-3-8b_fp8.err"
-  log "profile llama-3-8b fp8 exit $?"
-fi
-if has w8a8; then
-  timeout 200 "$bin/inferlab" bench --profile --model llama-3-8b --device cuda --repeats 3 \
-    --warmup 1 --cuda-graphs on --weights int8 --activations int8 --format json \
-    >"$out/profile_llama-3-8b_w8a8.json" 2>"$out/profile_llama-3-8b_w8a8.err"
-  log "profile llama-3-8b w8a8 exit $?"
-fi
+    --warmup 1 --cuda-graphs on "$@" --format json \
+    >"$out/profile_llama-3-8b_$name.json" 2>"$out/profile_llama-3-8b_$name.err"
+  log "profile llama-3-8b $name exit $?"
+}
+if has int4; then profile_8b int4 --weights int4; fi
+if has int4kv; then profile_8b int4_kv_fp8 --weights int4 --kv fp8; fi
+if has fp8; then profile_8b fp8 --weights fp8; fi
+if has w8a8; then profile_8b w8a8 --weights int8 --activations int8; fi
 if has small1; then
   timeout 150 "$bin/inferlab" bench --profile --model validation/configs/small-llama-target-12l.json \
     --device cuda --repeats 3 --warmup 1 --cuda-graphs on --format json \
