@@ -7,6 +7,9 @@
 # the next layer's QKV and O), the speed-of-light, warp-state and occupancy sections, clocks left alone
 # (--clock-control none). The engine takes 25% of the memory, not 90%: ncu saves and restores
 # what is allocated around each replayed kernel, over PCIe. Results: $OUT/ncu/gemv_<format>.txt.
+# INFERLAB names another binary of BIN_DIR (inferlab_base: validation/gemv_stream_ab.sh's base
+# build), NCU_TAG is appended to the file names, and NCU_REPORT replaces the sections (e.g.
+# "--metrics LIST").
 set -u
 cd "$(dirname "$0")/.." || exit 2
 bin=$(cd "${1:-build/gpurun}" && pwd) || exit 2
@@ -16,11 +19,12 @@ mkdir -p "$out"
 # shellcheck source=validation/gpu_common.sh
 source validation/gpu_common.sh
 gpu_env "$bin"
+read -r -a report <<<"${NCU_REPORT:---section SpeedOfLight --section WarpStateStats --section Occupancy}"
 for f in $formats; do
   timeout 200 ncu --clock-control none -k regex:gemv_stream_kernel --launch-skip 64 \
-    --launch-count 3 --section SpeedOfLight --section WarpStateStats --section Occupancy \
-    "$bin/inferlab" bench --model llama-3-8b --device cuda --weights "$f" --batch 1 --input 128 \
-    --output 8 --repeats 1 --warmup 0 --no-kernels --cuda-graphs off --gpu-memory-utilization 0.25 \
-    >"$out/gemv_$f.txt" 2>"$out/gemv_$f.err"
-  echo "ncu $f exit $?"
+    --launch-count 3 "${report[@]}" \
+    "$bin/${INFERLAB:-inferlab}" bench --model llama-3-8b --device cuda --weights "$f" --batch 1 \
+    --input 128 --output 8 --repeats 1 --warmup 0 --no-kernels --cuda-graphs off \
+    --gpu-memory-utilization 0.25 >"$out/gemv_$f${NCU_TAG:-}.txt" 2>"$out/gemv_$f${NCU_TAG:-}.err"
+  echo "ncu $f${NCU_TAG:-} exit $?"
 done

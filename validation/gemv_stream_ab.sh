@@ -9,9 +9,9 @@
 #            row for FORMATS (default "int4 fp8 bf16"), both fusions, interleaved base/new
 #   steps    validation/engine_ab.py BINARY=base,new on CASES (default Llama 3 8B decode at batch
 #            1 and 2, context 1024, in FORMATS), ROUNDS (default 2) rounds
-#   ncu      Nsight Compute (clocks left alone) on three gemv_stream_kernel launches of an eager
-#            Llama 3 8B decode per format and build: duration, DRAM bytes, instructions, stall
-#            reasons per issued instruction
+#   ncu      validation/gemv_ncu.sh per format and build (three gemv_stream_kernel launches of an
+#            eager Llama 3 8B decode, clocks left alone): duration, DRAM bytes, instructions,
+#            stall reasons per issued instruction, in ncu/gemv_<format>_<build>.txt
 #   sass     cuobjdump's SASS of one kernel instantiation of each build (SASS_KERNEL)
 # Results under $OUT/gemv_ab/ (flat, small files).
 set -u
@@ -60,20 +60,15 @@ for stage in "$@"; do
         "BINARY=$bin/inferlab_base,$bin/inferlab" "$cases" "${ROUNDS:-2}" >"$out/steps.txt" 2>&1
       note "steps rc=$?"
       ;;
-    ncu)
+    ncu)  # validation/gemv_ncu.sh of each build with these metrics
       metrics=gpu__time_duration.sum,dram__bytes_read.sum,smsp__inst_executed.sum,sm__cycles_active.avg
       metrics=$metrics,smsp__warps_active.avg.per_cycle_active,smsp__issue_active.avg.per_cycle_active
       metrics="$metrics,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio"
-      for f in $formats; do
-        for side in base new; do
-          b=$bin/inferlab
-          [ "$side" = base ] && b=$bin/inferlab_base
-          timeout 150 ncu --clock-control none -k regex:gemv_stream_kernel --launch-skip 64 \
-            --launch-count 3 --metrics "$metrics" "$b" bench --model llama-3-8b --device cuda \
-            --weights "$f" --batch 1 --input 128 --output 8 --repeats 1 --warmup 0 --no-kernels \
-            --cuda-graphs off --gpu-memory-utilization 0.25 >"$out/ncu_${f}_$side.txt" 2>"$out/ncu_${f}_$side.err"
-          note "ncu $f $side rc=$?"
-        done
+      for side in base new; do
+        binary=inferlab
+        [ "$side" = base ] && binary=inferlab_base
+        OUT=$out INFERLAB=$binary NCU_TAG=_$side NCU_REPORT="--metrics $metrics" \
+          bash validation/gemv_ncu.sh "$bin" "$formats" >>"$out/notes.txt" 2>&1
       done
       ;;
     sass)  # the SASS of each build's kernel for SASS_KERNEL (a regex on the mangled name)

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "model/engine_decode_plan.hpp"
+#include "model/engine_gemv_rows.hpp"
 #include "util/error.hpp"
 
 namespace inferlab {
@@ -86,11 +87,15 @@ int64_t engine_combine_extra_trips(const Op& op, const EngineCeilings& ceilings)
 
 double engine_staged_input_kib(const Op& op) {
   if (op.kind != OpKind::gemm || !engine_stream_gemv_path(op.tag.path)) return 0.0;
-  // bf16 inputs, but W8A8's int8 codes, and int4's two byte planes with 8 bytes per 32 elements
-  // (engine/cuda/gemv_stream.cu).
+  // What the kernel stages, by the rule it checks itself (model/engine_gemv_rows.hpp): two bytes
+  // an element, W8A8's int8 codes one, int4's byte planes and block sums 2.25.
   const std::string_view format = op.tag.format;
-  const double input_bytes = format == "w8a8" ? 1.0 : format == "int4" ? 2.25 : 2.0;
-  return static_cast<double>(op.gemm.m) * static_cast<double>(op.gemm.k) * input_bytes / 1024.0;
+  const DType weights = format == "int4"   ? DType::int4
+                        : format == "w8a8" ? DType::int8
+                                           : DType::bf16;
+  return static_cast<double>(
+             engine_gemv_stream_staged_bytes(weights, format == "w8a8", op.gemm.m, op.gemm.k)) /
+         1024.0;
 }
 
 OpCost engine_op_cost(const Op& op, const EngineKernelParams& p, const EngineCeilings& ceilings) {
