@@ -179,14 +179,14 @@ __device__ __forceinline__ uint32_t load_aux(const Params& p, int64_t row, int64
 // The warp's loop runs over steps (task, stage): the loads of the next step, the next task's
 // first stage included, go out before this step's arithmetic, so a task whose rows fit in one
 // stage (int4: a 4096-wide row is 128 vectors) still has its successor's bytes in flight.
-template <Fmt F, int B, int E>
-__global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const Params p) {
+template <Fmt F, int B, int E, int V = Traits<F>::kVectors>
+__global__ void __launch_bounds__(kThreads, V == 4 ? 2 : 3) gemv_stream_kernel(const Params p) {
   extern __shared__ __align__(16) unsigned char smem[];
   float* head = reinterpret_cast<float*>(smem);
   unsigned char* xs = smem + ((kHeadFloats * 4 + 15) / 16) * 16;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t vectors = p.row_bytes / 16;
-  const int stages = static_cast<int>((vectors + 32 * kVectors - 1) / (32 * kVectors));
+  const int stages = static_cast<int>((vectors + 32 * V - 1) / (32 * V));
   const int stride = gridDim.x * kWarps;
 
   // The two weight rows of task t: features 2t and 2t + 1, or SwiGLU's gate and up rows of t.
@@ -207,13 +207,12 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const Params p
     }
     return r;
   };
-  uint4 cur[2][kVectors], next[2][kVectors];
-  uint32_t cur_aux[2][kVectors], next_aux[2][kVectors];
-  auto load_stage = [&](uint4(&dst)[2][kVectors], uint32_t(&aux)[2][kVectors], const Rows& r,
-                        int s) {
+  uint4 cur[2][V], next[2][V];
+  uint32_t cur_aux[2][V], next_aux[2][V];
+  auto load_stage = [&](uint4(&dst)[2][V], uint32_t(&aux)[2][V], const Rows& r, int s) {
 #pragma unroll
-    for (int u = 0; u < kVectors; ++u) {
-      const int64_t v = static_cast<int64_t>(s) * 32 * kVectors + u * 32 + lane;
+    for (int u = 0; u < V; ++u) {
+      const int64_t v = static_cast<int64_t>(s) * 32 * V + u * 32 + lane;
       const bool in = v < vectors, in1 = in && r.ok1;
       dst[0][u] = in ? load_stream(p.w + r.r0 * p.row_bytes + 16 * v) : make_uint4(0, 0, 0, 0);
       dst[1][u] = in1 ? load_stream(p.w + r.r1 * p.row_bytes + 16 * v) : make_uint4(0, 0, 0, 0);
@@ -248,8 +247,8 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const Params p
     const Rows next_rows = rows_of(next_task);
     if (next_task < p.tasks) load_stage(next, next_aux, next_rows, next_stage);
 #pragma unroll
-    for (int u = 0; u < kVectors; ++u) {
-      const int64_t v = static_cast<int64_t>(stage) * 32 * kVectors + u * 32 + lane;
+    for (int u = 0; u < V; ++u) {
+      const int64_t v = static_cast<int64_t>(stage) * 32 * V + u * 32 + lane;
       if (v >= vectors) continue;
       const int k = static_cast<int>(v * Traits<F>::kElems);
 #pragma unroll
@@ -293,7 +292,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const Params p
 #pragma unroll
     for (int j = 0; j < 2; ++j)
 #pragma unroll
-      for (int u = 0; u < kVectors; ++u) {
+      for (int u = 0; u < V; ++u) {
         cur[j][u] = next[j][u];
         cur_aux[j][u] = next_aux[j][u];
       }

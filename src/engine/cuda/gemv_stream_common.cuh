@@ -13,7 +13,6 @@ namespace inferlab::engine::cuda::gemv_stream_detail {
 using bf16 = __nv_bfloat16;
 
 constexpr int kThreads = 256, kWarps = kThreads / 32;
-constexpr int kVectors = 4;  // 16-byte vectors of a row per lane per stage
 constexpr int kStageBytes = static_cast<int>(kEngineGemvStreamStageBytes);  // staged rows, at most
 constexpr int kHeadFloats = 2 * 32 + 2 + 2 * kWarps + 2;  // warp sums, inv rms, maxima, factors
 
@@ -47,26 +46,35 @@ template <>
 struct Traits<Fmt::bf16> {
   static constexpr int kElems = 8, kXBytes = 2;  // weights per vector, staged bytes per input
   static constexpr float kCodeMax = 0;           // no input scale
+  // 16-byte vectors of a row per lane per stage: 4 (up to 128 registers, two blocks an SM), or
+  // 2 (at most 85 registers, three or more blocks an SM: more warps, fewer bytes each).
+  static constexpr int kVectors = 4;
 };
 template <>
 struct Traits<Fmt::int8> {
   static constexpr int kElems = 16, kXBytes = 2;
   static constexpr float kCodeMax = 240;  // |w·x'| ≤ 128·240: two products sum under 65504
+  static constexpr int kVectors = 4;
 };
 template <>
 struct Traits<Fmt::int4> {
   static constexpr int kElems = 32, kXBytes = 2;  // two byte planes, and Int4Block per vector
   static constexpr float kCodeMax = 0;            // scaled per block (stage_int4)
+  static constexpr int kVectors = 4;
 };
 template <>
 struct Traits<Fmt::fp8> {
   static constexpr int kElems = 16, kXBytes = 2;
   static constexpr float kCodeMax = 448;
+  // Two: Llama 3 8B's fp8 decode step 2.957 -> 2.878 ms on the H200 (int4 2.444 -> 2.486, bf16
+  // 4.278 -> 4.415 ms kept four; MEASUREMENTS §56).
+  static constexpr int kVectors = 2;
 };
 template <>
 struct Traits<Fmt::w8a8> {
   static constexpr int kElems = 16, kXBytes = 1;
   static constexpr float kCodeMax = 127;
+  static constexpr int kVectors = 4;
 };
 
 // Per 32-element block of int4's staged input: what turns a vector's integer sum into the
