@@ -6,7 +6,7 @@ that drift of the clock or the host lands on both sides alike.
 Usage on the device:
   python3 validation/engine_ab.py BUILD/inferlab OUT.json VAR=V1,V2 CASE[,CASE...] [ROUNDS]
 CASE is MODEL:PHASE:BATCH:N[:WEIGHTS] (N: prompt tokens for prefill, the context for decode;
-WEIGHTS: bench --weights, default the model's bf16). Decode: bench --input N --output 33, the
+WEIGHTS: bench --weights, default the model's bf16; w8a8 is --weights int8 --activations int8). Decode: bench --input N --output 33, the
 mean of 32 graphed decode steps (device time by CUDA events) and their spread; prefill: bench
 --input N --output 1 --repeats 10, the median. Example:
   python3 validation/engine_ab.py build/gpurun/inferlab $OUT/ab.json INFERLAB_ENGINE_GEMV_PDL=off,early,late \\
@@ -29,7 +29,9 @@ def bench(binary, model, phase, batch, n, weights, env):
         args = ["--input", str(n), "--output", "33", "--repeats", "1"]
     cmd = [binary, "bench", "--model", model, "--device", "cuda", "--format", "json",
            "--no-kernels", "--cuda-graphs", "on", "--batch", str(batch)] + args
-    if weights:
+    if weights == "w8a8":  # not a weight format: int8 weights with int8 activations
+        cmd += ["--weights", "int8", "--activations", "int8"]
+    elif weights:
         cmd += ["--weights", weights]
     r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if r.returncode != 0:

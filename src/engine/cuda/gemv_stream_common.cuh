@@ -46,9 +46,7 @@ template <>
 struct Traits<Fmt::bf16> {
   static constexpr int kElems = 8, kXBytes = 2;  // weights per vector, staged bytes per input
   static constexpr float kCodeMax = 0;           // no input scale
-  // 16-byte vectors of a row per lane per stage: 4 (up to 128 registers, two blocks an SM), or
-  // 2 (at most 85 registers, three or more blocks an SM: more warps, fewer bytes each).
-  static constexpr int kVectors = 4;
+  static constexpr int kVectors = 4;  // 16-byte vectors of a row per lane per stage (fp8's below)
 };
 template <>
 struct Traits<Fmt::int8> {
@@ -66,8 +64,10 @@ template <>
 struct Traits<Fmt::fp8> {
   static constexpr int kElems = 16, kXBytes = 2;
   static constexpr float kCodeMax = 448;
-  // Two: Llama 3 8B's fp8 decode step 2.957 -> 2.878 ms on the H200 (int4 2.444 -> 2.486, bf16
-  // 4.278 -> 4.415 ms kept four; MEASUREMENTS §56).
+  // Two, where the others load four: half the registers the loads hold (launch bounds of three
+  // blocks, at most 80 registers; fp8 takes 62-72), so three or four blocks an SM, more warps with
+  // fewer bytes each. Llama 3 8B's fp8 decode step 2.957 -> 2.878 ms on the H200 (int4 2.444 ->
+  // 2.486, bf16 4.278 -> 4.415 ms kept four; MEASUREMENTS §56, call 3).
   static constexpr int kVectors = 2;
 };
 template <>
