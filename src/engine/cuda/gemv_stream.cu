@@ -179,8 +179,10 @@ __device__ __forceinline__ uint32_t load_aux(const Params& p, int64_t row, int64
 // The warp's loop runs over steps (task, stage): the loads of the next step, the next task's
 // first stage included, go out before this step's arithmetic, so a task whose rows fit in one
 // stage (int4: a 4096-wide row is 128 vectors) still has its successor's bytes in flight.
-template <Fmt F, int B, int E, int V = Traits<F>::kVectors>
-__global__ void __launch_bounds__(kThreads, V == 4 ? 2 : 3) gemv_stream_kernel(const Params p) {
+template <Fmt F, int B, int E>
+__global__ void __launch_bounds__(kThreads, kLaneVectors<F> == 4 ? 2 : 3)
+    gemv_stream_kernel(const Params p) {
+  constexpr int V = kLaneVectors<F>;
   static_assert(V == 2 || V == 4, "the launch bounds are set for 2 and 4 vectors a lane");
   extern __shared__ __align__(16) unsigned char smem[];
   float* head = reinterpret_cast<float*>(smem);

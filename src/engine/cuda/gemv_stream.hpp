@@ -11,8 +11,9 @@
 // next 4 issued before the current ones are used: 2 × 4 × 16 B × 2 stages per lane, ~64 KB a
 // block, more than the ~25 KB per SM that Little's law asks at 4.8 TB/s (fp8: 2 vectors, in
 // fewer registers, so three or four blocks an SM where the staged input fits; measured faster,
-// gemv_stream_common.cuh's Traits. The launcher reads the resident blocks once per instantiation,
-// at its first call's staged bytes: a wider input of the same instantiation that fits fewer blocks,
+// gemv_stream_common.cuh's kLaneVectors. The launcher reads the resident blocks once per
+// instantiation, at its first call's staged bytes: a wider input of the same instantiation that
+// fits fewer blocks,
 // Llama 3 70B's fp8 down projection, gets a grid for more, which costs a second partial wave, not
 // correctness; not yet measured). A ring of shared memory filled by cp.async in place of the
 // registers, three stages a warp, ran slower for every format (MEASUREMENTS §56). The block first

@@ -46,36 +46,34 @@ template <>
 struct Traits<Fmt::bf16> {
   static constexpr int kElems = 8, kXBytes = 2;  // weights per vector, staged bytes per input
   static constexpr float kCodeMax = 0;           // no input scale
-  static constexpr int kVectors = 4;  // 16-byte vectors of a row per lane per stage (fp8's below)
 };
 template <>
 struct Traits<Fmt::int8> {
   static constexpr int kElems = 16, kXBytes = 2;
   static constexpr float kCodeMax = 240;  // |w·x'| ≤ 128·240: two products sum under 65504
-  static constexpr int kVectors = 4;
 };
 template <>
 struct Traits<Fmt::int4> {
   static constexpr int kElems = 32, kXBytes = 2;  // two byte planes, and Int4Block per vector
   static constexpr float kCodeMax = 0;            // scaled per block (stage_int4)
-  static constexpr int kVectors = 4;
 };
 template <>
 struct Traits<Fmt::fp8> {
   static constexpr int kElems = 16, kXBytes = 2;
   static constexpr float kCodeMax = 448;
-  // Two, where the others load four: half the registers the loads hold (launch bounds of three
-  // blocks, at most 80 registers; fp8 takes 62-72), so three or four blocks an SM, more warps with
-  // fewer bytes each. Llama 3 8B's fp8 decode step 2.957 -> 2.878 ms on the H200 (int4 2.444 ->
-  // 2.486, bf16 4.278 -> 4.415 ms kept four; MEASUREMENTS §56, call 3).
-  static constexpr int kVectors = 2;
 };
 template <>
 struct Traits<Fmt::w8a8> {
   static constexpr int kElems = 16, kXBytes = 1;
   static constexpr float kCodeMax = 127;
-  static constexpr int kVectors = 4;
 };
+
+// 16-byte vectors of a row each lane loads a stage: four, and two for fp8: half the registers the
+// loads hold (launch bounds of three blocks, at most 80 registers; fp8 takes 62-72), so three or
+// four blocks an SM, more warps with fewer bytes each. Llama 3 8B's fp8 decode step 2.957 -> 2.878
+// ms on the H200 (int4 2.444 -> 2.486, bf16 4.278 -> 4.415 ms kept four; MEASUREMENTS §56, call 3).
+template <Fmt F>
+constexpr int kLaneVectors = F == Fmt::fp8 ? 2 : 4;
 
 // Per 32-element block of int4's staged input: what turns a vector's integer sum into the
 // row's units (2^(e − e_row), the row's 2^e_row applied at the end) and Σx' for the zero's term.
