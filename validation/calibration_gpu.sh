@@ -14,7 +14,8 @@
 #   host    validation/host_gpu.sh (the host rule's measurements, ~3 minutes; its own $OUT/host)
 #   int4    bench --profile of Llama 3 8B, CUDA graphs on, int4 weights (the engine calibration
 #           after the int4 GEMV's change); int4kv the same with an fp8 KV cache; fp8 and w8a8 the
-#           same with fp8 weights and with W8A8 (after their staging's change, MEASUREMENTS §55)
+#           same with fp8 weights and with W8A8 (after their staging's change, MEASUREMENTS §55);
+#           bf16 the same with bf16 weights (after the streaming GEMV's full-stage path, §57)
 #   small1  bench --profile of the 12-layer shape alone (the profile's model field: the path)
 #   pdlfp8  validation/engine_ab.py: fp8 8B decode at batch 1 with the streaming GEMV's PDL off,
 #           early and late (two rounds)
@@ -104,6 +105,7 @@ profile_8b() {
   log "profile llama-3-8b $name exit $?"
 }
 if has int4; then profile_8b int4 --weights int4; fi
+if has bf16; then profile_8b bf16; fi
 if has int4kv; then profile_8b int4_kv_fp8 --weights int4 --kv fp8; fi
 if has fp8; then profile_8b fp8 --weights fp8; fi
 if has w8a8; then profile_8b w8a8 --weights int8 --activations int8; fi

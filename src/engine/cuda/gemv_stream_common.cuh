@@ -69,11 +69,20 @@ struct Traits<Fmt::w8a8> {
 };
 
 // 16-byte vectors of a row each lane loads a stage: four, and two for fp8: half the registers the
-// loads hold (launch bounds of three blocks, at most 80 registers; fp8 takes 62-72), so three or
-// four blocks an SM, more warps with fewer bytes each. Llama 3 8B's fp8 decode step 2.957 -> 2.878
-// ms on the H200 (int4 2.444 -> 2.486, bf16 4.278 -> 4.415 ms kept four; MEASUREMENTS §56, call 3).
+// loads hold (kMinBlocks: three or four blocks an SM), more warps with fewer bytes each. Llama 3
+// 8B's fp8 decode step 2.957 -> 2.878 ms on the H200 (int4 2.444 -> 2.486, bf16 4.278 -> 4.415 ms
+// kept four; MEASUREMENTS §56, call 3).
 template <Fmt F>
 constexpr int kLaneVectors = F == Fmt::fp8 ? 2 : 4;
+
+// The kernel's launch bounds, blocks of kThreads an SM: two at four vectors a lane (at most 128
+// registers); at two, four for one input row (at most 64 registers, which fp8 takes without
+// spilling: the full-stage path of §57 took it to 69-72 under a bound of three, one block an SM
+// fewer) and three for two (at most 80).
+template <Fmt F, int B>
+constexpr int kMinBlocks = kLaneVectors<F> == 4 ? 2
+                           : B == 1             ? 4
+                                                : 3;
 
 // Per 32-element block of int4's staged input: what turns a vector's integer sum into the
 // row's units (2^(e − e_row), the row's 2^e_row applied at the end) and Σx' for the zero's term.

@@ -79,6 +79,40 @@ TEST(CudaGemvStream, Int4GroupsOf32And64) {
   }
 }
 
+// The int4 kernel finds a vector's group by a shift where the group is a power of two vectors
+// (at most 32 of them: lane >> g; more: the stage's first vector alone decides) and by a
+// division otherwise (96: three vectors); a group of a whole row is per-channel int4. Shapes
+// with a row's last stage partial (576: 18 vectors) and an odd row count (the last task one row).
+TEST(CudaGemvStream, Int4GroupsOfEveryKindTheKernelTakes) {
+  REQUIRE_GPU();
+  struct Case {
+    int64_t group, out, in;
+  };
+  uint64_t seed = 9700;
+  for (const Case& c : {Case{96, 97, 576}, Case{1024, 64, 4096}, Case{2048, 33, 4096},
+                        Case{4096, 18, 4096}, Case{256, 40, 8448}}) {
+    Format format = formats()[2];  // int4
+    format.group_size = c.group;
+    Projector projector(2, c.in, c.out, format.weights, format.input);
+    HostMatrix m = make_host_matrix(format.weights, c.out, c.in, c.group, seed++);
+    randomize_int4_zeros(m, seed++);
+    DeviceCopy d;
+    upload(m, format.input, &d);
+    ASSERT_TRUE(cuda::gemv_stream_supported(1, d.view)) << c.group;
+    for (int64_t rows : {1, 2}) {
+      for (Form form : {Form::store, Form::norm, Form::residual_add}) {
+        EXPECT_EQ(check_form(projector, format, m, d.view, rows, form, seed++),
+                  ProjectionPath::gemv_stream)
+            << "group " << c.group;
+      }
+      if (c.out % 2 == 0) {
+        EXPECT_EQ(check_form(projector, format, m, d.view, rows, Form::norm_swiglu, seed++),
+                  ProjectionPath::gemv_stream);
+      }
+    }
+  }
+}
+
 // At the extreme of the int4 kernel's range: a GPTQ v1 zero of 16 with every code 0 (q − z =
 // −16) against an input whose elements all equal its absmax (each staged at the largest |x'|),
 // the sums must stay finite. Each output is −16 · 128 · (the sum of the row's two group scales);
