@@ -81,16 +81,19 @@ TEST(CudaGemvStream, Int4GroupsOf32And64) {
 
 // The int4 kernel finds a vector's group by a shift where the group is a power of two vectors
 // (at most 32 of them: lane >> g; more: the stage's first vector alone decides) and by a
-// division otherwise (96: three vectors); a group of a whole row is per-channel int4. Shapes
-// with a row's last stage partial (576: 18 vectors) and an odd row count (the last task one row).
+// division otherwise (96: three vectors); a group of a whole row is per-channel int4. A stage is
+// 128 vectors (4096 weights): every group size here has a full stage (the path without a test a
+// vector: g = 0, 1, 4, 5, 6, 7 and 3; 96 takes the division there too) and most a partial last
+// one (576: 18 vectors only; 4224, 4608, 8448), with odd row counts (the last task one row).
 TEST(CudaGemvStream, Int4GroupsOfEveryKindTheKernelTakes) {
   REQUIRE_GPU();
   struct Case {
     int64_t group, out, in;
   };
   uint64_t seed = 9700;
-  for (const Case& c : {Case{96, 97, 576}, Case{1024, 64, 4096}, Case{2048, 33, 4096},
-                        Case{4096, 18, 4096}, Case{256, 40, 8448}}) {
+  for (const Case& c : {Case{96, 97, 576}, Case{96, 97, 4608}, Case{32, 34, 4096},
+                        Case{64, 35, 4224}, Case{512, 20, 4096}, Case{1024, 64, 4096},
+                        Case{2048, 33, 4096}, Case{4096, 18, 4096}, Case{256, 40, 8448}}) {
     Format format = formats()[2];  // int4
     format.group_size = c.group;
     Projector projector(2, c.in, c.out, format.weights, format.input);
