@@ -181,14 +181,19 @@ __device__ __forceinline__ uint32_t load_u8_nc(const uint8_t* p) {
   return v;
 }
 
-// The group scale and zero of an int4 weight vector (packed as dot_vector reads them).
+// The group scale and zero of an int4 row's group `at` (row · groups + group), packed as
+// dot_vector reads them: the scale's fp16 bits in the high half, the zero in the low byte.
+__device__ __forceinline__ uint32_t load_group_aux(const Params& p, int64_t at) {
+  return (load_u16_nc(p.group_scales + at) << 16) | load_u8_nc(p.zeros + at);
+}
+
+// The group scale and zero of an int4 weight vector.
 __device__ __forceinline__ uint32_t load_aux(const Params& p, int64_t row, int64_t vector) {
   // A shift where the group is a power-of-two number of vectors (every shipped size): an
   // integer division per vector cost issue slots the dequantization needs.
   const int64_t group = p.vectors_per_group_log2 >= 0 ? vector >> p.vectors_per_group_log2
                                                       : (vector * 32) / p.group_size;
-  const int64_t at = row * p.groups + group;
-  return (load_u16_nc(p.group_scales + at) << 16) | load_u8_nc(p.zeros + at);
+  return load_group_aux(p, row * p.groups + group);
 }
 
 // The warp's loop runs over steps (task, stage): the loads of the next step, the next task's
@@ -252,10 +257,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<F, B>) gemv_stream_kernel
 #pragma unroll
         for (int u = 0; u < V; ++u) {
           const int64_t group = (first + 32 * u) >> g;
-          aux[0][u] =
-              (load_u16_nc(p.group_scales + g0 + group) << 16) | load_u8_nc(p.zeros + g0 + group);
-          aux[1][u] =
-              (load_u16_nc(p.group_scales + g1 + group) << 16) | load_u8_nc(p.zeros + g1 + group);
+          aux[0][u] = load_group_aux(p, g0 + group);
+          aux[1][u] = load_group_aux(p, g1 + group);
         }
       }
       return;
