@@ -105,6 +105,7 @@ EngineSwitches engine_switches_of(const EngineOptions& options) {
   s.kv = options.quant.kv;
   s.activations = options.quant.activations;  // fp8 weights' fp8 inputs are implied
   s.tp = static_cast<int>(options.tp);
+  s.rope_in_qkv = options.tuning.rope_in_qkv;
   return s;
 }
 

@@ -65,6 +65,7 @@ EngineTuning engine_tuning_from_environment() {
   a.decode_splits = count("INFERLAB_ENGINE_DECODE_SPLITS", 0);
 
   t.host_sampling = equals("INFERLAB_ENGINE_HOST_SAMPLING", "1");
+  t.rope_in_qkv = !equals("INFERLAB_ENGINE_ROPE_IN_QKV", "0");
   t.moe_gemm = equals("INFERLAB_ENGINE_MOE_GEMM", "per_expert")   ? MoeGemmChoice::per_expert
                : equals("INFERLAB_ENGINE_MOE_GEMM", "one_launch") ? MoeGemmChoice::one_launch
                                                                   : MoeGemmChoice::automatic;

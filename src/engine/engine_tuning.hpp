@@ -60,6 +60,9 @@ struct EngineTuning {
   // 0: off).
   int64_t two_shot_max_bytes = kEngineTwoShotMaxBytes;
   bool host_sampling = false;  // INFERLAB_ENGINE_HOST_SAMPLING=1: logits to the host, picked there
+  // INFERLAB_ENGINE_ROPE_IN_QKV=0: RoPE and the KV-cache write as their own kernel where the
+  // QKV GEMV's epilogue would do them (model/engine_gemv_rows.hpp's engine_rope_in_qkv).
+  bool rope_in_qkv = true;
   // INFERLAB_ENGINE_MOE_GEMM=per_expert|one_launch; unset: the rule's form.
   MoeGemmChoice moe_gemm = MoeGemmChoice::automatic;
   // INFERLAB_ENGINE_DECODE_LAYERS=kernels|persistent; unset: the measured choice.

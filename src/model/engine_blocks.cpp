@@ -95,7 +95,7 @@ constexpr int64_t kNaiveGroup = 16;
 
 // What the engine does around a GEMV's product when fusion is on (GemvFused in
 // engine/cuda/projection.hpp).
-enum class Fused { none, norm_prologue, residual_epilogue, norm_swiglu };
+enum class Fused { none, norm_prologue, norm_rope, residual_epilogue, norm_swiglu };
 
 struct Projection {
   const char* name;
@@ -129,6 +129,13 @@ class EngineBuilder {
   // Fusion acts on the layers' projections when they run on the GEMV path (a mixture of
   // experts' layers run unfused).
   bool fused_layers() const { return plan_.engine_fusion && on_gemv(tokens_) && !model_.is_moe(); }
+  // Whether `rows` rows of a projection `in` wide take the streaming GEMV, where its staged input
+  // fits (wider rows: the tensor-core GEMV); the GEMV path (on_gemv) assumed.
+  bool streams(int64_t rows, int64_t in) const {
+    return rows <= kEngineGemvStreamMaxRows &&
+           engine_gemv_stream_staged_bytes(p_.weights, p_.activations == DType::int8, rows, in) <=
+               kEngineGemvStreamStageBytes;
+  }
 
   void build_step() {
     const bool fused = fused_layers();
@@ -137,17 +144,23 @@ class EngineBuilder {
     const int64_t h = s_.hidden, inter = s_.intermediate;
     const int64_t layers = model_.num_layers;
     const auto per_layer = Scope::per_layer;
-    add_projection({"qkv_proj", "gemm_qkv", tokens_, q_dim_ + 2 * kv_dim_, h, model_.qkv_bias,
-                    false, fused ? Fused::norm_prologue : Fused::none},
-                   per_layer, layers);
+    const bool qk_norm = family_spec(model_).ops.qk_norm;
+    const bool rope_in_qkv = engine_rope_in_qkv(plan_.engine_rope_in_qkv, fused,
+                                                fused && streams(tokens_, h), p_.kv, qk_norm);
+    add_projection(
+        {"qkv_proj", "gemm_qkv", tokens_, q_dim_ + 2 * kv_dim_, h, model_.qkv_bias, false,
+         rope_in_qkv ? Fused::norm_rope
+         : fused     ? Fused::norm_prologue
+                     : Fused::none},
+        per_layer, layers);
     // Qwen3 (its family's qk_norm): each query and key head RMS-normalised before RoPE.
-    if (family_spec(model_).ops.qk_norm) {
+    if (qk_norm) {
       Op op = make_rmsnorm_op("qk_norm", tokens_ * (s_.q_heads + s_.kv_heads), s_.head_dim,
                               p_.float_dtype);
       op.tag = tag("norm", "rms", "bf16");
       add(op, per_layer, layers);
     }
-    add_rope_kv_write();
+    if (!rope_in_qkv) add_rope_kv_write();
     build_context_ops();
     add_projection({"o_proj", "gemm_o", tokens_, h, q_dim_, false, false,
                     fused ? Fused::residual_epilogue : Fused::none},
@@ -510,10 +523,7 @@ class EngineBuilder {
       // engine_op_peak; measured arithmetic-bound for int8/int4/fp8 on the H200, and at two rows
       // for bf16 too); 3-32 rows (quantized formats) the tensor-core GEMV.
       // The streaming GEMV, where its staged input fits (wider rows: the tensor-core GEMV).
-      const bool stream =
-          pr.rows <= kEngineGemvStreamMaxRows &&
-          engine_gemv_stream_staged_bytes(p_.weights, p_.activations == DType::int8, pr.rows,
-                                          pr.in) <= kEngineGemvStreamStageBytes;
+      const bool stream = streams(pr.rows, pr.in);
       const bool quantized = p_.weights != DType::bf16 && p_.weights != DType::fp16;
       gemm.compute_dtype = stream && quantized             ? DType::fp32
                            : p_.activations == DType::int8 ? DType::int8
@@ -527,6 +537,13 @@ class EngineBuilder {
         case Fused::norm_prologue:  // reads the residual stream and the norm weight
           gemm.weight_bytes += in * fb_;
           gemm.flops += 4.0 * rows * in;
+          break;
+        case Fused::norm_rope:  // norm prologue; RoPE of the query and key pairs, the new keys
+                                // and values to the cache, the positions and slots read
+          gemm.weight_bytes += in * fb_;
+          gemm.flops += 4.0 * rows * in + 6.0 * rows * static_cast<double>(q_dim_ + kv_dim_);
+          gemm.activation_bytes += 8.0 * rows + 2.0 * rows * static_cast<double>(s_.kv_heads) *
+                                                    engine_kv_vector_bytes(s_.head_dim, p_.kv);
           break;
         case Fused::residual_epilogue:  // adds into the residual: read and written
           gemm.activation_bytes += residual;

@@ -76,7 +76,8 @@ const char* engine_kv_format_label(DType kv);
 //  * with plan.engine_fusion on the GEMV path ("gemv_fused"): the RMSNorm computed inside the
 //    QKV and gate/up GEMVs, SiLU x mul as the gate/up GEMV's epilogue, the residual add as the
 //    O and down GEMVs' epilogue, so no norm or silu_mul kernel runs in the layers (the final
-//    norm stays);
+//    norm stays); with plan.engine_rope_in_qkv, RoPE and the KV write as the QKV GEMV's
+//    epilogue where engine_rope_in_qkv (model/engine_gemv_rows.hpp) allows, no rope_kv_write;
 //  * attention: the flash kernels (prefill, decode) or, with plan.flash_attention off, naive
 //    attention: QK^T into fp32 scores, a softmax over them in place, then P V ("naive");
 //  * the LM head on each sequence's last row (gathered first: a second "embedding" launch) with

@@ -24,6 +24,19 @@ inline constexpr bool engine_gemv_stream_programmatic(DType weights) {
   return weights == DType::int4;
 }
 
+// A layer's RoPE and KV-cache write run as the QKV projection's epilogue (engine/cuda's
+// GemvFused::Epilogue::rope_kv_write, one kernel fewer a layer) where the layers are fused and
+// the QKV projection takes the streaming GEMV (1-2 rows), the cache is bf16 (an 8-bit cache's
+// scale is the absolute maximum of a whole head vector, which one GEMV task's pair of rows does
+// not see) and no per-head norm stands between the projection and RoPE (Qwen3's q_norm and
+// k_norm); elsewhere rope_kv_write is a kernel of its own. `enabled`: the engine's switch
+// (EngineTuning::rope_in_qkv, INFERLAB_ENGINE_ROPE_IN_QKV=0; a profile's "rope" switch).
+// engine/cuda/cuda_forward.cpp and the prediction's kernel list (model/engine_blocks.cpp) read it.
+inline constexpr bool engine_rope_in_qkv(bool enabled, bool fused_layers, bool qkv_streams,
+                                         DType kv, bool qk_norm) {
+  return enabled && fused_layers && qkv_streams && kv == DType::bf16 && !qk_norm;
+}
+
 // The streaming GEMV (1-2 rows, engine/cuda/gemv_stream.hpp) stages its input rows in shared
 // memory, at most this many bytes; wider rows take the tensor-core GEMV. Its staged bytes a row:
 // 2 an element (bf16 inputs, or fp8 and int8 weight-only's fp16 codes), 1 for W8A8's int8 codes,

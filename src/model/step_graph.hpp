@@ -50,6 +50,9 @@ struct KernelPlan {
   bool engine = false;
   bool engine_gemv = true;     // few-row projections on the engine's GEMV kernels, not cuBLASLt
   bool engine_fusion = false;  // on the GEMV path: RMSNorm, SiLU x mul and residual adds fused in
+  // With fusion, RoPE and the KV write in the QKV GEMV's epilogue where engine_rope_in_qkv
+  // (model/engine_gemv_rows.hpp) allows; off: rope_kv_write's kernel (engines before it).
+  bool engine_rope_in_qkv = false;
 };
 
 // Dimensions of one tensor-parallel shard. Throws InputError when tp does not divide the heads,

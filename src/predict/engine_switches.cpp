@@ -10,8 +10,8 @@ namespace inferlab {
 
 namespace {
 
-constexpr std::array<const char*, 8> kKeys = {"gemv",    "fusion", "cuda_graphs", "attention",
-                                              "weights", "kv",     "activations", "tp"};
+constexpr std::array<const char*, 9> kKeys = {
+    "gemv", "fusion", "cuda_graphs", "attention", "weights", "kv", "activations", "tp", "rope"};
 
 std::string value_of(const nlohmann::json& switches, const char* key, const std::string& context) {
   if (!switches.contains(key)) {
@@ -69,6 +69,8 @@ EngineSwitches parse_engine_switches(const nlohmann::json& switches, const std::
     }
     s.tp = tp.get<int>();
   }
+  s.rope_in_qkv = switches.contains("rope") &&
+                  one_of(switches, "rope", {"qkv_epilogue", "kernel"}, context) == "qkv_epilogue";
   return s;
 }
 
@@ -81,14 +83,17 @@ nlohmann::json engine_switches_json(const EngineSwitches& s) {
                          {"kv", dtype_name(s.kv)},
                          {"activations", dtype_name(s.activations)}};
   if (s.tp > 1) json["tp"] = s.tp;
+  json["rope"] = s.rope_in_qkv ? "qkv_epilogue" : "kernel";
   return json;
 }
 
 std::string engine_switches_label(const EngineSwitches& s) {
-  return fmt::format("gemv={} fusion={} graphs={} attention={} weights={} kv={} activations={}{}",
+  // (" rope=qkv": the RoPE epilogue's engine; labels of profiles before it are unchanged.)
+  return fmt::format("gemv={} fusion={} graphs={} attention={} weights={} kv={} activations={}{}{}",
                      on_off(s.gemv), on_off(s.fusion), on_off(s.cuda_graphs),
                      s.flash_attention ? "flash" : "naive", dtype_name(s.weights), dtype_name(s.kv),
-                     dtype_name(s.activations), s.tp > 1 ? fmt::format(" tp={}", s.tp) : "");
+                     dtype_name(s.activations), s.tp > 1 ? fmt::format(" tp={}", s.tp) : "",
+                     s.rope_in_qkv ? " rope=qkv" : "");
 }
 
 PredictOptions predict_options_for(const EngineSwitches& s) {
@@ -102,6 +107,7 @@ PredictOptions predict_options_for(const EngineSwitches& s) {
   o.kv = s.kv;
   o.activations = s.activations;
   o.tp = s.tp;
+  o.rope_in_qkv = s.rope_in_qkv;
   return o;
 }
 

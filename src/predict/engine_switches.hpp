@@ -20,12 +20,17 @@ struct EngineSwitches {
   DType kv = DType::bf16;           // bf16 | fp8 | int8
   DType activations = DType::bf16;  // bf16 | int8 (W8A8, with int8 weights)
   int tp = 1;                       // tensor-parallel GPUs (optional key, 1 when absent)
+  // "rope": "qkv_epilogue" (RoPE and the KV write in the QKV GEMV where the engine can) or
+  // "kernel" (their own kernel always); optional, "kernel" when absent: profiles taken before
+  // the epilogue existed.
+  bool rope_in_qkv = true;
   bool operator==(const EngineSwitches&) const = default;
 };
 
 // {"gemv": "on", "fusion": "off", "cuda_graphs": "on", "attention": "flash", "weights": "int4",
-//  "kv": "bf16", "activations": "bf16"[, "tp": 2]}: every key but "tp" required (profiles taken
-// before tensor parallelism have none), nothing else allowed; a missing or
+//  "kv": "bf16", "activations": "bf16"[, "tp": 2][, "rope": "qkv_epilogue"]}: every key but "tp"
+// and "rope" required (profiles taken before tensor parallelism have no "tp", those before the
+// RoPE epilogue no "rope"), nothing else allowed; a missing or
 // unknown key, a value not in its list, or int8 activations without int8 weights are
 // InputErrors naming `context` and the key.
 EngineSwitches parse_engine_switches(const nlohmann::json& switches, const std::string& context);

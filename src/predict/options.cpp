@@ -96,8 +96,10 @@ Precision resolve_precision(const PredictOptions& o, const HardwareSpec& hw) {
 }
 
 KernelPlan kernel_plan_of(const PredictOptions& o) {
-  return with_projection_layout(kernel_plan(o.framework, o.flash_attention, o.gemv, o.fusion),
-                                o.projection_layout);
+  KernelPlan plan = with_projection_layout(
+      kernel_plan(o.framework, o.flash_attention, o.gemv, o.fusion), o.projection_layout);
+  plan.engine_rope_in_qkv = plan.engine && o.rope_in_qkv;
+  return plan;
 }
 
 }  // namespace inferlab

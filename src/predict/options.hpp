@@ -23,6 +23,10 @@ struct PredictOptions {
   // bench, server): GEMV on, fusion on.
   bool gemv = true;
   bool fusion = true;
+  // RoPE and the KV write as the QKV GEMV's epilogue where the engine does so
+  // (model/engine_gemv_rows.hpp's engine_rope_in_qkv); false: their own kernel, as the engine
+  // before 2026-11-29 (profiles without a "rope" switch).
+  bool rope_in_qkv = true;
   // Framework pytorch: "separate" (default) or "fused_qkv_gate_up" (with_projection_layout).
   std::string projection_layout;
   int tp = 1;

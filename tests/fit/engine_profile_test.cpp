@@ -58,6 +58,27 @@ TEST(EngineProfile, SwitchesRoundTrip) {
   EXPECT_EQ(o.weights, DType::int4);
   EXPECT_EQ(o.tp, 1);  // a profile without "tp": one GPU
   EXPECT_FALSE(engine_switches_json(p.switches).contains("tp"));
+  // A profile without "rope" was taken before the RoPE epilogue: RoPE ran as its own kernel.
+  EXPECT_FALSE(p.switches.rope_in_qkv);
+  EXPECT_FALSE(o.rope_in_qkv);
+  EXPECT_EQ(engine_switches_json(p.switches)["rope"], "kernel");
+}
+
+// "rope": "qkv_epilogue" (what today's engine writes) round-trips, is named in the label and
+// reaches the prediction.
+TEST(EngineProfile, RopeEpilogueSwitch) {
+  EngineSwitches s;
+  EXPECT_TRUE(s.rope_in_qkv);  // the engine's default
+  const nlohmann::json json = engine_switches_json(s);
+  EXPECT_EQ(json["rope"], "qkv_epilogue");
+  EXPECT_EQ(parse_engine_switches(json, "x"), s);
+  EXPECT_EQ(engine_switches_label(s),
+            "gemv=on fusion=on graphs=on attention=flash weights=bf16 kv=bf16 activations=bf16 "
+            "rope=qkv");
+  EXPECT_TRUE(predict_options_for(s).rope_in_qkv);
+  nlohmann::json kernel = json;
+  kernel["rope"] = "kernel";
+  EXPECT_FALSE(parse_engine_switches(kernel, "x").rope_in_qkv);
 }
 
 // A tensor-parallel profile's "tp" round-trips, names its switch combination and sets the
@@ -70,7 +91,7 @@ TEST(EngineProfile, TensorParallelSwitch) {
   EXPECT_EQ(parse_engine_switches(json, "x"), two);
   EXPECT_EQ(engine_switches_label(two),
             "gemv=on fusion=on graphs=on attention=flash weights=bf16 kv=bf16 activations=bf16 "
-            "tp=2");
+            "tp=2 rope=qkv");
   EXPECT_EQ(predict_options_for(two).tp, 2);
 }
 
@@ -110,6 +131,8 @@ TEST(EngineProfile, EachBadFieldIsAnInputErrorNamingTheFileAndField) {
       {"switches.tp must be an integer in [1, 64]", [](auto& j) { j["switches"]["tp"] = 0; }},
       {"switches.tp must be an integer in [1, 64]", [](auto& j) { j["switches"]["tp"] = "2"; }},
       {"switches.tp must be an integer in [1, 64]", [](auto& j) { j["switches"]["tp"] = 65; }},
+      {"switches.rope is 'on'", [](auto& j) { j["switches"]["rope"] = "on"; }},
+      {"switches.rope must be a string", [](auto& j) { j["switches"]["rope"] = true; }},
       {"'points'", [](auto& j) { j["points"] = nlohmann::json::array(); }},
       {"'points'", [](auto& j) { j.erase("points"); }},
       {"points[1]: field 'phase'", [&](auto& j) { point(j)["phase"] = "verify"; }},

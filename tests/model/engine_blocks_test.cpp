@@ -151,6 +151,35 @@ TEST(EngineBlocks, FusionRemovesTheLayersNormsAndSiluMulOnTheGemvPath) {
   EXPECT_DOUBLE_EQ(down.activation_bytes, 256.0 * 2 + 128.0 * 2 + 128.0 * 2);
 }
 
+// With the RoPE epilogue (model/engine_gemv_rows.hpp's engine_rope_in_qkv), a fused decode step
+// on the streaming GEMV has no rope_kv_write: the QKV GEMV rotates its query and key pairs and
+// writes the new key and value to the cache. An 8-bit cache, three rows (the tensor-core GEMV),
+// a prefill, or the switch off keep the kernel.
+TEST(EngineBlocks, RopeAndTheKvWriteRideTheStreamingQkvGemv) {
+  KernelPlan plan = engine_plan(true, true);
+  plan.engine_rope_in_qkv = true;
+  const auto ops = step(kDecode1, precision(DType::bf16), plan);
+  EXPECT_EQ(calls(ops, "rope_kv_write"), 0);
+  const Op& qkv = find(ops, "qkv_proj");
+  EXPECT_STREQ(qkv.tag.path, "gemv_fused");
+  // Weights and the norm weight; x in, qkv out, positions and slots (8 bytes), and the new key
+  // and value: one KV head of 64 bf16 each.
+  EXPECT_DOUBLE_EQ(qkv.weight_bytes, 256.0 * 128 * 2 + 128 * 2);
+  EXPECT_DOUBLE_EQ(qkv.activation_bytes, 128.0 * 2 + 256.0 * 2 + 8 + 2 * 128);
+  // The product, the norm (4 a input), RoPE (6 an element of the query and key heads: 128 + 64).
+  EXPECT_DOUBLE_EQ(qkv.flops, 2.0 * 256 * 128 + 4.0 * 128 + 6.0 * 192);
+
+  EXPECT_EQ(calls(step(kDecode1, precision(DType::bf16, DType::fp8), plan), "rope_kv_write"), 2);
+  EXPECT_EQ(calls(step({Phase::decode, 3, 1, 100}, precision(DType::int4), plan), "rope_kv_write"),
+            2);
+  EXPECT_EQ(calls(step(kPrefill, precision(DType::bf16), plan), "rope_kv_write"), 2);
+  EXPECT_EQ(calls(step(kDecode1, precision(DType::bf16), engine_plan(true, true)), "rope_kv_write"),
+            2);
+  // Two rows still stream.
+  EXPECT_EQ(calls(step({Phase::decode, 2, 1, 100}, precision(DType::int4), plan), "rope_kv_write"),
+            0);
+}
+
 // The engine launches its int4 streaming GEMVs (one or two rows) programmatically, nothing else
 // (model/engine_gemv_rows.hpp): the calibration prices what that overlap saves in a graph.
 TEST(EngineBlocks, OnlyTheInt4StreamingGemvsLaunchProgrammatically) {

@@ -3,10 +3,11 @@
 //   unfused (any batch):   [add+]RMSNorm → QKV → RoPE+KV write → attention → O → add+RMSNorm →
 //                          gate/up → SiLU×mul → down   (the residual add waits for the next norm)
 //   fused (decode batches that take the GEMV kernels, --fusion on):
-//                          QKV GEMV with the RMSNorm inside → RoPE+KV write → attention →
+//                          QKV GEMV with the RMSNorm inside (and RoPE + KV write as its epilogue
+//                          where engine_rope_in_qkv says so) → [RoPE+KV write →] attention →
 //                          O GEMV adding into the residual → gate/up GEMV with the RMSNorm inside
 //                          and SiLU×mul as its epilogue → down GEMV adding into the residual
-// so a decode layer launches 5 kernels (+ attention's) instead of 8. Under tensor parallelism
+// so a decode layer launches 4 or 5 kernels (+ attention's) instead of 8. Under tensor parallelism
 // (options.collectives) the O and down outputs are partial sums, all-reduced over the GPUs
 // before the residual stream reads them (row_parallel_epilogue says how the fused form does it).
 #include <cmath>
@@ -16,6 +17,7 @@
 #include "engine/cuda/cuda_backend_impl.hpp"
 #include "engine/cuda/layer_kernels.hpp"
 #include "model/engine_decode_plan.hpp"
+#include "model/engine_gemv_rows.hpp"
 
 namespace inferlab::engine::cuda {
 
@@ -144,11 +146,31 @@ void CudaBackend::launch_attention_block(int64_t layer, const ForwardMetadata& m
   const auto eps = static_cast<float>(config_.rms_norm_eps);
   const double t = tokens;
   const double act = 2.0 * t;  // bytes per feature of a projection's input or output rows
+  const KvLayerCache cache = kv_.layer(layer);
+  const double kv_token_bytes =
+      KvStorage::bytes_per_token(layout_, cache.format) / static_cast<double>(m.num_layers);
+  const bool rope_in_qkv = engine_rope_in_qkv(options_.tuning.rope_in_qkv, fused,
+                                              projector_.takes_rope_epilogue(tokens, w.qkv),
+                                              cache.format, w.q_norm != nullptr);
   if (fused) {
     GemvFused qkv{residual_.data(), w.input_norm, eps,    GemvFused::Epilogue::store,
                   w.qkv_bias,       qkv_.data(),  nullptr};
+    double extra_bytes = 0;
+    if (rope_in_qkv) {  // RoPE and the cache write in the GEMV's epilogue
+      qkv.epilogue = GemvFused::Epilogue::rope_kv_write;
+      qkv.rope = {attention.num_heads,
+                  attention.num_kv_heads,
+                  attention.head_dim,
+                  dev + o.positions,
+                  dev + o.slots,
+                  inv_freq_.data(),
+                  static_cast<__nv_bfloat16*>(cache.k),
+                  static_cast<__nv_bfloat16*>(cache.v)};
+      extra_bytes = 8.0 * t + t * kv_token_bytes;  // positions, slots; the new keys and values
+    }
     projector_.gemv_fused(qkv, tokens, w.qkv, stream_);
-    timer_.mark("gemm_qkv", matrix_bytes(w.qkv) + act * (hidden + qkv_dim) + 2.0 * hidden,
+    timer_.mark("gemm_qkv",
+                matrix_bytes(w.qkv) + act * (hidden + qkv_dim) + 2.0 * hidden + extra_bytes,
                 2.0 * t * qkv_dim * hidden);
   } else {
     if (layer == 0) {
@@ -169,13 +191,12 @@ void CudaBackend::launch_attention_block(int64_t layer, const ForwardMetadata& m
                   attention.head_dim, w.q_norm, w.k_norm, eps, stream_);
     timer_.mark("norm", 2.0 * act * (qkv_dim - m.kv_dim()));
   }
-  const KvLayerCache cache = kv_.layer(layer);
-  rope_kv_write(qkv_.data(), tokens, attention.num_heads, attention.num_kv_heads,
-                attention.head_dim, dev + o.positions, dev + o.slots, inv_freq_.data(), cache,
-                stream_);
-  const double kv_token_bytes =
-      KvStorage::bytes_per_token(layout_, cache.format) / static_cast<double>(m.num_layers);
-  timer_.mark("rope_kv_write", act * (qkv_dim + q_dim) + t * kv_token_bytes);
+  if (!rope_in_qkv) {
+    rope_kv_write(qkv_.data(), tokens, attention.num_heads, attention.num_kv_heads,
+                  attention.head_dim, dev + o.positions, dev + o.slots, inv_freq_.data(), cache,
+                  stream_);
+    timer_.mark("rope_kv_write", act * (qkv_dim + q_dim) + t * kv_token_bytes);
+  }
   attention.cache = cache;
   paged_attention(attention, stream_);
   // Keys and values are read from HBM once per sequence (the query tiles of a prefill share

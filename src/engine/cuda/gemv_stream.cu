@@ -36,6 +36,7 @@
 #include "engine/cuda/gemv_stream_common.cuh"
 #include "engine/cuda/gemv_stream_stage.cuh"
 #include "engine/cuda/programmatic_launch.cuh"
+#include "engine/cuda/rope_device.cuh"
 
 namespace inferlab::engine::cuda {
 
@@ -187,6 +188,42 @@ __device__ __forceinline__ uint32_t load_group_aux(const Params& p, int64_t at) 
   return (load_u16_nc(p.group_scales + at) << 16) | load_u8_nc(p.zeros + at);
 }
 
+// kRope's epilogue for input row b: rows (r0, r1) = (i, i + d/2) of head t / (d/2) stored as
+// the plain GEMV stores them, then what rope_kv_kernel (layer_kernels.cu) does to that pair with
+// the same bits: a query pair rotated in place; a key pair rotated into the cache (the stored row
+// keeps the unrotated key, as rope_kv_write leaves it); a value pair copied into the cache.
+// inv_freq[i], the row's position and slot come loaded (a load here would be a memory trip on
+// the warp's path at every task's end: the first build, which loaded them here, ran Llama 3 8B's
+// bf16 and fp8 steps no faster than with RoPE as its own kernel).
+__device__ __forceinline__ void store_rope_pair(const Params& p, int task, int b, float v0,
+                                                float v1, float inv_freq, float position,
+                                                int64_t slot) {
+  const int half = p.head_dim / 2, head = task / half, i = task % half;
+  const int64_t r0 = static_cast<int64_t>(head) * p.head_dim + i;
+  bf16* y = static_cast<bf16*>(p.y) + static_cast<int64_t>(b) * p.out_rows;
+  const bf16 x1 = __float2bfloat16(v0), x2 = __float2bfloat16(v1);
+  if (head < p.heads + p.kv_heads) {
+    float c, s;
+    rope::angle(position, inv_freq, c, s);
+    bf16 y1, y2;
+    rope::rotate(__bfloat162float(x1), __bfloat162float(x2), c, s, y1, y2);
+    if (head < p.heads) {
+      y[r0] = y1;
+      y[r0 + half] = y2;
+      return;
+    }
+    bf16* k = p.k_cache + (slot * p.kv_heads + (head - p.heads)) * p.head_dim;
+    k[i] = y1;
+    k[i + half] = y2;
+  } else {
+    bf16* v = p.v_cache + (slot * p.kv_heads + (head - p.heads - p.kv_heads)) * p.head_dim;
+    v[i] = x1;
+    v[i + half] = x2;
+  }
+  y[r0] = x1;
+  y[r0 + half] = x2;
+}
+
 // The group scale and zero of an int4 weight vector.
 __device__ __forceinline__ uint32_t load_aux(const Params& p, int64_t row, int64_t vector) {
   // A shift where the group is a power-of-two number of vectors (every shipped size): an
@@ -207,7 +244,8 @@ __device__ __forceinline__ uint32_t load_aux(const Params& p, int64_t row, int64
 // scales' loads towards their use). Two register buffers used in turn instead of the copy of
 // the next into the current (40 moves a step for int4) ran slower: 2.411 -> 2.478 ms (§57).
 template <Fmt F, int B, int E>
-__global__ void __launch_bounds__(kThreads, kMinBlocks<F, B>) gemv_stream_kernel(const Params p) {
+__global__ void __launch_bounds__(kThreads, kMinBlocksFor<F, B, E>)
+    gemv_stream_kernel(const Params p) {
   constexpr int V = kLaneVectors<F>;
   static_assert(V == 2 || V == 4, "the launch bounds are set for 2 and 4 vectors a lane");
   extern __shared__ __align__(16) unsigned char smem[];
@@ -222,6 +260,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<F, B>) gemv_stream_kernel
   struct Rows {
     int64_t r0 = 0, r1 = 0;
     bool ok1 = false;
+    float inv_freq = 0.0f;  // kRope: the pair's frequency, loaded a step before its epilogue
   };
   auto rows_of = [&](int t) {
     Rows r;
@@ -229,6 +268,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<F, B>) gemv_stream_kernel
       r.r0 = t;
       r.r1 = static_cast<int64_t>(p.features) + t;
       r.ok1 = true;
+    } else if (E == kRope) {  // the pair RoPE rotates together: i and i + d/2 of one head
+      const int half = p.head_dim / 2;
+      r.r0 = static_cast<int64_t>(t / half) * p.head_dim + t % half;
+      r.r1 = r.r0 + half;
+      r.ok1 = true;
+      if (t < p.tasks) r.inv_freq = __ldg(p.inv_freq + t % half);
     } else {
       r.r0 = 2 * static_cast<int64_t>(t);
       r.r1 = r.r0 + 1;
@@ -284,6 +329,13 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<F, B>) gemv_stream_kernel
   wait_for_prerequisite_grid();  // the input, the residual and the outputs: the previous kernel's
   if (p.allow_early) allow_dependent_grid();
   stage_input<F>(p, head, xs);
+  float rope_position[B];  // kRope: each input row's position and cache slot
+  int64_t rope_slot[B];
+#pragma unroll
+  for (int b = 0; b < B; ++b) {
+    rope_position[b] = E == kRope ? static_cast<float>(p.positions[b]) : 0.0f;
+    rope_slot[b] = E == kRope ? p.slots[b] : 0;
+  }
   const float* x_factor = head + 2 * 32 + 2 + 2 * kWarps;
 
   float acc[2][B];
@@ -334,6 +386,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<F, B>) gemv_stream_kernel
           const float silu = round_bf16(gate / (1.0f + expf(-gate)));
           static_cast<bf16*>(p.y)[static_cast<int64_t>(b) * p.features + task] =
               __float2bfloat16(silu * up);
+        } else if (E == kRope) {
+          store_rope_pair(p, task, b, v0, v1, rows.inv_freq, rope_position[b], rope_slot[b]);
         } else if (E == kResidual) {
           bf16* res = p.residual + static_cast<int64_t>(b) * p.out_rows;
           res[rows.r0] = __float2bfloat16(__bfloat162float(res[rows.r0]) + round_bf16(v0));
@@ -413,6 +467,8 @@ void launch_epilogue(const Params& p, GemvFused::Epilogue e, cudaStream_t stream
       return launch_kernel<F, B, kResidual>(p, stream);
     case GemvFused::Epilogue::swiglu:
       return launch_kernel<F, B, kSwiglu>(p, stream);
+    case GemvFused::Epilogue::rope_kv_write:
+      return launch_kernel<F, B, kRope>(p, stream);
   }
 }
 
@@ -476,8 +532,22 @@ void launch_gemv_stream(const GemvStreamCall& c, cudaStream_t stream) {
   p.in = static_cast<int>(w.in);
   p.out_rows = static_cast<int>(w.out);
   const bool swiglu = c.epilogue == GemvFused::Epilogue::swiglu;
+  const bool rope = c.epilogue == GemvFused::Epilogue::rope_kv_write;
+  if (rope && (c.rope.head_dim < 2 || c.rope.head_dim % 2 != 0 ||
+               w.out != static_cast<int64_t>(c.rope.num_heads + 2 * c.rope.num_kv_heads) *
+                            c.rope.head_dim)) {
+    throw std::invalid_argument("launch_gemv_stream: the RoPE epilogue needs the fused QKV rows");
+  }
   p.features = swiglu ? p.out_rows / 2 : p.out_rows;
-  p.tasks = swiglu ? p.features : (p.out_rows + 1) / 2;
+  p.tasks = swiglu ? p.features : (p.out_rows + 1) / 2;  // RoPE: (H + 2 Hkv)·d/2 pairs, d even
+  p.heads = c.rope.num_heads;
+  p.kv_heads = c.rope.num_kv_heads;
+  p.head_dim = c.rope.head_dim;
+  p.positions = c.rope.positions;
+  p.slots = c.rope.slots;
+  p.inv_freq = c.rope.inv_freq;
+  p.k_cache = c.rope.k_cache;
+  p.v_cache = c.rope.v_cache;
   p.scales = w.scales;
   p.group_scales = w.group_scales;
   p.zeros = w.zeros;

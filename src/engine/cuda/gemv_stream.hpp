@@ -58,6 +58,7 @@ struct GemvStreamCall {
   void* y = nullptr;                    // store: [rows][out] bf16 or fp32; SwiGLU: [rows][out/2]
   bool y_fp32 = false;
   __nv_bfloat16* residual = nullptr;  // residual_add: [rows][out], in place
+  GemvFused::Rope rope;               // rope_kv_write: y as store, then RoPE and the cache write
   GemvStreamPdl pdl = GemvStreamPdl::off;
 };
 

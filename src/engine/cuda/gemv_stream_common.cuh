@@ -17,7 +17,7 @@ constexpr int kStageBytes = static_cast<int>(kEngineGemvStreamStageBytes);  // s
 constexpr int kHeadFloats = 2 * 32 + 2 + 2 * kWarps + 2;  // warp sums, inv rms, maxima, factors
 
 enum class Fmt { bf16, int8, int4, fp8, w8a8 };
-enum Epi { kStore = 0, kResidual = 1, kSwiglu = 2 };
+enum Epi { kStore = 0, kResidual = 1, kSwiglu = 2, kRope = 3 };
 
 struct Params {
   const uint8_t* w;
@@ -36,6 +36,14 @@ struct Params {
   void* y;
   bool y_fp32;
   bf16* residual;
+  // kRope: task t is the pair (i, i + d/2) of head t / (d/2), i = t % (d/2); positions, slots
+  // and inv_freq as rope_kv_write reads them, the caches [slot][kv_head][d].
+  int heads, kv_heads, head_dim;
+  const int32_t* positions;
+  const int32_t* slots;
+  const float* inv_freq;
+  bf16* k_cache;
+  bf16* v_cache;
   bool programmatic;  // launched with programmatic dependent launch (host side only)
   bool allow_early;   // allow the next kernel's launch once the input is ready, not at the end
 };
@@ -83,6 +91,11 @@ template <Fmt F, int B>
 constexpr int kMinBlocks = kLaneVectors<F> == 4 ? 2
                            : B == 1             ? 4
                                                 : 3;
+// Per epilogue: fp8's one-row RoPE epilogue (kRope, gemv_stream.cu) at three, 80 registers; at
+// four it spilled 36 bytes, and Llama 3 8B's fp8 step ran 2.862 ms against 2.828 at three
+// (MEASUREMENTS §58).
+template <Fmt F, int B, int E>
+constexpr int kMinBlocksFor = E == kRope&& F == Fmt::fp8&& B == 1 ? 3 : kMinBlocks<F, B>;
 
 // Per 32-element block of int4's staged input: what turns a vector's integer sum into the
 // row's units (2^(e − e_row), the row's 2^e_row applied at the end) and Σx' for the zero's term.

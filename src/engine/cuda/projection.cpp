@@ -412,6 +412,10 @@ bool Projector::takes_gemv(int64_t rows, const DeviceMatrix& w) const {
   return impl_->takes(rows, w);
 }
 
+bool Projector::takes_rope_epilogue(int64_t rows, const DeviceMatrix& w) const {
+  return impl_->takes(rows, w) && impl_->streams(rows, w);
+}
+
 void Projector::linear(const __nv_bfloat16* x, int64_t rows, const DeviceMatrix& w,
                        const __nv_bfloat16* bias, void* y, bool y_fp32, cudaStream_t stream) {
   Impl& m = *impl_;
@@ -470,6 +474,22 @@ void Projector::gemv_fused(const GemvFused& args, int64_t rows, const DeviceMatr
     case GemvFused::Epilogue::swiglu:
       p.epilogue = GemvEpilogue::swiglu;
       break;
+    case GemvFused::Epilogue::rope_kv_write:  // the streaming GEMV's only (checked below)
+      break;
+  }
+  if (args.epilogue == GemvFused::Epilogue::rope_kv_write) {
+    const GemvFused::Rope& r = args.rope;
+    if (!m.streams(rows, w)) refuse("the RoPE epilogue runs on the streaming GEMV only");
+    if (r.num_heads < 1 || r.num_kv_heads < 1 || r.head_dim < 2 || r.head_dim % 2 != 0 ||
+        w.out != static_cast<int64_t>(r.num_heads + 2 * r.num_kv_heads) * r.head_dim) {
+      refuse(
+          "the RoPE epilogue needs the fused QKV matrix of (heads + 2 KV heads) x an even "
+          "head_dim rows");
+    }
+    if (r.positions == nullptr || r.slots == nullptr || r.inv_freq == nullptr ||
+        r.k_cache == nullptr || r.v_cache == nullptr) {
+      refuse("the RoPE epilogue needs positions, slots, inv_freq and both caches");
+    }
   }
   if (args.epilogue == GemvFused::Epilogue::residual_add) {
     if (args.residual == nullptr) refuse("residual_add without a residual");
@@ -492,6 +512,7 @@ void Projector::gemv_fused(const GemvFused& args, int64_t rows, const DeviceMatr
     call.bias = args.bias;
     call.y = args.y;
     call.residual = args.residual;
+    call.rope = args.rope;
     call.pdl = m.pdl_for(w);
     launch_gemv_stream(call, stream);
     m.last = ProjectionPath::gemv_stream;

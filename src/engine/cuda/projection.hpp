@@ -65,10 +65,14 @@ struct GemvFused {
   const __nv_bfloat16* norm_weight = nullptr;
   float eps = 0;
   enum class Epilogue {
-    store,         // y [rows, out] = bf16(acc (+ bias))
-    residual_add,  // residual [rows, out] = bf16(residual + bf16(acc)), in place
-    swiglu,        // w is the fused gate/up matrix [2 I, in]: y [rows, I] =
-                   // bf16(bf16(silu(bf16(gate))) · bf16(up)), as silu_mul_halves
+    store,          // y [rows, out] = bf16(acc (+ bias))
+    residual_add,   // residual [rows, out] = bf16(residual + bf16(acc)), in place
+    swiglu,         // w is the fused gate/up matrix [2 I, in]: y [rows, I] =
+                    // bf16(bf16(silu(bf16(gate))) · bf16(up)), as silu_mul_halves
+    rope_kv_write,  // w is the fused QKV matrix [(H + 2 Hkv)·d, in]: y [rows, out] as store, then
+                    // what layer_kernels' rope_kv_write does to it, bit for bit: the query
+                    // heads rotated in place, the rotated keys and the values into the bf16 cache
+                    // (`rope`); the streaming GEMV only (takes_rope_epilogue)
   };
   Epilogue epilogue = Epilogue::store;
   // [out] (for SwiGLU [2 I]: gate then up), added to the sum before its first rounding, in
@@ -76,6 +80,16 @@ struct GemvFused {
   const __nv_bfloat16* bias = nullptr;
   __nv_bfloat16* y = nullptr;         // store, swiglu
   __nv_bfloat16* residual = nullptr;  // residual_add
+  // rope_kv_write: the heads, the RoPE table and where row r's key and value go.
+  struct Rope {
+    int num_heads = 0, num_kv_heads = 0, head_dim = 0;
+    const int32_t* positions = nullptr;  // [rows]
+    const int32_t* slots = nullptr;      // [rows]: cache slots ([slot, kv_head, head_dim])
+    const float* inv_freq = nullptr;     // [head_dim / 2]
+    __nv_bfloat16* k_cache = nullptr;
+    __nv_bfloat16* v_cache = nullptr;
+  };
+  Rope rope;
 };
 
 // Which route a call took (Projector::last_path), for tests and benchmarks.
@@ -136,6 +150,9 @@ class Projector {
   void set_gemv(bool on);
   bool gemv() const;
   bool takes_gemv(int64_t rows, const DeviceMatrix& w) const;
+  // Whether gemv_fused takes the rope_kv_write epilogue for `rows` rows of `w` (the streaming
+  // GEMV runs them).
+  bool takes_rope_epilogue(int64_t rows, const DeviceMatrix& w) const;
   // Every family's row limit at once (0-32; 0 switches the GEMV off), and one family's.
   void set_gemv_max_rows(int64_t rows);
   // Whether 1-2 rows take the streaming GEMV (gemv_stream.hpp; default on, off also with

@@ -380,6 +380,119 @@ TEST(CudaGemvStream, FusedFormsEqualTheUnfusedKernels) {
   }
 }
 
+// The RoPE epilogue computes the bits of the GEMV's plain store followed by rope_kv_write
+// (layer_kernels.cu), which is what the engine ran before it: the stored rows (queries rotated,
+// keys and values as computed), the rotated keys and the values in the bf16 cache at each row's
+// slot, and nothing else of the cache. Every format, one and two rows, a GQA shape with head_dim
+// 64 and Llama 3 8B's (32 heads over 8, head_dim 128), a QKV bias, positions past 2^17 (sincosf's
+// slow path) and near zero.
+TEST(CudaGemvStream, RopeEpilogueEqualsTheGemvThenRopeKvWrite) {
+  REQUIRE_GPU();
+  struct Heads {
+    int heads, kv_heads, head_dim;
+    int64_t in;
+  };
+  uint64_t seed = 9950;
+  const int64_t kSlots = 16;
+  for (const Heads& h : {Heads{4, 2, 64, 512}, Heads{32, 8, 128, 4096}}) {
+    const int64_t out = static_cast<int64_t>(h.heads + 2 * h.kv_heads) * h.head_dim;
+    const int64_t cache_elems = kSlots * h.kv_heads * h.head_dim;
+    std::vector<float> inv_freq(static_cast<size_t>(h.head_dim / 2));
+    for (size_t i = 0; i < inv_freq.size(); ++i) {
+      inv_freq[i] = static_cast<float>(1.0 / std::pow(500000.0, 2.0 * i / h.head_dim));
+    }
+    DeviceBuffer<float> d_inv_freq(inv_freq.size());
+    d_inv_freq.upload(inv_freq.data(), inv_freq.size());
+    const std::vector<int32_t> positions = {140001, 3}, slots = {11, 2};
+    DeviceBuffer<int32_t> d_positions(2), d_slots(2);
+    d_positions.upload(positions.data(), 2);
+    d_slots.upload(slots.data(), 2);
+    for (const Format& format : formats()) {
+      Projector projector(2, h.in, out, format.weights, format.input);
+      const HostMatrix m = make_host_matrix(format.weights, out, h.in, format.group_size, seed++);
+      DeviceCopy d;
+      upload(m, format.input, &d);
+      auto bias = to_device(random_bf16_bits(static_cast<size_t>(out), seed++, 0.0f, 0.5f));
+      for (int64_t rows : {1, 2}) {
+        for (bool with_bias : {false, true}) {
+          SCOPED_TRACE(std::string(format.name) + " heads " + std::to_string(h.heads) + " rows " +
+                       std::to_string(rows) + (with_bias ? " bias" : ""));
+          const HostRows x = make_host_rows(rows, h.in, seed++, 3.0f);
+          auto dx = to_device(x.bits);
+          auto dnorm = to_device(random_bf16_bits(static_cast<size_t>(h.in), seed++, 1.0f, 0.5f));
+          const auto cache_bits =
+              random_bf16_bits(static_cast<size_t>(2 * cache_elems), seed++, 0.0f, 1.0f);
+          DeviceBuffer<bf16> qkv_a(rows * out), qkv_b(rows * out);
+          DeviceBuffer<bf16> cache_a(2 * cache_elems), cache_b(2 * cache_elems);
+          cache_a.upload(reinterpret_cast<const bf16*>(cache_bits.data()), cache_bits.size());
+          cache_b.upload(reinterpret_cast<const bf16*>(cache_bits.data()), cache_bits.size());
+
+          cuda::GemvFused args;
+          args.x = dx.data();
+          args.norm_weight = dnorm.data();
+          args.eps = 1e-5f;
+          args.bias = with_bias ? bias.data() : nullptr;
+          args.y = qkv_a.data();
+          projector.gemv_fused(args, rows, d.view, nullptr);
+          cuda::KvLayerCache cache;
+          cache.k = cache_a.data();
+          cache.v = cache_a.data() + cache_elems;
+          cuda::rope_kv_write(qkv_a.data(), static_cast<int>(rows), h.heads, h.kv_heads, h.head_dim,
+                              d_positions.data(), d_slots.data(), d_inv_freq.data(), cache,
+                              nullptr);
+
+          ASSERT_TRUE(projector.takes_rope_epilogue(rows, d.view));
+          args.y = qkv_b.data();
+          args.epilogue = cuda::GemvFused::Epilogue::rope_kv_write;
+          args.rope = {
+              h.heads,        h.kv_heads,        h.head_dim,     d_positions.data(),
+              d_slots.data(), d_inv_freq.data(), cache_b.data(), cache_b.data() + cache_elems};
+          projector.gemv_fused(args, rows, d.view, nullptr);
+          EXPECT_EQ(projector.last_path(), ProjectionPath::gemv_stream);
+          EXPECT_TRUE(download_bits(qkv_b, rows * out) == download_bits(qkv_a, rows * out))
+              << "the stored rows";
+          EXPECT_TRUE(download_bits(cache_b, 2 * cache_elems) ==
+                      download_bits(cache_a, 2 * cache_elems))
+              << "the cache";
+        }
+      }
+    }
+  }
+}
+
+// The RoPE epilogue refuses what it cannot do: a matrix that is not (heads + 2 KV heads) x
+// head_dim rows, an odd head_dim, missing pointers.
+TEST(CudaGemvStream, RopeEpilogueRefusesOtherShapes) {
+  REQUIRE_GPU();
+  const Format& format = formats()[0];
+  Projector projector(2, 256, 256, format.weights, format.input);
+  const HostMatrix m = make_host_matrix(format.weights, 256, 256, format.group_size, 9990);
+  DeviceCopy d;
+  upload(m, format.input, &d);
+  DeviceBuffer<bf16> x(256), y(256), cache(1024);
+  DeviceBuffer<int32_t> ints(2);
+  DeviceBuffer<float> inv_freq(64);
+  cuda::GemvFused args;
+  args.x = x.data();
+  args.y = y.data();
+  args.epilogue = cuda::GemvFused::Epilogue::rope_kv_write;
+  auto good = [&] {
+    return cuda::GemvFused::Rope{
+        2, 1, 64, ints.data(), ints.data(), inv_freq.data(), cache.data(), cache.data() + 512};
+  };
+  args.rope = good();
+  args.rope.num_heads = 3;  // 5 x 64 = 320 rows, not 256
+  EXPECT_THROW(projector.gemv_fused(args, 1, d.view, nullptr), std::invalid_argument);
+  args.rope = good();
+  args.rope.head_dim = 63;
+  EXPECT_THROW(projector.gemv_fused(args, 1, d.view, nullptr), std::invalid_argument);
+  args.rope = good();
+  args.rope.slots = nullptr;
+  EXPECT_THROW(projector.gemv_fused(args, 1, d.view, nullptr), std::invalid_argument);
+  args.rope = good();
+  EXPECT_NO_THROW(projector.gemv_fused(args, 1, d.view, nullptr));
+}
+
 }  // namespace
 }  // namespace inferlab::engine
 
