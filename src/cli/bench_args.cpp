@@ -86,6 +86,7 @@ CommonArgs predict_args_for(const BenchArgs& a, const EngineOptions& options,
   const EngineSwitches s = engine_switches_of(options);
   common.gemv = s.gemv ? "on" : "off";
   common.fusion = s.fusion ? "on" : "off";
+  common.rope_in_qkv = s.rope_in_qkv;
   common.cuda_graphs = s.cuda_graphs ? "on" : "off";
   common.flash_attention = s.flash_attention ? "on" : "off";
   common.weights = std::string(dtype_name(s.weights));

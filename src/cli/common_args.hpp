@@ -27,6 +27,9 @@ struct CommonArgs {
   // The inferlab engine's switches (--framework inferlab only; empty: the engine's defaults)
   // and its calibration (auto: data/engine_costs/<hardware>.json when shipped; none; a path).
   std::string gemv, fusion;
+  // RoPE in the QKV GEMV's epilogue where the engine can (not an option: `bench` passes its
+  // engine's INFERLAB_ENGINE_ROPE_IN_QKV through it, so that --compare prices what ran).
+  bool rope_in_qkv = true;
   std::string projection_layout;  // --projection-layout (framework pytorch)
   std::string engine_costs = "auto";
   // The calibrated model's sustained clock (CostRequest::sustained): empty, the calibration's

@@ -1,0 +1,27 @@
+// `bench`'s prediction beside a measurement (cli/bench_args.hpp) prices what its engine ran: the
+// RoPE epilogue's switch (INFERLAB_ENGINE_ROPE_IN_QKV, EngineTuning::rope_in_qkv) reaches the
+// profile's switches and the prediction's options alike.
+#include "cli/bench_args.hpp"
+
+#include <gtest/gtest.h>
+
+namespace inferlab::cli {
+namespace {
+
+TEST(BenchArgs, TheRopeEpilogueSwitchReachesTheProfileAndThePrediction) {
+  BenchArgs a;
+  a.model = "llama-3-8b";
+  for (bool rope_in_qkv : {true, false}) {
+    EngineOptions options;
+    options.tuning.rope_in_qkv = rope_in_qkv;
+    EXPECT_EQ(engine_switches_of(options).rope_in_qkv, rope_in_qkv);
+    EXPECT_EQ(engine_switches_json(engine_switches_of(options))["rope"],
+              rope_in_qkv ? "qkv_epilogue" : "kernel");
+    const CommonArgs common = predict_args_for(a, options, "h200");
+    EXPECT_EQ(common.rope_in_qkv, rope_in_qkv);
+    EXPECT_EQ(to_predict_options(common).rope_in_qkv, rope_in_qkv);
+  }
+}
+
+}  // namespace
+}  // namespace inferlab::cli
