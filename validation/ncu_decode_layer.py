@@ -13,9 +13,10 @@ Then, anywhere:
   python3 validation/ncu_decode_layer.py ncu_layer_int4.txt [--format json]
 
 The streaming GEMV's launches are named by their epilogue (gemv_stream_kernel<F, B, E>: E 0
-store, 1 residual add, 2 SwiGLU): a store is the QKV projection (RMSNorm fused), SwiGLU the
-gate/up projection; a residual add is the down projection where the GEMV launched next is a
-QKV (the next layer's) or the one before it was a gate/up, else the O projection. Other kernels
+store, 1 residual add, 2 SwiGLU, 3 RoPE and the KV write): a store or a RoPE epilogue is the QKV
+projection (RMSNorm fused; RoPE in its epilogue since MEASUREMENTS §58), SwiGLU the gate/up
+projection; a residual add is the down projection where the GEMV launched next is a QKV (the
+next layer's) or the one before it was a gate/up, else the O projection. Other kernels
 keep their names. Prints, per name, the launches seen, the median duration (µs) with its range,
 the median DRAM bytes read (MB) and registers per thread.
 """
@@ -56,7 +57,7 @@ def label(kernels):
         e = epilogues[i]
         if e is None:
             names.append(re.sub(r"\(.*$", "", name).split("::")[-1].split("<")[0])
-        elif e == 0:
+        elif e in (0, 3):
             names.append("qkv")
         elif e == 2:
             names.append("gate_up")
@@ -64,7 +65,7 @@ def label(kernels):
             at = gemvs.index(i)
             after = epilogues[gemvs[at + 1]] if at + 1 < len(gemvs) else None
             before = epilogues[gemvs[at - 1]] if at > 0 else None
-            names.append("down" if after == 0 or before == 2 else "o")
+            names.append("down" if after in (0, 3) or before == 2 else "o")
     return names
 
 

@@ -556,10 +556,13 @@ class EngineBuilder {
       }
       gemm.programmatic_launch = stream && engine_gemv_stream_programmatic(p_.weights);
       const bool plain = pr.fused == Fused::none;
-      gemm.tag =
-          tag(pr.kernel_class,
-              stream ? (plain ? "gemv" : "gemv_fused") : (plain ? "gemv_mma" : "gemv_mma_fused"),
-              weight_label_);
+      // The QKV GEMV with RoPE in its epilogue has a key of its own ("gemv_fused_rope", falling
+      // back to "gemv_fused"): profiles from before the epilogue time the plain fused kernel.
+      gemm.tag = tag(pr.kernel_class,
+                     pr.fused == Fused::norm_rope ? "gemv_fused_rope"
+                     : stream                     ? (plain ? "gemv" : "gemv_fused")
+                                                  : (plain ? "gemv_mma" : "gemv_mma_fused"),
+                     weight_label_);
       add(gemm, scope, count);
       return;
     }

@@ -161,7 +161,7 @@ TEST(EngineBlocks, RopeAndTheKvWriteRideTheStreamingQkvGemv) {
   const auto ops = step(kDecode1, precision(DType::bf16), plan);
   EXPECT_EQ(calls(ops, "rope_kv_write"), 0);
   const Op& qkv = find(ops, "qkv_proj");
-  EXPECT_STREQ(qkv.tag.path, "gemv_fused");
+  EXPECT_STREQ(qkv.tag.path, "gemv_fused_rope");  // a key of its own (falling back to gemv_fused)
   // Weights and the norm weight; x in, qkv out, positions and slots (8 bytes), and the new key
   // and value: one KV head of 64 bf16 each.
   EXPECT_DOUBLE_EQ(qkv.weight_bytes, 256.0 * 128 * 2 + 128 * 2);

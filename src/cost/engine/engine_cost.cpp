@@ -26,7 +26,7 @@ bool runs_on_matrix_units(OpKind kind) {
 }  // namespace
 
 bool engine_stream_gemv_path(std::string_view path) {
-  return path == "gemv" || path == "gemv_fused";
+  return path == "gemv" || path == "gemv_fused" || path == "gemv_fused_rope";
 }
 
 double engine_op_peak(const Op& op, const EngineCeilings& ceilings) {
@@ -121,12 +121,18 @@ OpCost engine_op_cost(const Op& op, const EngineKernelParams& p, const EngineCei
 std::vector<std::string> engine_key_candidates(const KernelTag& tag) {
   const std::string cls = tag.kernel_class, path = tag.path, format = tag.format;
   std::vector<std::string> keys = {engine_kernel_key(cls, path, format)};
-  if (path == "gemv_fused") keys.push_back(engine_kernel_key(cls, "gemv", format));
+  if (path == "gemv_fused_rope") keys.push_back(engine_kernel_key(cls, "gemv_fused", format));
+  if (path == "gemv_fused" || path == "gemv_fused_rope") {
+    keys.push_back(engine_kernel_key(cls, "gemv", format));
+  }
   // (Calibrations fitted before naive prefills had their own key price them as naive decodes.)
   if (path == "naive_prefill") keys.push_back(engine_kernel_key(cls, "naive", format));
   if (format != "bf16") {
     keys.push_back(engine_kernel_key(cls, path, "bf16"));
-    if (path == "gemv_fused") keys.push_back(engine_kernel_key(cls, "gemv", "bf16"));
+    if (path == "gemv_fused_rope") keys.push_back(engine_kernel_key(cls, "gemv_fused", "bf16"));
+    if (path == "gemv_fused" || path == "gemv_fused_rope") {
+      keys.push_back(engine_kernel_key(cls, "gemv", "bf16"));
+    }
   }
   return keys;
 }

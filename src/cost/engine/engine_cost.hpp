@@ -56,8 +56,8 @@ class EngineCostModel : public CostModel {
 // kernels and, where the ceilings say so (EngineCeilings::stream_gemv_simt), for the streaming
 // GEMV, whose multiply-adds run on the CUDA cores.
 double engine_op_peak(const Op& op, const EngineCeilings& ceilings);
-// The streaming GEMV's paths (1-2 rows): "gemv" and "gemv_fused" (not the tensor-core GEMV's
-// "gemv_mma" ones).
+// The streaming GEMV's paths (1-2 rows): "gemv", "gemv_fused" and "gemv_fused_rope" (not the
+// tensor-core GEMV's "gemv_mma" ones).
 bool engine_stream_gemv_path(std::string_view path);
 // A mixture of experts' slot and grouped kernels ("moe_gemv", "moe_grouped"): CUDA-core
 // multiply-adds, priced against the fp32 rate like the streaming GEMV.

@@ -58,9 +58,10 @@ struct EngineCeilings {
   double fp32_flops_per_s = 0.0;                     // non-matrix kernels (norms, elementwise)
   std::map<std::string, double> matrix_flops_per_s;  // by dtype name: bf16, fp16, fp8, int8
   int64_t sm_count = 0;                              // 0: the per-CTA term is off
-  // The streaming GEMV's multiply-adds (1-2 rows, paths "gemv" and "gemv_fused") run on the CUDA
-  // cores: their FLOPs are priced against fp32_flops_per_s. False in files fitted before
-  // 2026-11-28 ("stream_gemv_peak" absent), whose efficiencies are fractions of the matrix peak.
+  // The streaming GEMV's multiply-adds (1-2 rows, paths "gemv", "gemv_fused", "gemv_fused_rope")
+  // run on the CUDA cores: their FLOPs are priced against fp32_flops_per_s. False in files fitted
+  // before 2026-11-28 ("stream_gemv_peak" absent), whose efficiencies are fractions of the matrix
+  // peak.
   bool stream_gemv_simt = false;
   std::string source;
 };

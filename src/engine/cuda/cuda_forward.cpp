@@ -134,8 +134,8 @@ void CudaBackend::launch_layer(int64_t layer, const ForwardMetadata& meta,
 void CudaBackend::launch_attention_block(int64_t layer, const ForwardMetadata& meta,
                                          PagedAttentionParams& attention, bool fused,
                                          float* stats) {
-  // Norm (with the previous layer's residual add unless fused), QKV, RoPE + KV write,
-  // attention, O (+ residual when fused).
+  // Norm (with the previous layer's residual add unless fused), QKV, RoPE + KV write (in the QKV
+  // GEMV's epilogue where engine_rope_in_qkv says so), attention, O (+ residual when fused).
   const ModelConfig& m = config_.model;
   const DeviceLayer& w = weights_.layers[static_cast<size_t>(layer)];
   const int tokens = meta.tokens();

@@ -256,7 +256,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksFor<F, B, E>)
   const int stages = static_cast<int>((vectors + 32 * V - 1) / (32 * V));
   const int stride = gridDim.x * kWarps;
 
-  // The two weight rows of task t: features 2t and 2t + 1, or SwiGLU's gate and up rows of t.
+  // The two weight rows of task t: features 2t and 2t + 1, SwiGLU's gate and up rows of t, or
+  // kRope's pair (i, i + d/2) of head t / (d/2).
   struct Rows {
     int64_t r0 = 0, r1 = 0;
     bool ok1 = false;
@@ -324,7 +325,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksFor<F, B, E>)
   int task = blockIdx.x * kWarps + warp, stage = 0;
   Rows rows = rows_of(task);
   // The first loads go out before the input is staged, so HBM is busy meanwhile; launched
-  // programmatically, before the previous kernel has finished (they read weights only).
+  // programmatically, before the previous kernel has finished (they read weights only, and
+  // kRope's inv_freq, uploaded once when the backend opens).
   if (task < p.tasks) load_stage(cur, cur_aux, rows, 0);
   wait_for_prerequisite_grid();  // the input, the residual and the outputs: the previous kernel's
   if (p.allow_early) allow_dependent_grid();

@@ -6,7 +6,8 @@
 // rows the mma's reuse buys nothing and the kernel waits on its loads.
 //
 // Shape: a persistent grid (as many blocks as fit, every SM busy), 8 warps a block; a warp owns
-// two weight rows at a time (two output features, or the gate and up rows of one SwiGLU output)
+// two weight rows at a time (two output features, the gate and up rows of one SwiGLU output, or
+// the pair of rows RoPE rotates together)
 // and its lanes stride along them in 16-byte vectors, 4 vectors of each row in flight and the
 // next 4 issued before the current ones are used: 2 × 4 × 16 B × 2 stages per lane, ~64 KB a
 // block, more than the ~25 KB per SM that Little's law asks at 4.8 TB/s (fp8: 2 vectors, in

@@ -95,7 +95,7 @@ constexpr int kMinBlocks = kLaneVectors<F> == 4 ? 2
 // four it spilled 36 bytes, and Llama 3 8B's fp8 step ran 2.862 ms against 2.828 at three
 // (MEASUREMENTS §58).
 template <Fmt F, int B, int E>
-constexpr int kMinBlocksFor = E == kRope&& F == Fmt::fp8&& B == 1 ? 3 : kMinBlocks<F, B>;
+constexpr int kMinBlocksFor = (E == kRope && F == Fmt::fp8 && B == 1) ? 3 : kMinBlocks<F, B>;
 
 // Per 32-element block of int4's staged input: what turns a vector's integer sum into the
 // row's units (2^(e − e_row), the row's 2^e_row applied at the end) and Σx' for the zero's term.

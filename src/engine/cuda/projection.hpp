@@ -78,7 +78,7 @@ struct GemvFused {
   // [out] (for SwiGLU [2 I]: gate then up), added to the sum before its first rounding, in
   // every epilogue.
   const __nv_bfloat16* bias = nullptr;
-  __nv_bfloat16* y = nullptr;         // store, swiglu
+  __nv_bfloat16* y = nullptr;         // store, swiglu, rope_kv_write
   __nv_bfloat16* residual = nullptr;  // residual_add
   // rope_kv_write: the heads, the RoPE table and where row r's key and value go.
   struct Rope {

@@ -87,7 +87,8 @@ nlohmann::json open_request(const std::string& model, const EngineOptions& o,
         {"two_shot_max_bytes", t.two_shot_max_bytes},
         {"host_sampling", t.host_sampling},
         {"gemv_pdl", static_cast<int>(t.projection.gemv_pdl)},
-        {"moe_gemm", static_cast<int>(t.moe_gemm)}}},
+        {"moe_gemm", static_cast<int>(t.moe_gemm)},
+        {"rope_in_qkv", t.rope_in_qkv}}},
   };
 }
 
@@ -146,6 +147,7 @@ void read_open_request(const nlohmann::json& j, EngineOptions& o, QuantConfig& q
   t.host_sampling = jt.at("host_sampling").get<bool>();
   t.projection.gemv_pdl = static_cast<GemvPdlChoice>(jt.at("gemv_pdl").get<int>());
   t.moe_gemm = static_cast<MoeGemmChoice>(jt.at("moe_gemm").get<int>());
+  t.rope_in_qkv = jt.at("rope_in_qkv").get<bool>();
 }
 
 // A lost rank as rank 0 reports it: with how a rank it started ended.

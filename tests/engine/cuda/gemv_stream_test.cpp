@@ -469,16 +469,23 @@ TEST(CudaGemvStream, RopeEpilogueRefusesOtherShapes) {
   const HostMatrix m = make_host_matrix(format.weights, 256, 256, format.group_size, 9990);
   DeviceCopy d;
   upload(m, format.input, &d);
-  DeviceBuffer<bf16> x(256), y(256), cache(1024);
+  // Real inputs: the last call runs the kernel, which writes the cache at the slots given.
+  const auto x_bits = random_bf16_bits(256, 9991, 0.0f, 1.0f);
+  auto x = to_device(x_bits);
+  DeviceBuffer<bf16> y(256), cache(1024);
+  const std::vector<int32_t> position_and_slot = {0, 1};  // position 0, slot 1 of 8
   DeviceBuffer<int32_t> ints(2);
-  DeviceBuffer<float> inv_freq(64);
+  ints.upload(position_and_slot.data(), 2);
+  const std::vector<float> frequencies(32, 0.5f);
+  DeviceBuffer<float> inv_freq(32);
+  inv_freq.upload(frequencies.data(), frequencies.size());
   cuda::GemvFused args;
   args.x = x.data();
   args.y = y.data();
   args.epilogue = cuda::GemvFused::Epilogue::rope_kv_write;
   auto good = [&] {
     return cuda::GemvFused::Rope{
-        2, 1, 64, ints.data(), ints.data(), inv_freq.data(), cache.data(), cache.data() + 512};
+        2, 1, 64, ints.data(), ints.data() + 1, inv_freq.data(), cache.data(), cache.data() + 512};
   };
   args.rope = good();
   args.rope.num_heads = 3;  // 5 x 64 = 320 rows, not 256
@@ -491,6 +498,7 @@ TEST(CudaGemvStream, RopeEpilogueRefusesOtherShapes) {
   EXPECT_THROW(projector.gemv_fused(args, 1, d.view, nullptr), std::invalid_argument);
   args.rope = good();
   EXPECT_NO_THROW(projector.gemv_fused(args, 1, d.view, nullptr));
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
 
 }  // namespace
