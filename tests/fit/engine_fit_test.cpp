@@ -65,7 +65,8 @@ EngineProfilePoint point(Phase phase, int64_t batch, int64_t tokens, int64_t con
 }
 
 // Profiles of Llama 3.2 1B and Llama 3 8B (two sizes of every matrix, so that a kernel's fixed
-// time and its bandwidth separate) on the H200 (spec sheet) for three switch combinations; each
+// time and its bandwidth separate) on the H200 (spec sheet) for five switch combinations (RoPE in
+// the QKV GEMV's epilogue in the fifth, its own kernel in the others); each
 // point's classes and step as the truth prices them (the classes as the profile times them: in a
 // stream plus a mark per call). Every third point of each file is held out.
 Synthetic make_synthetic() {
@@ -74,13 +75,16 @@ Synthetic make_synthetic() {
   s.hw = base.spec;
   s.fallback = std::move(base.cost);
   s.truth = truth_costs(s.hw);
-  std::vector<EngineSwitches> combos(4);
+  std::vector<EngineSwitches> combos(5);
+  for (EngineSwitches& c : combos) c.rope_in_qkv = false;  // RoPE as its own kernel
   combos[1].fusion = true;
   combos[1].weights = DType::int4;
   combos[2].gemv = false;
   combos[2].cuda_graphs = false;
   combos[2].kv = DType::int8;
   combos[3].cuda_graphs = false;  // eager GEMV decodes: the host's time per launch shows
+  combos[4] = combos[1];          // and RoPE in the QKV GEMV's epilogue at one and two rows
+  combos[4].rope_in_qkv = true;
   const std::vector<EngineProfilePoint> grid = {
       point(Phase::prefill, 1, 128, 128),   point(Phase::prefill, 1, 512, 512),
       point(Phase::prefill, 1, 2048, 2048), point(Phase::prefill, 4, 1024, 1024),
