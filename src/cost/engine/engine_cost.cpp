@@ -120,19 +120,17 @@ OpCost engine_op_cost(const Op& op, const EngineKernelParams& p, const EngineCei
 
 std::vector<std::string> engine_key_candidates(const KernelTag& tag) {
   const std::string cls = tag.kernel_class, path = tag.path, format = tag.format;
-  std::vector<std::string> keys = {engine_kernel_key(cls, path, format)};
-  if (path == "gemv_fused_rope") keys.push_back(engine_kernel_key(cls, "gemv_fused", format));
-  if (path == "gemv_fused" || path == "gemv_fused_rope") {
-    keys.push_back(engine_kernel_key(cls, "gemv", format));
-  }
+  // The streaming GEMV's paths fall back from the most fused to the plain one:
+  // gemv_fused_rope -> gemv_fused -> gemv, in the tag's format and then in bf16's.
+  std::vector<std::string> chain = {path};
+  if (path == "gemv_fused_rope") chain.push_back("gemv_fused");
+  if (path == "gemv_fused" || path == "gemv_fused_rope") chain.push_back("gemv");
+  std::vector<std::string> keys;
+  for (const std::string& p : chain) keys.push_back(engine_kernel_key(cls, p, format));
   // (Calibrations fitted before naive prefills had their own key price them as naive decodes.)
   if (path == "naive_prefill") keys.push_back(engine_kernel_key(cls, "naive", format));
   if (format != "bf16") {
-    keys.push_back(engine_kernel_key(cls, path, "bf16"));
-    if (path == "gemv_fused_rope") keys.push_back(engine_kernel_key(cls, "gemv_fused", "bf16"));
-    if (path == "gemv_fused" || path == "gemv_fused_rope") {
-      keys.push_back(engine_kernel_key(cls, "gemv", "bf16"));
-    }
+    for (const std::string& p : chain) keys.push_back(engine_kernel_key(cls, p, "bf16"));
   }
   return keys;
 }

@@ -516,6 +516,11 @@ bool gemv_stream_supported(int64_t rows, const DeviceMatrix& w) {
   return engine_gemv_stream_staged_bytes(w.format, f == Fmt::w8a8, rows, w.in) <= kStageBytes;
 }
 
+bool gemv_stream_rope_fits(const DeviceMatrix& w, const GemvFused::Rope& r) {
+  return r.num_heads >= 1 && r.num_kv_heads >= 1 && r.head_dim >= 2 && r.head_dim % 2 == 0 &&
+         w.out == static_cast<int64_t>(r.num_heads + 2 * r.num_kv_heads) * r.head_dim;
+}
+
 GemvStreamPdl gemv_stream_default_pdl(const DeviceMatrix& w) {
   // Llama 3 8B decode steps on the H200, off / early / late: int4 3.156 / 2.971 / 3.047 ms,
   // bf16 4.365 / 4.722 / 4.682 ms (MEASUREMENTS §45), fp8 3.017 / 3.217 / 3.010 ms (§46).
@@ -535,9 +540,7 @@ void launch_gemv_stream(const GemvStreamCall& c, cudaStream_t stream) {
   p.out_rows = static_cast<int>(w.out);
   const bool swiglu = c.epilogue == GemvFused::Epilogue::swiglu;
   const bool rope = c.epilogue == GemvFused::Epilogue::rope_kv_write;
-  if (rope && (c.rope.head_dim < 2 || c.rope.head_dim % 2 != 0 ||
-               w.out != static_cast<int64_t>(c.rope.num_heads + 2 * c.rope.num_kv_heads) *
-                            c.rope.head_dim)) {
+  if (rope && !gemv_stream_rope_fits(w, c.rope)) {
     throw std::invalid_argument("launch_gemv_stream: the RoPE epilogue needs the fused QKV rows");
   }
   p.features = swiglu ? p.out_rows / 2 : p.out_rows;

@@ -63,6 +63,10 @@ struct GemvStreamCall {
   GemvStreamPdl pdl = GemvStreamPdl::off;
 };
 
+// Whether the rope_kv_write epilogue fits `w`: the fused QKV matrix of (heads + 2 KV heads) x an
+// even head_dim rows, at least one head of each. The launcher and the Projector both check it.
+bool gemv_stream_rope_fits(const DeviceMatrix& w, const GemvFused::Rope& rope);
+
 // The measured choice per weight format (docs/MEASUREMENTS.md §45).
 GemvStreamPdl gemv_stream_default_pdl(const DeviceMatrix& w);
 

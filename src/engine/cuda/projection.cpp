@@ -480,8 +480,7 @@ void Projector::gemv_fused(const GemvFused& args, int64_t rows, const DeviceMatr
   if (args.epilogue == GemvFused::Epilogue::rope_kv_write) {
     const GemvFused::Rope& r = args.rope;
     if (!m.streams(rows, w)) refuse("the RoPE epilogue runs on the streaming GEMV only");
-    if (r.num_heads < 1 || r.num_kv_heads < 1 || r.head_dim < 2 || r.head_dim % 2 != 0 ||
-        w.out != static_cast<int64_t>(r.num_heads + 2 * r.num_kv_heads) * r.head_dim) {
+    if (!gemv_stream_rope_fits(w, r)) {
       refuse(
           "the RoPE epilogue needs the fused QKV matrix of (heads + 2 KV heads) x an even "
           "head_dim rows");
