@@ -87,6 +87,7 @@ CommonArgs predict_args_for(const BenchArgs& a, const EngineOptions& options,
   common.gemv = s.gemv ? "on" : "off";
   common.fusion = s.fusion ? "on" : "off";
   common.rope_in_qkv = s.rope_in_qkv;
+  common.early_cache_reads = s.early_cache_reads;
   common.cuda_graphs = s.cuda_graphs ? "on" : "off";
   common.flash_attention = s.flash_attention ? "on" : "off";
   common.weights = std::string(dtype_name(s.weights));
@@ -107,6 +108,7 @@ EngineSwitches engine_switches_of(const EngineOptions& options) {
   s.activations = options.quant.activations;  // fp8 weights' fp8 inputs are implied
   s.tp = static_cast<int>(options.tp);
   s.rope_in_qkv = options.tuning.rope_in_qkv;
+  s.early_cache_reads = options.tuning.attention.cache_before_wait;
   return s;
 }
 

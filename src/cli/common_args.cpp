@@ -151,6 +151,7 @@ PredictOptions to_predict_options(const CommonArgs& a) {
   if (!a.gemv.empty()) o.gemv = parse_on_off("--gemv", a.gemv);
   if (!a.fusion.empty()) o.fusion = parse_on_off("--fusion", a.fusion);
   o.rope_in_qkv = a.rope_in_qkv;
+  o.early_cache_reads = a.early_cache_reads;
   o.cuda_graphs = parse_on_off("--cuda-graphs", a.cuda_graphs);
   o.flash_attention = parse_on_off("--flash-attention", a.flash_attention);
   o.tp = a.tp;

@@ -30,6 +30,7 @@ struct CommonArgs {
   // RoPE in the QKV GEMV's epilogue where the engine can (not an option: `bench` passes its
   // engine's INFERLAB_ENGINE_ROPE_IN_QKV through it, so that --compare prices what ran).
   bool rope_in_qkv = true;
+  bool early_cache_reads = true;  // the same for INFERLAB_ENGINE_EARLY_CACHE
   std::string projection_layout;  // --projection-layout (framework pytorch)
   std::string engine_costs = "auto";
   // The calibrated model's sustained clock (CostRequest::sustained): empty, the calibration's

@@ -63,6 +63,7 @@ EngineTuning engine_tuning_from_environment() {
                         ? DecodeKernelChoice::streamed
                         : DecodeKernelChoice::automatic;
   a.decode_splits = count("INFERLAB_ENGINE_DECODE_SPLITS", 0);
+  a.cache_before_wait = !equals("INFERLAB_ENGINE_EARLY_CACHE", "0");
 
   t.host_sampling = equals("INFERLAB_ENGINE_HOST_SAMPLING", "1");
   t.rope_in_qkv = !equals("INFERLAB_ENGINE_ROPE_IN_QKV", "0");

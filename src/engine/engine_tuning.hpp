@@ -48,6 +48,9 @@ struct AttentionTuning {
   bool programmatic_launch = true;  // INFERLAB_ENGINE_ATTENTION_PDL=0: no PDL for decode kernels
   DecodeKernelChoice decode_kernel = DecodeKernelChoice::automatic;  // ..._DECODE_KERNEL
   int64_t decode_splits = 0;  // INFERLAB_ENGINE_DECODE_SPLITS=N; 0: the split plan's
+  // INFERLAB_ENGINE_EARLY_CACHE=0: the streamed decode kernel reads the cache only after its
+  // grid wait (PagedAttentionParams::cache_before_wait).
+  bool cache_before_wait = true;
 };
 
 struct EngineTuning {

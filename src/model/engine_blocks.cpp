@@ -254,7 +254,17 @@ class EngineBuilder {
     const AttentionShape a = attention_shape();
     Op op = make_attention_op("attention", a, p_.float_dtype, p_.kv);
     op.kv_bytes = kv_read_bytes();
-    op.tag = tag("attention", a.q_len > 1 ? "flash_prefill" : "flash_decode", kv_label_);
+    // The streamed decode (bf16 caches) that reads earlier passes' rows before its grid wait has
+    // a key of its own (falling back to flash_decode's), and is priced as a programmatic launch:
+    // in a graph those reads overlap the previous kernel's end, which its profiled time does not
+    // show (as the int4 GEMV's early weight loads).
+    const bool early = plan_.engine_early_cache_reads && p_.kv == DType::bf16 && a.q_len == 1;
+    op.programmatic_launch = early;
+    op.tag = tag("attention",
+                 a.q_len > 1 ? "flash_prefill"
+                 : early     ? "flash_decode_early"
+                             : "flash_decode",
+                 kv_label_);
     // The tiled prefill's grid, one CTA per 128 query rows of a head (attention_prefill_hopper.cu's
     // kBM): each CTA's fixed cost is priced per wave (EngineKernelParams::cta_fixed_s).
     if (a.q_len > 1) op.grid_ctas = a.batch * a.q_heads * ((a.q_len + 127) / 128);

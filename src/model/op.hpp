@@ -103,9 +103,10 @@ struct Op {
   // the step predictor from the step's launch mode. The engine's collectives, measured both
   // ways, are priced by it.
   bool eager_launch = false;
-  // Launched with programmatic dependent launch (the engine's int4 streaming GEMV): in a CUDA
-  // graph its start overlaps the previous kernel's end, which its profiled (eager, event after
-  // each call) time does not show; the engine's calibration prices the overlap per launch.
+  // Launched with programmatic dependent launch and reading before its grid wait (the engine's
+  // int4 streaming GEMV, its streamed flash decode): in a CUDA graph its start overlaps the
+  // previous kernel's end, which its profiled (eager, event after each call) time does not show;
+  // the engine's calibration prices the overlap per launch.
   bool programmatic_launch = false;
 
   double bytes() const { return weight_bytes + activation_bytes + kv_bytes; }

@@ -53,6 +53,10 @@ struct KernelPlan {
   // With fusion, RoPE and the KV write in the QKV GEMV's epilogue where engine_rope_in_qkv
   // (model/engine_gemv_rows.hpp) allows; off: rope_kv_write's kernel (engines before it).
   bool engine_rope_in_qkv = false;
+  // The streamed flash decode (bf16 caches) reads the cache rows of earlier passes before its
+  // grid wait (engine/cuda/attention.hpp's cache_before_wait): path flash_decode_early; off: all
+  // after it (engines before 2026-11-29's session 16).
+  bool engine_early_cache_reads = false;
 };
 
 // Dimensions of one tensor-parallel shard. Throws InputError when tp does not divide the heads,

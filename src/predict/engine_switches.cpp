@@ -10,8 +10,9 @@ namespace inferlab {
 
 namespace {
 
-constexpr std::array<const char*, 9> kKeys = {
-    "gemv", "fusion", "cuda_graphs", "attention", "weights", "kv", "activations", "tp", "rope"};
+constexpr std::array<const char*, 10> kKeys = {"gemv",    "fusion",      "cuda_graphs", "attention",
+                                               "weights", "kv",          "activations", "tp",
+                                               "rope",    "decode_cache"};
 
 std::string value_of(const nlohmann::json& switches, const char* key, const std::string& context) {
   if (!switches.contains(key)) {
@@ -71,6 +72,9 @@ EngineSwitches parse_engine_switches(const nlohmann::json& switches, const std::
   }
   s.rope_in_qkv = switches.contains("rope") &&
                   one_of(switches, "rope", {"qkv_epilogue", "kernel"}, context) == "qkv_epilogue";
+  s.early_cache_reads =
+      switches.contains("decode_cache") &&
+      one_of(switches, "decode_cache", {"early", "after_wait"}, context) == "early";
   return s;
 }
 
@@ -84,16 +88,19 @@ nlohmann::json engine_switches_json(const EngineSwitches& s) {
                          {"activations", dtype_name(s.activations)}};
   if (s.tp > 1) json["tp"] = s.tp;
   json["rope"] = s.rope_in_qkv ? "qkv_epilogue" : "kernel";
+  json["decode_cache"] = s.early_cache_reads ? "early" : "after_wait";
   return json;
 }
 
 std::string engine_switches_label(const EngineSwitches& s) {
-  // (" rope=qkv": the RoPE epilogue's engine; labels of profiles before it are unchanged.)
-  return fmt::format("gemv={} fusion={} graphs={} attention={} weights={} kv={} activations={}{}{}",
-                     on_off(s.gemv), on_off(s.fusion), on_off(s.cuda_graphs),
-                     s.flash_attention ? "flash" : "naive", dtype_name(s.weights), dtype_name(s.kv),
-                     dtype_name(s.activations), s.tp > 1 ? fmt::format(" tp={}", s.tp) : "",
-                     s.rope_in_qkv ? " rope=qkv" : "");
+  // (" rope=qkv": the RoPE epilogue's engine, " cache=early" the flash decode's early cache
+  // reads; labels of profiles before them are unchanged.)
+  return fmt::format(
+      "gemv={} fusion={} graphs={} attention={} weights={} kv={} activations={}{}{}{}",
+      on_off(s.gemv), on_off(s.fusion), on_off(s.cuda_graphs),
+      s.flash_attention ? "flash" : "naive", dtype_name(s.weights), dtype_name(s.kv),
+      dtype_name(s.activations), s.tp > 1 ? fmt::format(" tp={}", s.tp) : "",
+      s.rope_in_qkv ? " rope=qkv" : "", s.early_cache_reads ? " cache=early" : "");
 }
 
 PredictOptions predict_options_for(const EngineSwitches& s) {
@@ -108,6 +115,7 @@ PredictOptions predict_options_for(const EngineSwitches& s) {
   o.activations = s.activations;
   o.tp = s.tp;
   o.rope_in_qkv = s.rope_in_qkv;
+  o.early_cache_reads = s.early_cache_reads;
   return o;
 }
 

@@ -24,13 +24,17 @@ struct EngineSwitches {
   // "kernel" (their own kernel always); optional, "kernel" when absent: profiles taken before
   // the epilogue existed.
   bool rope_in_qkv = true;
+  // "decode_cache": "early" (the streamed flash decode reads the cache rows of earlier passes
+  // before its grid wait) or "after_wait"; optional, "after_wait" when absent.
+  bool early_cache_reads = true;
   bool operator==(const EngineSwitches&) const = default;
 };
 
 // {"gemv": "on", "fusion": "off", "cuda_graphs": "on", "attention": "flash", "weights": "int4",
-//  "kv": "bf16", "activations": "bf16"[, "tp": 2][, "rope": "qkv_epilogue"]}: every key but "tp"
-// and "rope" required (profiles taken before tensor parallelism have no "tp", those before the
-// RoPE epilogue no "rope"), nothing else allowed; a missing or
+//  "kv": "bf16", "activations": "bf16"[, "tp": 2][, "rope": "qkv_epilogue"]
+//  [, "decode_cache": "early"]}: every key but "tp", "rope" and "decode_cache" required (profiles
+// taken before tensor parallelism have no "tp", those before the RoPE epilogue no "rope", those
+// before the early cache reads no "decode_cache"), nothing else allowed; a missing or
 // unknown key, a value not in its list, or int8 activations without int8 weights are
 // InputErrors naming `context` and the key.
 EngineSwitches parse_engine_switches(const nlohmann::json& switches, const std::string& context);

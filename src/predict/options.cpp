@@ -99,6 +99,7 @@ KernelPlan kernel_plan_of(const PredictOptions& o) {
   KernelPlan plan = with_projection_layout(
       kernel_plan(o.framework, o.flash_attention, o.gemv, o.fusion), o.projection_layout);
   plan.engine_rope_in_qkv = plan.engine && o.rope_in_qkv;
+  plan.engine_early_cache_reads = plan.engine && o.early_cache_reads;
   return plan;
 }
 

@@ -27,6 +27,10 @@ struct PredictOptions {
   // (model/engine_gemv_rows.hpp's engine_rope_in_qkv); false: their own kernel, as the engine
   // before 2026-11-29 (profiles without a "rope" switch).
   bool rope_in_qkv = true;
+  // The flash decode reads the cache rows of earlier passes before its grid wait where the engine
+  // does (bf16 caches); false: after it, as the engine before 2026-11-29's session 16 (profiles
+  // without a "decode_cache" switch).
+  bool early_cache_reads = true;
   // Framework pytorch: "separate" (default) or "fused_qkv_gate_up" (with_projection_layout).
   std::string projection_layout;
   int tp = 1;

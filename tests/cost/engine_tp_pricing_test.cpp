@@ -61,6 +61,19 @@ TEST(DecodeCombine, ExtraTripsFollowTheSplitPlan) {
   EXPECT_EQ(engine_combine_extra_trips(flash_decode(1, 4096, 4), no_sms), 0);
 }
 
+// The flash decode with early cache reads runs the same combine, and is priced by flash_decode's
+// calibration where it has none of its own.
+TEST(DecodeCombine, TheDecodeWithEarlyCacheReadsMakesTheSameTrips) {
+  const EngineCeilings c = h200_like();
+  Op early = flash_decode(1, 4096, 4);
+  early.tag.path = "flash_decode_early";
+  EXPECT_EQ(engine_combine_extra_trips(early, c), 3);
+  const std::vector<std::string> keys = engine_key_candidates(early.tag);
+  ASSERT_EQ(keys.size(), 2u);
+  EXPECT_EQ(keys[0], "attention/flash_decode_early/bf16");
+  EXPECT_EQ(keys[1], "attention/flash_decode/bf16");
+}
+
 TEST(DecodeCombine, EachFurtherTripAddsItsFixedTime) {
   // TP 4, batch 1, context 4096: 4,194,304 bytes of keys and values + 4,096 of query and output
   // at 4 TB/s x 0.9 = 1.166222 us; t0 8 us; 3 further trips of 1.25 us: 12.916222 us.

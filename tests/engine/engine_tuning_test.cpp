@@ -28,7 +28,8 @@ const std::vector<std::string> kVariables = {
     "INFERLAB_ENGINE_DECODE_SPLITS",  "INFERLAB_ENGINE_HOST_SAMPLING",
     "INFERLAB_ENGINE_GEMV_PDL",       "INFERLAB_ENGINE_MOE_GEMM",
     "INFERLAB_ENGINE_DECODE_LAYERS",  "INFERLAB_ENGINE_DECODE_TRACE",
-    "INFERLAB_ENGINE_DECODE_RING",    "INFERLAB_ENGINE_ROPE_IN_QKV"};
+    "INFERLAB_ENGINE_DECODE_RING",    "INFERLAB_ENGINE_ROPE_IN_QKV",
+    "INFERLAB_ENGINE_EARLY_CACHE"};
 
 using Variables = std::map<std::string, std::string>;
 
@@ -58,8 +59,8 @@ class Environment {
   std::map<std::string, std::optional<std::string>> saved_;
 };
 
-TEST(EngineTuning, TwentyTwoVariablesUnsetGiveTheMeasuredDefaults) {
-  ASSERT_EQ(kVariables.size(), 22u);
+TEST(EngineTuning, TwentyThreeVariablesUnsetGiveTheMeasuredDefaults) {
+  ASSERT_EQ(kVariables.size(), 23u);
   const Environment none(Variables{});
   const EngineTuning t = engine_tuning_from_environment();
   EXPECT_TRUE(t.projection.gemv);
@@ -74,6 +75,7 @@ TEST(EngineTuning, TwentyTwoVariablesUnsetGiveTheMeasuredDefaults) {
   EXPECT_TRUE(t.attention.programmatic_launch);
   EXPECT_EQ(t.attention.decode_kernel, DecodeKernelChoice::automatic);
   EXPECT_EQ(t.attention.decode_splits, 0);
+  EXPECT_TRUE(t.attention.cache_before_wait);
   EXPECT_FALSE(t.host_sampling);
   EXPECT_TRUE(t.rope_in_qkv);
   EXPECT_EQ(t.moe_gemm, MoeGemmChoice::automatic);
@@ -98,6 +100,7 @@ TEST(EngineTuning, EachVariableLandsInItsField) {
                                   {"INFERLAB_ENGINE_DECODE_SPLITS", "12"},
                                   {"INFERLAB_ENGINE_HOST_SAMPLING", "1"},
                                   {"INFERLAB_ENGINE_ROPE_IN_QKV", "0"},
+                                  {"INFERLAB_ENGINE_EARLY_CACHE", "0"},
                                   {"INFERLAB_ENGINE_MOE_GEMM", "per_expert"}});
   const EngineTuning t = engine_tuning_from_environment();
   EXPECT_EQ(t.moe_gemm, MoeGemmChoice::per_expert);
@@ -115,6 +118,7 @@ TEST(EngineTuning, EachVariableLandsInItsField) {
   EXPECT_FALSE(t.attention.programmatic_launch);
   EXPECT_EQ(t.attention.decode_kernel, DecodeKernelChoice::chunked);
   EXPECT_EQ(t.attention.decode_splits, 12);
+  EXPECT_FALSE(t.attention.cache_before_wait);
   EXPECT_TRUE(t.host_sampling);
   EXPECT_FALSE(t.rope_in_qkv);
 }

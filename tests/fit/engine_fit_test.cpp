@@ -44,7 +44,7 @@ EngineKernelParams truth_params(const std::string& key) {
   p.compute_efficiency = 0.5 + 0.05 * static_cast<double>((h / 7) % 7);
   p.memory_efficiency = 0.6 + 0.05 * static_cast<double>((h / 49) % 7);
   // The flash decode's combine: each trip past the first (16 splits) a fixed time.
-  if (key.find("/flash_decode/") != std::string::npos) p.combine_trip_s = 1.5e-6;
+  if (key.find("/flash_decode") != std::string::npos) p.combine_trip_s = 1.5e-6;
   return p;
 }
 
@@ -66,7 +66,8 @@ EngineProfilePoint point(Phase phase, int64_t batch, int64_t tokens, int64_t con
 
 // Profiles of Llama 3.2 1B and Llama 3 8B (two sizes of every matrix, so that a kernel's fixed
 // time and its bandwidth separate) on the H200 (spec sheet) for five switch combinations (RoPE in
-// the QKV GEMV's epilogue in the fifth, its own kernel in the others); each
+// the QKV GEMV's epilogue and the flash decode's early cache reads in the fifth, RoPE's own kernel
+// and the reads after the grid wait in the others); each
 // point's classes and step as the truth prices them (the classes as the profile times them: in a
 // stream plus a mark per call). Every third point of each file is held out.
 Synthetic make_synthetic() {
@@ -76,7 +77,10 @@ Synthetic make_synthetic() {
   s.fallback = std::move(base.cost);
   s.truth = truth_costs(s.hw);
   std::vector<EngineSwitches> combos(5);
-  for (EngineSwitches& c : combos) c.rope_in_qkv = false;  // RoPE as its own kernel
+  for (EngineSwitches& c : combos) {  // RoPE as its own kernel, the cache read after the wait
+    c.rope_in_qkv = false;
+    c.early_cache_reads = false;
+  }
   combos[1].fusion = true;
   combos[1].weights = DType::int4;
   combos[2].gemv = false;
@@ -85,6 +89,7 @@ Synthetic make_synthetic() {
   combos[3].cuda_graphs = false;  // eager GEMV decodes: the host's time per launch shows
   combos[4] = combos[1];          // and RoPE in the QKV GEMV's epilogue at one and two rows
   combos[4].rope_in_qkv = true;
+  combos[4].early_cache_reads = true;
   const std::vector<EngineProfilePoint> grid = {
       point(Phase::prefill, 1, 128, 128),   point(Phase::prefill, 1, 512, 512),
       point(Phase::prefill, 1, 2048, 2048), point(Phase::prefill, 4, 1024, 1024),

@@ -62,6 +62,10 @@ TEST(EngineProfile, SwitchesRoundTrip) {
   EXPECT_FALSE(p.switches.rope_in_qkv);
   EXPECT_FALSE(o.rope_in_qkv);
   EXPECT_EQ(engine_switches_json(p.switches)["rope"], "kernel");
+  // Nor "decode_cache": the flash decode read the cache after its grid wait.
+  EXPECT_FALSE(p.switches.early_cache_reads);
+  EXPECT_FALSE(o.early_cache_reads);
+  EXPECT_EQ(engine_switches_json(p.switches)["decode_cache"], "after_wait");
 }
 
 // "rope": "qkv_epilogue" (what today's engine writes) round-trips, is named in the label and
@@ -74,11 +78,31 @@ TEST(EngineProfile, RopeEpilogueSwitch) {
   EXPECT_EQ(parse_engine_switches(json, "x"), s);
   EXPECT_EQ(engine_switches_label(s),
             "gemv=on fusion=on graphs=on attention=flash weights=bf16 kv=bf16 activations=bf16 "
-            "rope=qkv");
+            "rope=qkv cache=early");
   EXPECT_TRUE(predict_options_for(s).rope_in_qkv);
   nlohmann::json kernel = json;
   kernel["rope"] = "kernel";
   EXPECT_FALSE(parse_engine_switches(kernel, "x").rope_in_qkv);
+}
+
+// "decode_cache": "early" (today's engine: the streamed flash decode reads earlier passes' cache
+// rows before its grid wait) round-trips, is named in the label and reaches the prediction;
+// "after_wait" is the engine before it.
+TEST(EngineProfile, EarlyCacheReadsSwitch) {
+  EngineSwitches s;
+  EXPECT_TRUE(s.early_cache_reads);  // the engine's default
+  const nlohmann::json json = engine_switches_json(s);
+  EXPECT_EQ(json["decode_cache"], "early");
+  EXPECT_EQ(parse_engine_switches(json, "x"), s);
+  EXPECT_TRUE(predict_options_for(s).early_cache_reads);
+  nlohmann::json after = json;
+  after["decode_cache"] = "after_wait";
+  const EngineSwitches late = parse_engine_switches(after, "x");
+  EXPECT_FALSE(late.early_cache_reads);
+  EXPECT_FALSE(predict_options_for(late).early_cache_reads);
+  EXPECT_EQ(engine_switches_label(late),
+            "gemv=on fusion=on graphs=on attention=flash weights=bf16 kv=bf16 activations=bf16 "
+            "rope=qkv");
 }
 
 // A tensor-parallel profile's "tp" round-trips, names its switch combination and sets the
@@ -91,7 +115,7 @@ TEST(EngineProfile, TensorParallelSwitch) {
   EXPECT_EQ(parse_engine_switches(json, "x"), two);
   EXPECT_EQ(engine_switches_label(two),
             "gemv=on fusion=on graphs=on attention=flash weights=bf16 kv=bf16 activations=bf16 "
-            "tp=2 rope=qkv");
+            "tp=2 rope=qkv cache=early");
   EXPECT_EQ(predict_options_for(two).tp, 2);
 }
 
@@ -133,6 +157,10 @@ TEST(EngineProfile, EachBadFieldIsAnInputErrorNamingTheFileAndField) {
       {"switches.tp must be an integer in [1, 64]", [](auto& j) { j["switches"]["tp"] = 65; }},
       {"switches.rope is 'on'", [](auto& j) { j["switches"]["rope"] = "on"; }},
       {"switches.rope must be a string", [](auto& j) { j["switches"]["rope"] = true; }},
+      {"switches.decode_cache is 'soon'|known: early, after_wait",
+       [](auto& j) { j["switches"]["decode_cache"] = "soon"; }},
+      {"switches.decode_cache must be a string",
+       [](auto& j) { j["switches"]["decode_cache"] = 1; }},
       {"'points'", [](auto& j) { j["points"] = nlohmann::json::array(); }},
       {"'points'", [](auto& j) { j.erase("points"); }},
       {"points[1]: field 'phase'", [&](auto& j) { point(j)["phase"] = "verify"; }},

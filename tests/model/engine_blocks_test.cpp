@@ -180,6 +180,24 @@ TEST(EngineBlocks, RopeAndTheKvWriteRideTheStreamingQkvGemv) {
             0);
 }
 
+// The flash decode that reads earlier passes' cache rows before its grid wait (the streamed
+// kernel: bf16 caches) has a key of its own, falling back to flash_decode's
+// (cost/engine/engine_cost.cpp); the same bytes; 8-bit caches and prefill are untouched.
+TEST(EngineBlocks, TheDecodeWithEarlyCacheReadsHasItsOwnPath) {
+  KernelPlan plan = engine_plan(true, true);
+  plan.engine_early_cache_reads = true;
+  const Op& early = find(step(kDecode1, precision(DType::bf16), plan), "attention");
+  EXPECT_STREQ(early.tag.path, "flash_decode_early");
+  EXPECT_TRUE(early.programmatic_launch);  // its reads overlap the previous kernel in a graph
+  const auto after = step(kDecode1, precision(DType::bf16), engine_plan(true, true));
+  EXPECT_STREQ(find(after, "attention").tag.path, "flash_decode");
+  EXPECT_DOUBLE_EQ(early.bytes(), find(after, "attention").bytes());
+  EXPECT_STREQ(find(step(kDecode1, precision(DType::bf16, DType::fp8), plan), "attention").tag.path,
+               "flash_decode");
+  EXPECT_STREQ(find(step(kPrefill, precision(DType::bf16), plan), "attention").tag.path,
+               "flash_prefill");
+}
+
 // The engine launches its int4 streaming GEMVs (one or two rows) programmatically, nothing else
 // (model/engine_gemv_rows.hpp): the calibration prices what that overlap saves in a graph.
 TEST(EngineBlocks, OnlyTheInt4StreamingGemvsLaunchProgrammatically) {

@@ -77,7 +77,10 @@ double engine_cta_waves(const Op& op, const EngineCeilings& ceilings) {
 }
 
 int64_t engine_combine_extra_trips(const Op& op, const EngineCeilings& ceilings) {
-  if (std::string_view(op.tag.path) != "flash_decode" || ceilings.sm_count <= 0) return 0;
+  const std::string_view path = op.tag.path;
+  if ((path != "flash_decode" && path != "flash_decode_early") || ceilings.sm_count <= 0) {
+    return 0;
+  }
   const AttentionShape& a = op.attention;
   if (a.batch <= 0 || a.kv_heads <= 0 || a.q_heads < a.kv_heads) return 0;
   const DecodeSplitPlan plan = decode_split_plan(a.batch, a.q_heads, a.kv_heads, ceilings.sm_count,
@@ -121,10 +124,12 @@ OpCost engine_op_cost(const Op& op, const EngineKernelParams& p, const EngineCei
 std::vector<std::string> engine_key_candidates(const KernelTag& tag) {
   const std::string cls = tag.kernel_class, path = tag.path, format = tag.format;
   // The streaming GEMV's paths fall back from the most fused to the plain one:
-  // gemv_fused_rope -> gemv_fused -> gemv, in the tag's format and then in bf16's.
+  // gemv_fused_rope -> gemv_fused -> gemv, in the tag's format and then in bf16's; the flash
+  // decode with early cache reads to the one without.
   std::vector<std::string> chain = {path};
   if (path == "gemv_fused_rope") chain.push_back("gemv_fused");
   if (path == "gemv_fused" || path == "gemv_fused_rope") chain.push_back("gemv");
+  if (path == "flash_decode_early") chain.push_back("flash_decode");
   std::vector<std::string> keys;
   for (const std::string& p : chain) keys.push_back(engine_kernel_key(cls, p, format));
   // (Calibrations fitted before naive prefills had their own key price them as naive decodes.)

@@ -104,6 +104,10 @@ struct PagedAttentionParams {
   int64_t decode_splits = 0;
   bool hopper_prefill = true;       // false: the mma.sync prefill even where the Hopper one runs
   bool programmatic_launch = true;  // false: the decode kernels without PDL on Hopper
+  // The streamed decode kernel reads the cache rows of earlier passes before its grid wait, so
+  // that they are in flight while the kernel before it (the QKV projection) ends; false: after it
+  // (AttentionTuning::cache_before_wait).
+  bool cache_before_wait = true;
   // Scratch for the split-K partials (and the naive path's scores); at least
   // paged_attention_workspace_bytes(...).
   void* workspace = nullptr;
@@ -119,6 +123,7 @@ inline void apply_attention_tuning(const AttentionTuning& tuning, PagedAttention
   params->decode_splits = tuning.decode_splits;
   params->hopper_prefill = tuning.hopper_prefill;
   params->programmatic_launch = tuning.programmatic_launch;
+  params->cache_before_wait = tuning.cache_before_wait;
 }
 
 // Scratch the decode path (and, with naive, the naive path) needs for up to max_tokens tokens at

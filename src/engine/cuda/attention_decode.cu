@@ -540,6 +540,7 @@ void launch_decode(const PagedAttentionParams& p, int num_splits, int partition,
   const size_t outputs = static_cast<size_t>(p.num_seqs) * p.num_heads * num_splits * p.head_dim;
   a.partial_ml = num_splits > 1 ? reinterpret_cast<float2*>(a.partial_out + outputs) : nullptr;
   a.every_sequence_single = p.max_query_len == 1 && p.num_tokens == p.num_seqs;
+  a.cache_before_wait = p.table_rows == nullptr && p.cache_before_wait;
   a.block_shift = -1;
   for (int shift = 0; shift < 31; ++shift) {
     if (p.block_size == 1 << shift) a.block_shift = shift;

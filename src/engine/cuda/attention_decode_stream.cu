@@ -79,7 +79,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) stream_kernel(const Deco
   using T = MmaTile<D, kStages>;
   extern __shared__ __align__(128) unsigned char smem[];
 
-  wait_for_prerequisite_grid();
+  // Until the grid wait only what no kernel of this pass writes: the metadata, the block tables
+  // and (a.cache_before_wait) the cache rows of every position but the new one, context - 1.
+  if (!a.cache_before_wait) wait_for_prerequisite_grid();
   const PagedAttentionParams& p = a.p;
   const int head_tiles = (a.group + kHeads - 1) / kHeads;
   const int kv_head = blockIdx.x / head_tiles;
@@ -99,12 +101,19 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) stream_kernel(const Deco
   const int token = p.query_start[seq];
   const int token_end = p.query_start[seq + 1];
   const int ctx = p.context_lens[seq];
-  if (token_end - token != 1) return;  // no single new token: not this kernel's sequence
+  if (token_end - token != 1) {    // no single new token: not this kernel's sequence
+    wait_for_prerequisite_grid();  // (every block waits: the chain of completions stays whole)
+    return;
+  }
   const int first = p.sliding_window > 0 ? max(0, ctx - p.sliding_window) : 0;
   const int split_begin = split * a.partition;
   const int begin = max(split_begin, first);
   const int end = min(split_begin + a.partition, ctx);
+  // The row the kernel before this one writes (the new token's key and value), copied after the
+  // grid wait when the others go before it; -1: none held back.
+  const int late_position = a.cache_before_wait ? ctx - 1 : -1;
   if (begin >= end) {  // an empty split (short or windowed context): weight zero in the combine
+    wait_for_prerequisite_grid();
     for (int i = tid; i < heads_here * D; i += kThreads) {
       write_split_element<D>(a, token, seq, head0 + i / D, split, i % D, 0.0f, -INFINITY, 0.0f);
     }
@@ -127,7 +136,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) stream_kernel(const Deco
   auto load_entry = [&](int i) {
     return i < mine ? __ldg(table + blocks.index(chunk_begin(i))) : 0;
   };
-  auto issue = [&](int32_t entry, int i) {
+  // Chunk i's copies into its stage; a row at position `skip` is left out (copied by copy_row).
+  auto issue = [&](int32_t entry, int i, int skip) {
     unsigned char* stage = ring + (i % kStages) * T::kStageBytes;
     const int c0 = chunk_begin(i);
     if constexpr (!T::kUniformCopy) {
@@ -137,6 +147,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) stream_kernel(const Deco
         const int c = lane + 32 * j;
         const int r = c / T::kPieces;
         const int piece = c % T::kPieces;
+        if (c0 + r == skip) continue;
         const bool valid = i < mine && c0 + r >= begin && c0 + r < end;
         const int64_t offset =
             valid ? ((static_cast<int64_t>(entry) * p.block_size + blocks.offset(c0) + r) *
@@ -162,6 +173,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) stream_kernel(const Deco
 #pragma unroll
       for (int j = 0; j < T::kCopyRows; ++j) {
         const int r = copy_row0 + j * kRowStep;
+        if (c0 + r == skip) continue;
         const bool valid = i < mine && c0 + r >= begin && c0 + r < end;
         const int64_t offset = valid ? base + j * kRowStep * slot_bytes : 0;
         unsigned char* dst = stage + r * T::kRowBytes + ((copy_piece ^ (r & 7)) * 16);
@@ -172,15 +184,47 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) stream_kernel(const Deco
     }
   };
 
+  // Row `position` of chunk i (in its stage) by plain loads and shared stores, the lanes a piece
+  // each: the row the early copies left out, once the grid wait has made it visible. (The
+  // warp's __syncwarp before the chunk's math orders these stores before its reads.)
+  auto copy_row = [&](int32_t entry, int i, int position) {
+    unsigned char* stage = ring + (i % kStages) * T::kStageBytes;
+    const int r = position - chunk_begin(i);
+    const int64_t row =
+        ((static_cast<int64_t>(entry) * p.block_size + blocks.offset(position)) * p.num_kv_heads +
+         kv_head) *
+        T::kRowBytes;
+    for (int piece = lane; piece < T::kPieces; piece += 32) {
+      unsigned char* dst = stage + r * T::kRowBytes + ((piece ^ (r & 7)) * 16);
+      const int64_t offset = row + piece * 16;
+      *reinterpret_cast<uint4*>(dst) =
+          *reinterpret_cast<const uint4*>(static_cast<const unsigned char*>(p.cache.k) + offset);
+      *reinterpret_cast<uint4*>(dst + T::kOperandBytes) =
+          *reinterpret_cast<const uint4*>(static_cast<const unsigned char*>(p.cache.v) + offset);
+    }
+  };
+
   // The table entries of the first kStages chunks in one trip, then the first kStages - 1
-  // chunks' copies (one cp.async group each; empty groups keep the counting uniform).
+  // chunks' copies (one cp.async group each; empty groups keep the counting uniform), before the
+  // grid wait where a.cache_before_wait (the new position's row after it).
   int32_t entries[kStages];
 #pragma unroll
   for (int i = 0; i < kStages; ++i) entries[i] = load_entry(i);
 #pragma unroll
   for (int i = 0; i < kStages - 1; ++i) {
-    issue(entries[i], i);
+    issue(entries[i], i, late_position);
     cp_async_commit();
+  }
+  if (a.cache_before_wait) {
+    wait_for_prerequisite_grid();
+#pragma unroll
+    for (int i = 0; i < kStages - 1; ++i) {
+      const int c0 = chunk_begin(i);
+      if (i < mine && late_position >= max(c0, begin) &&
+          late_position < min(c0 + kPositions, end)) {
+        copy_row(entries[i], i, late_position);
+      }
+    }
   }
   int32_t next = entries[kStages - 1];  // the entry of the chunk the loop issues next
   allow_dependent_grid();
@@ -216,7 +260,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) stream_kernel(const Deco
 
   for (int i = 0; i < mine; ++i) {
     // Chunk i + kStages - 1 into the stage chunk i - 1 used (read to the end last pass).
-    issue(next, i + kStages - 1);
+    issue(next, i + kStages - 1, -1);  // (after the grid wait: every row)
     cp_async_commit();
     next = load_entry(i + kStages);
     cp_async_wait<kStages - 1>();  // chunk i has landed (this lane's copies)

@@ -83,6 +83,7 @@ nlohmann::json open_request(const std::string& model, const EngineOptions& o,
         {"programmatic_launch", t.attention.programmatic_launch},
         {"decode_kernel", static_cast<int>(t.attention.decode_kernel)},
         {"decode_splits", t.attention.decode_splits},
+        {"cache_before_wait", t.attention.cache_before_wait},
         {"one_shot_max_bytes", t.one_shot_max_bytes},
         {"two_shot_max_bytes", t.two_shot_max_bytes},
         {"host_sampling", t.host_sampling},
@@ -142,6 +143,7 @@ void read_open_request(const nlohmann::json& j, EngineOptions& o, QuantConfig& q
   t.attention.programmatic_launch = jt.at("programmatic_launch").get<bool>();
   t.attention.decode_kernel = static_cast<DecodeKernelChoice>(jt.at("decode_kernel").get<int>());
   t.attention.decode_splits = jt.at("decode_splits").get<int64_t>();
+  t.attention.cache_before_wait = jt.at("cache_before_wait").get<bool>();
   t.one_shot_max_bytes = jt.at("one_shot_max_bytes").get<int64_t>();
   t.two_shot_max_bytes = jt.at("two_shot_max_bytes").get<int64_t>();
   t.host_sampling = jt.at("host_sampling").get<bool>();

@@ -177,6 +177,8 @@ struct GpuOptions {
   // through PagedAttentionParams::table_rows (the backend's by-token attention for speculative
   // verification); flash only.
   bool by_token = false;
+  // The streamed decode kernel's early cache reads (PagedAttentionParams::cache_before_wait).
+  bool cache_before_wait = true;
 };
 
 // Runs paged_attention on the batch. The output and the workspace are poisoned first (0xff bytes:
@@ -252,6 +254,7 @@ inline GpuOutput run_gpu(const Batch& b, const GpuOptions& o = {}) {
   p.decode_kernel = o.decode_kernel;
   p.workspace = workspace.data();
   p.workspace_bytes = ws_bytes;
+  p.cache_before_wait = o.cache_before_wait;
   if (o.by_token) {
     p.table_rows = table_rows.data();
     p.num_seqs = b.num_tokens;
@@ -345,7 +348,8 @@ inline void expect_same_bits(const GpuOutput& a, const GpuOutput& b, const char*
 
 // Both paths against the reference, twice each (bit-identical), and against each other; the
 // flash path also with each decode kernel forced (chunked, streamed) whatever the batch (an
-// int8 or fp8 cache takes the chunked kernel either way).
+// int8 or fp8 cache takes the chunked kernel either way), and with the streamed kernel's cache
+// reads all after its grid wait (the same bits).
 // `options` sets the workspace (and graph capture) of every run.
 inline void check_case(const AttnCase& spec, DType format, GpuOptions options = {}) {
   const Batch b(spec, format);
@@ -362,6 +366,8 @@ inline void check_case(const AttnCase& spec, DType format, GpuOptions options = 
     const GpuOutput out = run_gpu(b, forced);
     expect_close(out.values, ref, b, what);
     expect_same_bits(out, run_gpu(b, forced), what);
+    forced.cache_before_wait = false;
+    expect_same_bits(out, run_gpu(b, forced), "cache read after the grid wait");
   }
   options.naive = true;
   const GpuOutput naive = run_gpu(b, options);
