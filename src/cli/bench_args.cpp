@@ -108,7 +108,12 @@ EngineSwitches engine_switches_of(const EngineOptions& options) {
   s.activations = options.quant.activations;  // fp8 weights' fp8 inputs are implied
   s.tp = static_cast<int>(options.tp);
   s.rope_in_qkv = options.tuning.rope_in_qkv;
-  s.early_cache_reads = options.tuning.attention.cache_before_wait;
+  // The early reads happen where the streamed kernel runs and is launched programmatically
+  // (engine/cuda/attention.cu); an 8-bit cache the prediction tells apart by the "kv" switch.
+  const engine::AttentionTuning& attention = options.tuning.attention;
+  s.early_cache_reads = attention.cache_before_wait && attention.programmatic_launch &&
+                        attention.decode_kernel != engine::DecodeKernelChoice::chunked &&
+                        options.block_size % 16 == 0;
   return s;
 }
 

@@ -37,6 +37,17 @@ TEST(BenchArgs, TheEarlyCacheReadsSwitchReachesTheProfileAndThePrediction) {
     EXPECT_EQ(common.early_cache_reads, early);
     EXPECT_EQ(to_predict_options(common).early_cache_reads, early);
   }
+  // Where the engine would not read early whatever the switch: no programmatic launch, the
+  // chunked kernel forced, blocks the streamed kernel does not take.
+  EngineOptions no_pdl;
+  no_pdl.tuning.attention.programmatic_launch = false;
+  EXPECT_FALSE(engine_switches_of(no_pdl).early_cache_reads);
+  EngineOptions chunked;
+  chunked.tuning.attention.decode_kernel = engine::DecodeKernelChoice::chunked;
+  EXPECT_FALSE(engine_switches_of(chunked).early_cache_reads);
+  EngineOptions blocks_of_8;
+  blocks_of_8.block_size = 8;
+  EXPECT_FALSE(engine_switches_of(blocks_of_8).early_cache_reads);
 }
 
 }  // namespace

@@ -198,9 +198,11 @@ TEST(EngineBlocks, TheDecodeWithEarlyCacheReadsHasItsOwnPath) {
                "flash_prefill");
 }
 
-// The engine launches its int4 streaming GEMVs (one or two rows) programmatically, nothing else
-// (model/engine_gemv_rows.hpp): the calibration prices what that overlap saves in a graph.
-TEST(EngineBlocks, OnlyTheInt4StreamingGemvsLaunchProgrammatically) {
+// Of the projections the engine launches its int4 streaming GEMVs (one or two rows)
+// programmatically, nothing else (model/engine_gemv_rows.hpp): the calibration prices what that
+// overlap saves in a graph. (The flash decode with early cache reads is the other such launch:
+// TheDecodeWithEarlyCacheReadsHasItsOwnPath; the plans here have it off.)
+TEST(EngineBlocks, OfTheProjectionsOnlyTheInt4StreamingGemvsLaunchProgrammatically) {
   auto programmatic = [](const std::vector<Op>& ops) {
     std::vector<std::string> names;
     for (const Op& op : ops) {

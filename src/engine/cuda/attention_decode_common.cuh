@@ -27,10 +27,11 @@ struct DecodeArgs {
   bool every_sequence_single;
   int block_shift;  // log2(block_size) when that is a power of two, else -1
   // The streamed kernel may read the cache before its grid wait (launched programmatically, while
-  // the kernel before it finishes): every sequence is a real one with its one new token at
-  // context - 1, so every other position it reads was written by an earlier pass, and the
-  // metadata by the host's upload before the pass. Not for the by-token view (table_rows), whose
-  // sequences' earlier positions include this pass's other new tokens.
+  // the kernel before it finishes): each sequence it attends for is a real one with its one new
+  // token at context - 1 (those with more new tokens, in a mixed batch, it passes over), so
+  // every other position it reads was written by an earlier pass, and the metadata by the
+  // host's upload before the pass. Not for the by-token view (table_rows), whose sequences'
+  // earlier positions include this pass's other new tokens.
   bool cache_before_wait;
 };
 

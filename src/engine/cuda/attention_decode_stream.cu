@@ -110,8 +110,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) stream_kernel(const Deco
   const int begin = max(split_begin, first);
   const int end = min(split_begin + a.partition, ctx);
   // The row the kernel before this one writes (the new token's key and value), copied after the
-  // grid wait when the others go before it; -1: none held back.
-  const int late_position = a.cache_before_wait ? ctx - 1 : -1;
+  // grid wait when the others go before it; -1: none held back, also where that row lies past
+  // this split (in a chunk the split shares with the next, which the copies zero-fill).
+  const int late_position = a.cache_before_wait && ctx - 1 < end ? ctx - 1 : -1;
   if (begin >= end) {  // an empty split (short or windowed context): weight zero in the combine
     wait_for_prerequisite_grid();
     for (int i = tid; i < heads_here * D; i += kThreads) {

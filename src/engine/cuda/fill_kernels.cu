@@ -44,6 +44,14 @@ struct StoreValue {
   __device__ void operator()(size_t i, uint64_t) const { out[i] = value; }
 };
 
+__global__ void poison_shared_kernel(int words) {
+  extern __shared__ uint32_t smem_words[];
+  for (int i = threadIdx.x; i < words; i += blockDim.x) {
+    // (volatile: the stores are the point; nothing reads them in this kernel)
+    reinterpret_cast<volatile uint32_t*>(smem_words)[i] = 0xffffffffu;
+  }
+}
+
 unsigned blocks_for(size_t count) {
   const size_t blocks = (count + kThreads - 1) / kThreads;
   return static_cast<unsigned>(blocks < kMaxBlocks ? blocks : kMaxBlocks);
@@ -61,6 +69,20 @@ void fill_random(void* data, size_t count, DType format, uint64_t seed, cudaStre
     fill_kernel<<<blocks_for(count), kThreads, 0, stream>>>(
         count, seed, StoreByte{static_cast<uint8_t*>(data), mask});
   }
+  INFERLAB_CUDA_CHECK_LAUNCH();
+}
+
+void poison_shared_memory(cudaStream_t stream) {
+  int device = 0, sms = 0, bytes = 0;
+  INFERLAB_CUDA_CHECK(cudaGetDevice(&device));
+  INFERLAB_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  INFERLAB_CUDA_CHECK(
+      cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  INFERLAB_CUDA_CHECK(cudaFuncSetAttribute(poison_shared_kernel,
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  // A block that takes an SM's whole shared memory per SM: each lands on an SM of its own.
+  poison_shared_kernel<<<static_cast<unsigned>(sms), 1024, static_cast<size_t>(bytes), stream>>>(
+      bytes / 4);
   INFERLAB_CUDA_CHECK_LAUNCH();
 }
 

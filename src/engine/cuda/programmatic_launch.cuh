@@ -2,8 +2,11 @@
 // Programmatic dependent launch (Hopper, sm_90): a kernel launched with the
 // programmatic-serialization attribute may be scheduled while the previous kernel in the stream
 // is still running, as soon as every block of that kernel has called allow_dependent_grid() or
-// exited. Until it calls wait_for_prerequisite_grid() it may only read what no earlier kernel
-// writes (weights); the wait returns once the previous grid has completed and its writes are
+// exited. Until it calls wait_for_prerequisite_grid() it may only read what the kernel before it
+// does not write and the ones before that have finished writing (weights; the flash decode's
+// cache rows of earlier passes): a kernel allows its dependents only after its own wait, so
+// every kernel but the one before has completed. The wait returns once the previous grid has
+// completed and its writes are
 // visible (at once when the kernel was launched without the attribute). A kernel that waits
 // first and allows after keeps the chain of dependencies transitive. CUDA graphs captured from
 // such launches keep the programmatic edges. C++17; CUDA sources only.

@@ -123,6 +123,22 @@ TEST_P(CudaAttentionCache, DecodeLargeBatchOneSplit) {
   check_case({32, 8, 128, 16, 0, seqs, 9}, GetParam());
 }
 
+// Splits of a length not a multiple of 16 (33 splits of 125 positions at the 4096 bucket, as the
+// plan gives one sequence of 8 KV heads on 132 SMs): the chunk of 16 that holds a split's last
+// positions also holds the next split's first. With contexts 2126 and 2127 the new token's
+// position (2125, 2126) lies in split 16's chunk [2112, 2128) past its end (2125), in a chunk the
+// streamed kernel copies before its grid wait: that row must be zero-filled there like every row
+// outside the split, not held back for the copy after the wait (which only the split that
+// attends to it makes); shared memory is poisoned before every run.
+TEST_P(CudaAttentionCache, DecodeSplitsNotAMultipleOfTheChunk) {
+  GpuOptions options;
+  options.decode_splits = 33;
+  check_case({32, 8, 128, 16, 0, decode_seqs({2127, 2126, 2125, 90}), 27}, GetParam(), options);
+  // 17 splits of 121 at the 2048 bucket: split 9 ends at 1210 inside its chunk [1200, 1216).
+  options.decode_splits = 17;
+  check_case({8, 2, 64, 16, 0, decode_seqs({1212, 1211, 600, 300}), 28}, GetParam(), options);
+}
+
 // A sequence without a new token in a decode batch: nothing to write for it, and the others'
 // partials (indexed by sequence) stay in place.
 TEST_P(CudaAttentionCache, DecodeWithASequenceWithoutNewTokens) {

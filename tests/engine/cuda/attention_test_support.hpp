@@ -18,6 +18,7 @@
 #include "engine/cpu/ops.hpp"
 #include "engine/cuda/attention.hpp"
 #include "engine/cuda/cuda_check.hpp"
+#include "engine/cuda/fill_kernels.hpp"
 #include "engine/kv_cache.hpp"
 #include "engine/quant/quantize.hpp"
 
@@ -179,11 +180,13 @@ struct GpuOptions {
   bool by_token = false;
   // The streamed decode kernel's early cache reads (PagedAttentionParams::cache_before_wait).
   bool cache_before_wait = true;
+  int64_t decode_splits = 0;  // PagedAttentionParams::decode_splits (0: the plan's)
 };
 
-// Runs paged_attention on the batch. The output and the workspace are poisoned first (0xff bytes:
-// NaN in bf16 and fp32), so an output nobody writes, or a partial read before it was written,
-// fails the comparison.
+// Runs paged_attention on the batch. The output, the workspace and every SM's shared memory are
+// poisoned first (0xff bytes: NaN in bf16 and fp32), so an output nobody writes, a partial read
+// before it was written, or a shared-memory row a kernel computes with but never filled, fails
+// the comparison.
 inline GpuOutput run_gpu(const Batch& b, const GpuOptions& o = {}) {
   using cuda::DeviceBuffer;
   DeviceBuffer<uint16_t> q(b.q_bits.size());
@@ -255,6 +258,7 @@ inline GpuOutput run_gpu(const Batch& b, const GpuOptions& o = {}) {
   p.workspace = workspace.data();
   p.workspace_bytes = ws_bytes;
   p.cache_before_wait = o.cache_before_wait;
+  p.decode_splits = o.decode_splits;
   if (o.by_token) {
     p.table_rows = table_rows.data();
     p.num_seqs = b.num_tokens;
@@ -268,6 +272,7 @@ inline GpuOutput run_gpu(const Batch& b, const GpuOptions& o = {}) {
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t exec = nullptr;
     INFERLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    cuda::poison_shared_memory(stream);
     INFERLAB_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
     cuda::paged_attention(p, stream);
     cuda::paged_attention(p, stream);
@@ -280,6 +285,7 @@ inline GpuOutput run_gpu(const Batch& b, const GpuOptions& o = {}) {
     INFERLAB_CUDA_CHECK(cudaGraphDestroy(graph));
     INFERLAB_CUDA_CHECK(cudaStreamDestroy(stream));
   } else {
+    cuda::poison_shared_memory(nullptr);
     cuda::paged_attention(p, nullptr);
   }
   INFERLAB_CUDA_CHECK(cudaDeviceSynchronize());
