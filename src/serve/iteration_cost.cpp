@@ -96,17 +96,20 @@ double PredictedIterationCost::sampled_s(int64_t seqs) const {
   return sampled_cache_[seqs] = t;
 }
 
-double PredictedIterationCost::attention_s(int64_t seqs, int64_t new_tokens,
-                                           int64_t context) const {
+double PredictedIterationCost::attention_s(int64_t seqs, int64_t new_tokens, int64_t context,
+                                           bool token_view) const {
   const uint64_t key = (static_cast<uint64_t>(seqs) << 44) ^
-                       (static_cast<uint64_t>(new_tokens) << 24) ^ static_cast<uint64_t>(context);
+                       (static_cast<uint64_t>(new_tokens) << 24) ^ static_cast<uint64_t>(context) ^
+                       (token_view ? uint64_t{1} << 63 : 0);
   auto it = attention_cache_.find(key);
   if (it != attention_cache_.end()) return it->second;
   const StepShape shape = new_tokens == 1 && context > 1
                               ? StepShape{Phase::decode, seqs, 1, context}
                               : StepShape{Phase::prefill, seqs, new_tokens, context};
   scratch_.clear();  // build_context_ops appends
-  build_context_ops(model_, shape, context_.precision, context_.plan, context_.shard, scratch_);
+  KernelPlan plan = context_.plan;
+  if (token_view) plan.engine_early_cache_reads = false;
+  build_context_ops(model_, shape, context_.precision, plan, context_.shard, scratch_);
   return attention_cache_[key] = priced_s(*context_.cost, scratch_);
 }
 
@@ -185,7 +188,7 @@ double PredictedIterationCost::time_s(const IterationBatch& batch) const {
   const bool by_token = inferlab_engine_ && attention_by_token(max_query, rows);
   if (by_token) {
     const int64_t tokens = batch.total_tokens();
-    t += attention_s(tokens, 1, grained(std::max<int64_t>(1, token_context_sum / tokens)));
+    t += attention_s(tokens, 1, grained(std::max<int64_t>(1, token_context_sum / tokens)), true);
   }
   for (const auto& s : batch.seqs) {
     // A verification samples every one of its rows; otherwise a sequence samples its last.

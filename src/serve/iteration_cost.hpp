@@ -75,7 +75,11 @@ class PredictedIterationCost : public IterationCost {
   // one sequence of `tokens`); only MoE models read it.
   double flat_s(int64_t tokens, bool graphed = true, double experts = 0.0) const;
   double sampled_s(int64_t seqs) const;  // LM head, gather and sampling
-  double attention_s(int64_t seqs, int64_t new_tokens, int64_t context) const;
+  // `token_view`: the engine's by-token attention of a few tokens a sequence (speculative
+  // verification), whose decode kernel reads the cache after its grid wait
+  // (engine/cuda/attention_decode_common.cuh's cache_before_wait), not before it.
+  double attention_s(int64_t seqs, int64_t new_tokens, int64_t context,
+                     bool token_view = false) const;
   double draft_step_s(int64_t seqs, int64_t context) const;
   double draft_prefill_s(int64_t tokens) const;  // the draft's pass over prefill chunks
   // The inferlab engine's flash-decode kernel over `kernel_seqs` sequences (a graph's padded

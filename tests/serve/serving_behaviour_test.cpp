@@ -74,11 +74,13 @@ TEST(ServeCost, TheEngineReplaysGraphsForDecodesOfEqualLengthPaddedToAPowerOfTwo
   IterationBatch verify;
   for (int i = 0; i < 3; ++i) verify.seqs.push_back({5, 1024, true, true});
   EXPECT_NEAR(cost.time_s(verify),
-              cost.flat_s(20, true) + cost.attention_s(15, 1, 1024) + cost.sampled_s(20), 1e-12);
+              cost.flat_s(20, true) + cost.attention_s(15, 1, 1024, true) + cost.sampled_s(20),
+              1e-12);
   IterationBatch ragged = verify;
   ragged.seqs.back().new_tokens = 3;
   EXPECT_NEAR(cost.time_s(ragged),
-              cost.flat_s(13, false) + cost.attention_s(13, 1, 1024) + cost.sampled_s(13), 1e-12);
+              cost.flat_s(13, false) + cost.attention_s(13, 1, 1024, true) + cost.sampled_s(13),
+              1e-12);
   // Past 64 tokens (13 sequences of 5: 65, unpadded under the limit of 6 set above), the tiled
   // kernel per sequence.
   IterationBatch wide;
@@ -135,6 +137,25 @@ TEST(ServeCost, AnUnevenDecodeBatchIsNoFasterThanItsLongestSequencesCtas) {
   // Seventeen rows and up (32 padded): one CTA per SM already, a single split of the bound.
   EXPECT_NEAR(cost.decode_straggler_s(32, 40000),
               32.0 * 2.0 * 40000.0 * 256.0 / fitted->decode_cta_bps, 1e-12);
+}
+
+// A speculative verification's attention runs the decode kernel over its tokens as sequences of
+// one query (the by-token view), which reads the cache after its grid wait: it is priced as the
+// engine without early reads prices a decode, where a real decode of as many sequences is not.
+TEST(ServeCost, TheByTokenAttentionReadsTheCacheAfterItsGridWait) {
+  const ModelConfig model = load_model("llama-3-8b");
+  CostRequest request{"h200"};
+  request.engine_costs = "auto";
+  const LoadedCost hw = load_cost(request);
+  PredictOptions options;
+  options.framework = Framework::inferlab;
+  options.cuda_graphs = true;
+  PredictedIterationCost cost(model, hw.spec, *hw.cost, options, load_host_overhead());
+  PredictOptions after_wait = options;
+  after_wait.early_cache_reads = false;
+  PredictedIterationCost late(model, hw.spec, *hw.cost, after_wait, load_host_overhead());
+  EXPECT_DOUBLE_EQ(cost.attention_s(15, 1, 1024, true), late.attention_s(15, 1, 1024));
+  EXPECT_NE(cost.attention_s(15, 1, 1024), late.attention_s(15, 1, 1024));
 }
 
 TEST(ServeCost, IterationsAddUpToWholeSteps) {
