@@ -186,7 +186,8 @@ TEST(EngineBlocks, RopeAndTheKvWriteRideTheStreamingQkvGemv) {
 TEST(EngineBlocks, TheDecodeWithEarlyCacheReadsHasItsOwnPath) {
   KernelPlan plan = engine_plan(true, true);
   plan.engine_early_cache_reads = true;
-  const Op& early = find(step(kDecode1, precision(DType::bf16), plan), "attention");
+  const auto ops = step(kDecode1, precision(DType::bf16), plan);
+  const Op& early = find(ops, "attention");
   EXPECT_STREQ(early.tag.path, "flash_decode_early");
   EXPECT_TRUE(early.programmatic_launch);  // its reads overlap the previous kernel in a graph
   const auto after = step(kDecode1, precision(DType::bf16), engine_plan(true, true));
