@@ -6,7 +6,8 @@ random bf16 weights at the real shapes), each step captured in a CUDA graph and 
 median of repeats by CUDA events. Engine: `inferlab bench` on the same shapes (random weights
 drawn at the shipped model's shapes), device time by CUDA events, median prefill and mean
 decode step. Decode at batch B and context C: PyTorch one step at context C; the engine's
-mean over 8 steps at contexts C+1 .. C+8.
+mean over 32 steps at contexts C+1 .. C+32 (8 until 2026-11-29: at batch 64 the first steps
+after the 65k-token prefill ran ~5% slower than the later ones, MEASUREMENTS section 60).
 
 Usage on the device:  python3 validation/engine_speed.py BUILD/inferlab $OUT/engine_speed.json
                       [MODELS] [PHASE:BATCH]
@@ -34,9 +35,10 @@ def engine(binary, model, phase, batch, n, extra=()):
     if phase == "prefill":
         args = ["--batch", str(batch), "--input", str(n), "--output", "1", "--repeats", "10"]
     else:
-        args = ["--batch", str(batch), "--input", str(n), "--output", "9", "--repeats", "1"]
+        args = ["--batch", str(batch), "--input", str(n), "--output", "33", "--repeats", "1"]
+    # --no-kernels: the per-kernel passes (after the timed ones) are not used here.
     cmd = [binary, "bench", "--model", model, "--device", "cuda", "--format", "json",
-           "--compare"] + args + os.environ.get("INFERLAB_BENCH_EXTRA", "").split() + list(extra)
+           "--compare", "--no-kernels"] + args + os.environ.get("INFERLAB_BENCH_EXTRA", "").split() + list(extra)
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         return {"error": r.stderr.strip()[-2000:]}

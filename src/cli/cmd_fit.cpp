@@ -1,5 +1,7 @@
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "cli/commands.hpp"
 #include "cli/common_args.hpp"
 #include "fit/fit_engine.hpp"
@@ -17,10 +19,11 @@ struct FitArgs {
   std::vector<std::string> data;
   std::string out, sustained;
   bool engine = false;
-  double decode_cta_gbps = 0.0;  // --engine: EngineCosts::decode_cta_bps / 1e9
-  double sync_pass_us = 0.0;     // --engine: EngineCosts::sync_pass_s x 1e6
-  double switch_layer_us = 0.0;  // --engine: EngineCosts::model_switch_per_layer_s x 1e6
-  std::string base;              // --engine --base: a calibration to extend
+  double decode_cta_gbps = 0.0;           // --engine: EngineCosts::decode_cta_bps / 1e9
+  double sync_pass_us = 0.0;              // --engine: EngineCosts::sync_pass_s x 1e6
+  double switch_layer_us = 0.0;           // --engine: EngineCosts::model_switch_per_layer_s x 1e6
+  std::optional<double> combine_trip_us;  // --engine: every decode key's combine_trip_s x 1e6
+  std::string base;                       // --engine --base: a calibration to extend
 };
 
 // --engine: the engine's calibration from its own profiles (fit split only). The hardware and
@@ -28,10 +31,11 @@ struct FitArgs {
 // --engine --base FILE: FILE extended by the kernels the profiles measure and it lacks; its own
 // keys and step constants kept (fit_engine.hpp's extend_engine_costs).
 void run_engine_extension(const FitArgs& a, OutputFormat format) {
-  if (a.decode_cta_gbps > 0.0 || a.sync_pass_us > 0.0 || a.switch_layer_us > 0.0) {
+  if (a.decode_cta_gbps > 0.0 || a.sync_pass_us > 0.0 || a.switch_layer_us > 0.0 ||
+      a.combine_trip_us) {
     throw InputError(
         "fit --engine --base keeps the base's step constants: drop "
-        "--decode-cta-gbps, --sync-pass-us and --model-switch-us-per-layer");
+        "--decode-cta-gbps, --sync-pass-us, --model-switch-us-per-layer and --combine-trip-us");
   }
   const EngineCosts base_costs = load_engine_costs_file(a.base);
   const auto profiles = load_engine_profiles(a.data);
@@ -66,7 +70,12 @@ void run_engine_fit(const FitArgs& a, OutputFormat format) {
   base.framework = "vllm";  // the fallback: today's model, not engine costs
   base.engine_costs = "auto";
   const LoadedHardware fallback = load_cost_model(base);
-  EngineFit fit = fit_engine_costs(profiles, fallback.spec, *fallback.cost);
+  if (a.combine_trip_us && !(*a.combine_trip_us >= 0.0 && *a.combine_trip_us <= 1000.0)) {
+    throw InputError("--combine-trip-us must be in [0, 1000]");
+  }
+  EngineKernelPrior prior;  // a trip's cost fitted unless measured
+  if (a.combine_trip_us) prior.combine_trip_s = *a.combine_trip_us * 1e-6;
+  EngineFit fit = fit_engine_costs(profiles, fallback.spec, *fallback.cost, prior);
   if (!(a.decode_cta_gbps >= 0.0 && a.decode_cta_gbps <= 1e4)) {
     throw InputError("--decode-cta-gbps must be in [0, 10000]");
   }
@@ -96,6 +105,13 @@ void run_engine_fit(const FitArgs& a, OutputFormat format) {
         "(host wall minus device time a pass, validation/sync_pass.py), not by this fit",
         a.sync_pass_us);
   }
+  if (a.combine_trip_us) {
+    fit.costs.source += fmt::format(
+        "; the flash decode's combine_trip_s ({:g} us) from --combine-trip-us: measured by "
+        "validation/engine_ab.py on each side of a context bucket (MEASUREMENTS section 60), not "
+        "by this fit",
+        *a.combine_trip_us);
+  }
   if (a.switch_layer_us > 0.0) {
     fit.costs.source += fmt::format(
         "; steps.model_switch_per_layer_s ({:g} us) from --model-switch-us-per-layer: measured "
@@ -110,6 +126,12 @@ void run_engine_fit(const FitArgs& a, OutputFormat format) {
 void run_fit(const FitArgs& a) {
   OutputFormat format = parse_output_format(a.common.format);
   if (a.engine) return run_engine_fit(a, format);
+  if (a.decode_cta_gbps != 0.0 || a.sync_pass_us != 0.0 || a.switch_layer_us != 0.0 ||
+      a.combine_trip_us || !a.base.empty()) {
+    throw InputError(
+        "--decode-cta-gbps, --sync-pass-us, --model-switch-us-per-layer, --combine-trip-us and "
+        "--base are for fit --engine");
+  }
   if (a.data.size() > 1) {
     throw InputError("fit takes one --data reference file (several only with --engine)");
   }
@@ -170,6 +192,11 @@ void register_fit(CLI::App& app) {
                   "With --engine: extend this calibration (a data/engine_costs/ file) by the "
                   "kernels the --data profiles measure and it lacks, keeping its own keys and "
                   "step constants");
+  cmd->add_option(
+      "--combine-trip-us", args->combine_trip_us,
+      "With --engine: microseconds each further trip of the flash decode's combine "
+      "costs (a decode step on each side of a context bucket, validation/engine_ab.py); "
+      "kept for every decode key instead of fitted");
   cmd->add_option("--decode-cta-gbps", args->decode_cta_gbps,
                   "With --engine: GB/s one flash-decode CTA streams alone, which prices the "
                   "longest sequence of a decode batch of unequal contexts (measured by "

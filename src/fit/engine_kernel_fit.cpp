@@ -53,7 +53,11 @@ struct Problem {
   const EngineKernelPrior& prior;
 
   const Units units;  // the second fixed cost fitted beside t0, if any
-  bool fit_unit() const { return units != Units::none; }
+  // The unit's cost where it is given (prior.combine_trip_s for trips), else negative.
+  double fixed_unit_s() const {
+    return units == Units::trips && prior.combine_trip_s >= 0.0 ? prior.combine_trip_s : -1.0;
+  }
+  bool fit_unit() const { return units != Units::none && fixed_unit_s() < 0.0; }
 
   // Sum of the max terms (work), of the launches and of the units of the second fixed cost
   // (CTA waves or combine trips) of one sample at efficiencies e.
@@ -76,11 +80,12 @@ struct Problem {
     const double w0 = prior.weight / (prior.t0_scale_s * prior.t0_scale_s);
     const double wc = prior.weight / (kCtaFixedScale_s * kCtaFixedScale_s);
     double a00 = w0, a01 = 0.0, a11 = wc, b0 = w0 * prior.t0_s, b1 = 0.0;
+    const double fixed_s = std::max(0.0, fixed_unit_s());
     for (const auto& s : samples) {
       double work_s, launches, n_units;
       parts(s, e, work_s, launches, n_units);
       const double l = launches / s.target_s, c = n_units / s.target_s;
-      const double rest = 1.0 - work_s / s.target_s;
+      const double rest = 1.0 - (work_s + n_units * fixed_s) / s.target_s;
       a00 += l * l, a01 += l * c, a11 += c * c, b0 += l * rest, b1 += c * rest;
     }
     Linear out;
@@ -96,6 +101,7 @@ struct Problem {
       if (out.unit_s == 0.0) out.t0_s = b0 / a00;
     } else {
       out.t0_s = b0 / a00;
+      out.unit_s = fixed_s;
     }
     out.t0_s = std::clamp(out.t0_s, 0.0, kMaxT0_s);
     out.unit_s = std::clamp(out.unit_s, 0.0, kMaxT0_s);
@@ -186,7 +192,8 @@ EngineKernelParams fit_engine_kernel(const std::vector<EngineKernelSample>& all,
       samples.push_back(s);
     }
   }
-  const bool has_trips = max_trips > min_trips;
+  // A measured trip cost prices trips wherever there are any; a fitted one needs them to vary.
+  const bool has_trips = max_trips > min_trips || (prior.combine_trip_s >= 0.0 && max_trips > 0.0);
   EngineKernelParams out;
   out.t0_s = prior.t0_s;
   out.compute_efficiency = prior.compute_efficiency;

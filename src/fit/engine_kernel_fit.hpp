@@ -50,6 +50,11 @@ struct EngineKernelPrior {
   double memory_efficiency = 0.9;
   double t0_scale_s = 20e-6;
   double weight = 1e-3;
+  // A further combine trip's cost where it was measured apart from the profiles (`fit --engine
+  // --combine-trip-us`): kept, not fitted; negative: fitted where the samples' trips vary. The
+  // profiles' contexts (256, 1024, 4096) change the trips only with the context, so a fitted
+  // trip also takes up what else grows with it.
+  double combine_trip_s = -1.0;
 };
 
 // Which ceilings a key's kernels can be bound by, and so which efficiencies are fitted (the

@@ -127,6 +127,13 @@ TEST(EngineCalibrationCli, BadInputIsExitTwo) {
       "fit --engine --data " + synthetic() + " --sync-pass-us abc",
       "fit --engine --data " + synthetic() + " --model-switch-us-per-layer 5000",
       "fit --engine --data " + synthetic() + " --decode-cta-gbps -3",
+      "fit --engine --data " + synthetic() + " --combine-trip-us -0.5",
+      "fit --engine --data " + synthetic() + " --combine-trip-us 5000",
+      "fit --engine --data " + synthetic() + " --combine-trip-us abc",
+      "fit --engine --data " + synthetic() + " --base " + costs + " --combine-trip-us 0.7",
+      // The engine's measured constants without --engine.
+      "fit --hardware h100-sxm --combine-trip-us 0.7",
+      "fit --hardware h100-sxm --sync-pass-us 16.3",
       "validate --engine --data " + broken,
       "validate --engine --data " + synthetic() + " --engine-costs " + costs +
           " --max-mape prefill",
@@ -182,7 +189,7 @@ TEST(EngineCalibrationCli, ShippedH200EngineCostsAreTheFitOfTheirProfiles) {
   const std::string base = (dir / "base.json").string();
   auto base_fit = run_inferlab(
       "fit --engine --format json --decode-cta-gbps 35 --sync-pass-us 16.3 "
-      "--model-switch-us-per-layer 4.73 --out " +
+      "--model-switch-us-per-layer 4.73 --combine-trip-us 0.7 --out " +
       base + " --data" + paths(shipped["fit"]["files"]));
   ASSERT_EQ(base_fit.exit_code, 0) << base_fit.err;
   ASSERT_EQ(shipped["fit"]["extensions"].size(), 1u);

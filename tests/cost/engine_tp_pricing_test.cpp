@@ -48,6 +48,11 @@ TEST(DecodeCombine, ExtraTripsFollowTheSplitPlan) {
   // trip. Context 4096: ceil(264 / 8) = 33 splits of 125 positions, 3 trips, 2 past the first.
   EXPECT_EQ(engine_combine_extra_trips(flash_decode(1, 1024, 1), c), 0);
   EXPECT_EQ(engine_combine_extra_trips(flash_decode(1, 4096, 1), c), 2);
+  // Context 4200 (bucket 8192): 33 splits of 249 positions, of which ceil(4200 / 249) = 17 hold
+  // any: 2 trips over them, 1 past the first (the empty splits' trip is not charged).
+  EXPECT_EQ(engine_combine_extra_trips(flash_decode(1, 4200, 1), c), 1);
+  // Context 1100 (bucket 2048): 32 splits of 64, 18 holding positions: still 2 trips.
+  EXPECT_EQ(engine_combine_extra_trips(flash_decode(1, 1100, 1), c), 1);
   // TP 4, batch 1: 2 KV heads a rank, 2 CTAs; at 4096 the plan's limit, 64 splits: 4 trips.
   EXPECT_EQ(engine_combine_extra_trips(flash_decode(1, 4096, 4), c), 3);
   // TP 4, batch 64: 128 CTAs, ceil(264 / 128) = 3 splits: one trip.
@@ -106,6 +111,51 @@ TEST(DecodeCombine, TheFitRecoversAPlantedTripCost) {
   EXPECT_NEAR(p.t0_s, 5e-6, 0.05e-6);
   EXPECT_NEAR(p.memory_efficiency, 0.8, 0.008);
   EXPECT_EQ(p.cta_fixed_s, 0.0);
+}
+
+TEST(DecodeCombine, AMeasuredTripCostIsKeptAndTheRestFitted) {
+  // Truth t0 5 us, e_memory 0.8, 2 us a further trip, as above; the trip given as measured at
+  // 0.7 us: kept, and t0 takes up what the trips no longer explain (a least-squares compromise,
+  // so only its direction is asserted); given at the truth, the truth comes back.
+  EngineKernelParams truth{5e-6, 0.6, 0.8};
+  truth.combine_trip_s = 2e-6;
+  std::vector<EngineKernelSample> samples;
+  for (double trips : {0.0, 1.0, 2.0, 3.0}) {
+    for (double mb : {1.0, 4.0, 16.0}) {
+      EngineWorkTerm term{32.0, 1e-9, 32.0 * mb * 1e6 / 4e12};
+      term.combine_trips = 32.0 * trips;
+      EngineKernelSample sample{0.0, {term}};
+      sample.target_s = engine_sample_time_s(sample, truth);
+      samples.push_back(sample);
+    }
+  }
+  EngineKernelPrior measured;
+  measured.combine_trip_s = 0.7e-6;
+  const EngineKernelParams low = fit_engine_kernel(samples, measured, EngineBound::memory);
+  EXPECT_EQ(low.combine_trip_s, 0.7e-6);
+  EXPECT_GT(low.t0_s, 5e-6);
+  measured.combine_trip_s = 2e-6;
+  const EngineKernelParams exact = fit_engine_kernel(samples, measured, EngineBound::memory);
+  EXPECT_EQ(exact.combine_trip_s, 2e-6);
+  EXPECT_NEAR(exact.t0_s, 5e-6, 0.05e-6);
+  EXPECT_NEAR(exact.memory_efficiency, 0.8, 0.008);
+}
+
+TEST(DecodeCombine, AMeasuredTripCostPricesTripsThatDoNotVary) {
+  // Every sample one further trip a launch: not fittable, but a measured cost still applies,
+  // and t0 is what is left: 9 us less the 1 us trip.
+  std::vector<EngineKernelSample> samples;
+  for (double mb : {2.0, 8.0}) {
+    EngineWorkTerm term{32.0, 1e-9, 32.0 * mb * 1e6 / 4e12};
+    term.combine_trips = 32.0;
+    samples.push_back({32.0 * (9e-6 + mb * 1e6 / 3.6e12), {term}});
+  }
+  EngineKernelPrior measured;
+  measured.combine_trip_s = 1e-6;
+  const EngineKernelParams p = fit_engine_kernel(samples, measured, EngineBound::memory);
+  EXPECT_EQ(p.combine_trip_s, 1e-6);
+  EXPECT_NEAR(p.t0_s, 8e-6, 0.05e-6);
+  EXPECT_NEAR(p.memory_efficiency, 0.9, 0.009);
 }
 
 TEST(DecodeCombine, NoTripCostWhereEverySampleHasTheSameTrips) {
