@@ -8,7 +8,8 @@ GEMV on: prefill 512 and 2048 with their profiled passes; decode at batch 1 and 
 prefill of 1024 tokens, whose profiled pass is kept as a prefill point; the decode steps were
 not profiled, being graph replays) and validation/data/ablation_llama-3-8b_h100_2026-11-23.json
 (Llama 3 8B batch 1, input 1024: eager with cuBLASLt, eager with the GEMV kernel, both with a
-profiled decode step; and graphs on).
+profiled decode step; and graphs on). It needs that committed speed file: `engine_speed.py` runs
+since 2026-11-29 time the engine with `--no-kernels` and hold no kernel breakdown.
 
 Points per file, in grid order (prefill by batch then tokens, then decode by batch), every
 third one (index 2, 5, ...) held out, as the bench assigns it. Every switch not in the

@@ -31,7 +31,7 @@ struct FitArgs {
 // --engine --base FILE: FILE extended by the kernels the profiles measure and it lacks; its own
 // keys and step constants kept (fit_engine.hpp's extend_engine_costs).
 void run_engine_extension(const FitArgs& a, OutputFormat format) {
-  if (a.decode_cta_gbps > 0.0 || a.sync_pass_us > 0.0 || a.switch_layer_us > 0.0 ||
+  if (a.decode_cta_gbps != 0.0 || a.sync_pass_us != 0.0 || a.switch_layer_us != 0.0 ||
       a.combine_trip_us) {
     throw InputError(
         "fit --engine --base keeps the base's step constants: drop "

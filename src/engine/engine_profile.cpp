@@ -200,7 +200,8 @@ std::vector<ProfileMeasurement> run_engine_profile(Backend& backend,
     device_time_of(backend, batch, greedy, ids);
     measured[index] =
         ProfileMeasurement{point, timing_stats(samples), backend.last_forward_profile(),
-                           backend.last_forward_routing()};
+                           backend.last_forward_routing(),
+                           point.prefill ? point.context : point.context + warmup + repeats};
     backend.set_profiling(false);
   }
   std::vector<ProfileMeasurement> out;

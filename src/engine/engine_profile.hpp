@@ -26,6 +26,9 @@ struct ProfileMeasurement {
   TimingStats step;  // device time of one forward pass with sampling (graph replay where on)
   std::vector<KernelClassTime> kernels;  // an eager, profiled pass of the same shape
   RoutingStats routing;                  // that pass's routing (mixtures of experts)
+  // The context that pass ran at: a decode point's passes each run a token further (warmup,
+  // then the timed ones), so it is the point's context + warmup + repeats; a prefill's own.
+  int64_t profiled_context = 0;
 };
 
 // The grids `bench --profile` measures.

@@ -78,6 +78,12 @@ EngineProfilePoint parse_point(const nlohmann::json& row, const std::string& con
     throw InputError(context + ": fields 'step_min_ms' <= 'step_ms' <= 'step_max_ms' do not hold");
   }
   if (row.contains("repeats")) p.repeats = require_count(row, "repeats", context, 1, kMaxSize);
+  p.pass_context = p.context;
+  if (row.contains("profiled_context")) {
+    p.pass_context = require_count(row, "profiled_context", context, p.context, kMaxSize);
+  } else if (p.phase == Phase::decode && p.repeats > 0) {
+    p.pass_context = p.context + 1 + p.repeats;
+  }
   if (!row.contains("kernels") || !row["kernels"].is_array()) {
     throw InputError(context + ": missing array 'kernels' (it may be empty)");
   }

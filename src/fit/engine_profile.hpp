@@ -31,7 +31,14 @@ struct EngineProfilePoint {
   bool held_out = false;
   double step_s = 0.0;  // median device time of the whole step
   double step_min_s = 0.0, step_max_s = 0.0;
-  int64_t repeats = 0;                      // 0: not given
+  int64_t repeats = 0;  // 0: not given
+  // The context the point's passes ran at, which the fit and the validation price (a graphed
+  // decode plans its splits at that context's power-of-two bucket, so a point at 1024 whose
+  // passes ran at 1025-1028 crosses into the next): the file's `profiled_context` (the
+  // profiled pass, a token or two past the timed ones); in files without it, for a decode point
+  // with `repeats`, context + 1 + repeats (bench's default one warmup pass, which every profile
+  // of ours ran with); else the context. 0 (a point built in code): the context.
+  int64_t pass_context = 0;
   std::vector<EngineClassMeasure> kernels;  // may be empty (no profiled pass)
   int index = 0;                            // position in the file's points
   // "prefill b1 t512" / "decode b8 ctx1024"

@@ -22,7 +22,8 @@ EngineStepSetup engine_step_setup(const EngineProfile& profile, const HardwareSp
 }
 
 StepShape engine_point_shape(const EngineProfilePoint& p) {
-  return {p.phase, p.batch, p.phase == Phase::decode ? 1 : p.tokens, p.context};
+  return {p.phase, p.batch, p.phase == Phase::decode ? 1 : p.tokens,
+          p.pass_context > 0 ? p.pass_context : p.context};
 }
 
 StepPrediction predict_engine_step(const EngineStepSetup& setup, const EngineProfilePoint& point,

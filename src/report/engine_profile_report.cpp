@@ -27,6 +27,7 @@ nlohmann::json engine_profile_json(const EngineProfileSetup& setup,
                     {"step_min_ms", m.step.min_s * 1e3},
                     {"step_max_ms", m.step.max_s * 1e3},
                     {"repeats", m.step.samples},
+                    {"profiled_context", m.profiled_context},
                     {"kernels", kernels}});
     if (!m.routing.empty()) rows.back()["moe_routing"] = routing_json(m.routing);
   }

@@ -204,7 +204,8 @@ TEST(EngineCalibrationCli, ShippedH200EngineCostsAreTheFitOfTheirProfiles) {
   }
   ASSERT_EQ(got["kernels"].size(), shipped["kernels"].size());
   for (const auto& [key, params] : shipped["kernels"].items()) {
-    for (const char* p : {"t0_s", "compute_efficiency", "memory_efficiency", "input_kib_s"}) {
+    for (const char* p : {"t0_s", "compute_efficiency", "memory_efficiency", "input_kib_s",
+                          "combine_trip_s", "cta_fixed_s", "cta_efficiency", "serial_fraction"}) {
       EXPECT_TRUE(near(got["kernels"][key][p].get<double>(), params[p].get<double>()))
           << key << " " << p;
     }

@@ -144,6 +144,11 @@ TEST(EngineQuantCli, ProfileWritesTheFitsFile) {
     holdout += p["split"] == "holdout";
     EXPECT_GT(p["step_ms"].get<double>(), 0.0);
     EXPECT_EQ(p["repeats"].get<int>(), 2);
+    // The profiled pass: a decode point's after its 0 warmup and 2 timed passes, each a token
+    // further; a prefill's at its own context.
+    const int64_t context = p["context"].get<int64_t>();
+    EXPECT_EQ(p["profiled_context"].get<int64_t>(),
+              p["phase"] == "prefill" ? context : context + 2);
   }
   EXPECT_EQ(prefill, 15);
   EXPECT_GE(decode, 7);

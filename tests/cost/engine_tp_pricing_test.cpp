@@ -53,6 +53,9 @@ TEST(DecodeCombine, ExtraTripsFollowTheSplitPlan) {
   EXPECT_EQ(engine_combine_extra_trips(flash_decode(1, 4200, 1), c), 1);
   // Context 1100 (bucket 2048): 32 splits of 64, 18 holding positions: still 2 trips.
   EXPECT_EQ(engine_combine_extra_trips(flash_decode(1, 1100, 1), c), 1);
+  // Batch 2, context 1025 (bucket 2048): 16 CTAs, ceil(264 / 16) = 17 splits of 121, of which 9
+  // hold positions: one trip (17 splits would make two).
+  EXPECT_EQ(engine_combine_extra_trips(flash_decode(2, 1025, 1), c), 0);
   // TP 4, batch 1: 2 KV heads a rank, 2 CTAs; at 4096 the plan's limit, 64 splits: 4 trips.
   EXPECT_EQ(engine_combine_extra_trips(flash_decode(1, 4096, 4), c), 3);
   // TP 4, batch 64: 128 CTAs, ceil(264 / 128) = 3 splits: one trip.

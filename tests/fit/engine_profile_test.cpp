@@ -9,6 +9,7 @@
 #include <functional>
 #include <string>
 
+#include "fit/engine_steps.hpp"
 #include "test_support.hpp"
 #include "util/error.hpp"
 #include "util/json_file.hpp"
@@ -45,6 +46,28 @@ TEST(EngineProfile, LoadsTheSyntheticExample) {
   EXPECT_EQ(decode.kernels[1].kernel, "norm");
   EXPECT_EQ(decode.kernels[1].launches, 1);
   EXPECT_NEAR(decode.kernel_seconds(), 0.0, 1.0);
+}
+
+// The context the passes ran at: decode points' passes each run a token further (one warmup
+// pass, then `repeats` timed ones, then the profiled one), so a file without `profiled_context`
+// is read as context + 1 + repeats; a prefill ran at its own; the field wins where given.
+TEST(EngineProfile, PassContextIsWhereTheDecodePassesRan) {
+  const EngineProfile p = load_engine_profile(example_path());
+  EXPECT_EQ(p.points[0].pass_context, 128);       // prefill 1 x 128
+  EXPECT_EQ(p.points[3].pass_context, 512 + 6);   // decode at 512, 5 repeats
+  EXPECT_EQ(p.points[4].pass_context, 1024 + 6);  // decode at 1024: in the 2048 bucket
+  EXPECT_EQ(engine_point_shape(p.points[4]).context, 1030);
+  nlohmann::json doc = example();
+  doc["points"][4]["profiled_context"] = 1027;
+  doc["points"][5].erase("repeats");
+  const EngineProfile given = parse_engine_profile(doc, "given.json");
+  EXPECT_EQ(given.points[4].pass_context, 1027);
+  EXPECT_EQ(given.points[5].pass_context, 1024);  // no repeats: nothing to add
+  // A point built in code has none: the shape takes its context.
+  EngineProfilePoint built;
+  built.phase = Phase::decode;
+  built.context = 4096;
+  EXPECT_EQ(engine_point_shape(built).context, 4096);
 }
 
 TEST(EngineProfile, SwitchesRoundTrip) {
@@ -177,6 +200,11 @@ TEST(EngineProfile, EachBadFieldIsAnInputErrorNamingTheFileAndField) {
       {"points[1]: field 'step_ms'", [&](auto& j) { point(j)["step_ms"] = 0.0; }},
       {"points[1]: fields 'step_min_ms'", [&](auto& j) { point(j)["step_min_ms"] = 1e6; }},
       {"points[1]: field 'repeats'", [&](auto& j) { point(j)["repeats"] = 0; }},
+      // The profiled pass never runs before the point's own context.
+      {"points[3]: field 'profiled_context'",
+       [](auto& j) { j["points"][3]["profiled_context"] = 511; }},
+      {"points[3]: field 'profiled_context'",
+       [](auto& j) { j["points"][3]["profiled_context"] = "later"; }},
       {"points[1]: missing array 'kernels'", [&](auto& j) { point(j).erase("kernels"); }},
       {"points[1]: missing array 'kernels'", [&](auto& j) { point(j)["kernels"] = 1; }},
       {"points[1].kernels[2]: field 'kernel' is 'matmul'",
