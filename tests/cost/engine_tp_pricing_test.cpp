@@ -94,11 +94,8 @@ TEST(DecodeCombine, EachFurtherTripAddsItsFixedTime) {
   EXPECT_NEAR(cost.time_s, 12.916222e-6, 1e-12);
 }
 
-TEST(DecodeCombine, TheFitRecoversAPlantedTripCost) {
-  // Truth t0 5 us, e_memory 0.8, 2 us a further trip; samples of 32 launches at 0-3 further
-  // trips a launch, over several sizes.
-  EngineKernelParams truth{5e-6, 0.6, 0.8};
-  truth.combine_trip_s = 2e-6;
+// Samples of 32 launches at 0-3 further trips a launch, over several sizes, timed by `truth`.
+std::vector<EngineKernelSample> samples_with_trips(const EngineKernelParams& truth) {
   std::vector<EngineKernelSample> samples;
   for (double trips : {0.0, 1.0, 2.0, 3.0}) {
     for (double mb : {1.0, 4.0, 16.0}) {
@@ -109,6 +106,26 @@ TEST(DecodeCombine, TheFitRecoversAPlantedTripCost) {
       samples.push_back(sample);
     }
   }
+  return samples;
+}
+
+// Two samples, both one further trip a launch, 9 us fixed and 3.6 TB/s a launch.
+std::vector<EngineKernelSample> samples_of_one_trip() {
+  std::vector<EngineKernelSample> samples;
+  for (double mb : {2.0, 8.0}) {
+    EngineWorkTerm term{32.0, 1e-9, 32.0 * mb * 1e6 / 4e12};
+    term.combine_trips = 32.0;
+    samples.push_back({32.0 * (9e-6 + mb * 1e6 / 3.6e12), {term}});
+  }
+  return samples;
+}
+
+TEST(DecodeCombine, TheFitRecoversAPlantedTripCost) {
+  // Truth t0 5 us, e_memory 0.8, 2 us a further trip; samples of 32 launches at 0-3 further
+  // trips a launch, over several sizes.
+  EngineKernelParams truth{5e-6, 0.6, 0.8};
+  truth.combine_trip_s = 2e-6;
+  const std::vector<EngineKernelSample> samples = samples_with_trips(truth);
   const EngineKernelParams p = fit_engine_kernel(samples, {}, EngineBound::memory);
   EXPECT_NEAR(p.combine_trip_s, 2e-6, 0.02e-6);
   EXPECT_NEAR(p.t0_s, 5e-6, 0.05e-6);
@@ -122,16 +139,7 @@ TEST(DecodeCombine, AMeasuredTripCostIsKeptAndTheRestFitted) {
   // so only its direction is asserted); given at the truth, the truth comes back.
   EngineKernelParams truth{5e-6, 0.6, 0.8};
   truth.combine_trip_s = 2e-6;
-  std::vector<EngineKernelSample> samples;
-  for (double trips : {0.0, 1.0, 2.0, 3.0}) {
-    for (double mb : {1.0, 4.0, 16.0}) {
-      EngineWorkTerm term{32.0, 1e-9, 32.0 * mb * 1e6 / 4e12};
-      term.combine_trips = 32.0 * trips;
-      EngineKernelSample sample{0.0, {term}};
-      sample.target_s = engine_sample_time_s(sample, truth);
-      samples.push_back(sample);
-    }
-  }
+  const std::vector<EngineKernelSample> samples = samples_with_trips(truth);
   EngineKernelPrior measured;
   measured.combine_trip_s = 0.7e-6;
   const EngineKernelParams low = fit_engine_kernel(samples, measured, EngineBound::memory);
@@ -147,12 +155,7 @@ TEST(DecodeCombine, AMeasuredTripCostIsKeptAndTheRestFitted) {
 TEST(DecodeCombine, AMeasuredTripCostPricesTripsThatDoNotVary) {
   // Every sample one further trip a launch: not fittable, but a measured cost still applies,
   // and t0 is what is left: 9 us less the 1 us trip.
-  std::vector<EngineKernelSample> samples;
-  for (double mb : {2.0, 8.0}) {
-    EngineWorkTerm term{32.0, 1e-9, 32.0 * mb * 1e6 / 4e12};
-    term.combine_trips = 32.0;
-    samples.push_back({32.0 * (9e-6 + mb * 1e6 / 3.6e12), {term}});
-  }
+  const std::vector<EngineKernelSample> samples = samples_of_one_trip();
   EngineKernelPrior measured;
   measured.combine_trip_s = 1e-6;
   const EngineKernelParams p = fit_engine_kernel(samples, measured, EngineBound::memory);
@@ -163,12 +166,7 @@ TEST(DecodeCombine, AMeasuredTripCostPricesTripsThatDoNotVary) {
 
 TEST(DecodeCombine, NoTripCostWhereEverySampleHasTheSameTrips) {
   // Two samples, both one further trip a launch: a trip's cost cannot be told from t0.
-  std::vector<EngineKernelSample> samples;
-  for (double mb : {2.0, 8.0}) {
-    EngineWorkTerm term{32.0, 1e-9, 32.0 * mb * 1e6 / 4e12};
-    term.combine_trips = 32.0;
-    samples.push_back({32.0 * (9e-6 + mb * 1e6 / 3.6e12), {term}});
-  }
+  const std::vector<EngineKernelSample> samples = samples_of_one_trip();
   const EngineKernelParams p = fit_engine_kernel(samples, {}, EngineBound::memory);
   EXPECT_EQ(p.combine_trip_s, 0.0);
   EXPECT_LT(p.mape, 0.01);
