@@ -26,13 +26,34 @@ struct FitArgs {
   std::string base;                       // --engine --base: a calibration to extend
 };
 
+// Whether any of the four engine constants measured apart from the profiles is given.
+bool gives_measured_constants(const FitArgs& a) {
+  return a.decode_cta_gbps != 0.0 || a.sync_pass_us != 0.0 || a.switch_layer_us != 0.0 ||
+         a.combine_trip_us.has_value();
+}
+
+// Each measured constant in its range, before any file is read or fitted.
+void check_measured_constants(const FitArgs& a) {
+  if (!(a.decode_cta_gbps >= 0.0 && a.decode_cta_gbps <= 1e4)) {
+    throw InputError("--decode-cta-gbps must be in [0, 10000]");
+  }
+  if (!(a.sync_pass_us >= 0.0 && a.sync_pass_us <= 1000.0)) {
+    throw InputError("--sync-pass-us must be in [0, 1000]");
+  }
+  if (!(a.switch_layer_us >= 0.0 && a.switch_layer_us <= 1000.0)) {
+    throw InputError("--model-switch-us-per-layer must be in [0, 1000]");
+  }
+  if (a.combine_trip_us && !(*a.combine_trip_us >= 0.0 && *a.combine_trip_us <= 1000.0)) {
+    throw InputError("--combine-trip-us must be in [0, 1000]");
+  }
+}
+
 // --engine: the engine's calibration from its own profiles (fit split only). The hardware and
 // its ceilings are the profiles' (all must agree), with --profile choosing the ceilings.
 // --engine --base FILE: FILE extended by the kernels the profiles measure and it lacks; its own
 // keys and step constants kept (fit_engine.hpp's extend_engine_costs).
 void run_engine_extension(const FitArgs& a, OutputFormat format) {
-  if (a.decode_cta_gbps != 0.0 || a.sync_pass_us != 0.0 || a.switch_layer_us != 0.0 ||
-      a.combine_trip_us) {
+  if (gives_measured_constants(a)) {
     throw InputError(
         "fit --engine --base keeps the base's step constants: drop "
         "--decode-cta-gbps, --sync-pass-us, --model-switch-us-per-layer and --combine-trip-us");
@@ -63,6 +84,7 @@ void run_engine_extension(const FitArgs& a, OutputFormat format) {
 void run_engine_fit(const FitArgs& a, OutputFormat format) {
   if (!a.sustained.empty()) throw InputError("--sustained is for --cost calibrated, not --engine");
   if (!a.base.empty()) return run_engine_extension(a, format);
+  check_measured_constants(a);
   const auto profiles = load_engine_profiles(a.data);
   const std::string hardware = common_hardware(profiles);
   CommonArgs base = a.common;
@@ -70,29 +92,17 @@ void run_engine_fit(const FitArgs& a, OutputFormat format) {
   base.framework = "vllm";  // the fallback: today's model, not engine costs
   base.engine_costs = "auto";
   const LoadedHardware fallback = load_cost_model(base);
-  if (a.combine_trip_us && !(*a.combine_trip_us >= 0.0 && *a.combine_trip_us <= 1000.0)) {
-    throw InputError("--combine-trip-us must be in [0, 1000]");
-  }
   EngineKernelPrior prior;  // a trip's cost fitted unless measured
   if (a.combine_trip_us) prior.combine_trip_s = *a.combine_trip_us * 1e-6;
   EngineFit fit = fit_engine_costs(profiles, fallback.spec, *fallback.cost, prior);
-  if (!(a.decode_cta_gbps >= 0.0 && a.decode_cta_gbps <= 1e4)) {
-    throw InputError("--decode-cta-gbps must be in [0, 10000]");
-  }
   fit.costs.decode_cta_bps = a.decode_cta_gbps * 1e9;
-  if (!(a.sync_pass_us >= 0.0 && a.sync_pass_us <= 1000.0)) {
-    throw InputError("--sync-pass-us must be in [0, 1000]");
-  }
   fit.costs.sync_pass_s = a.sync_pass_us * 1e-6;
-  if (!(a.switch_layer_us >= 0.0 && a.switch_layer_us <= 1000.0)) {
-    throw InputError("--model-switch-us-per-layer must be in [0, 1000]");
-  }
   fit.costs.model_switch_per_layer_s = a.switch_layer_us * 1e-6;
   fit.costs.source = "inferlab fit --engine --profile " + a.common.profile + " --data " +
                      join_names(a.data, " ") + ": " + fit.costs.source +
                      "; classes never profiled fall back to the " + fallback.cost->name() +
                      " model";
-  // The two step constants measured apart from the profiles, with where they came from.
+  // The constants measured apart from the profiles, with where they came from.
   if (a.decode_cta_gbps > 0.0) {
     fit.costs.source += fmt::format(
         "; steps.decode_cta_bps ({:g} GB/s) from --decode-cta-gbps: measured by "
@@ -126,8 +136,7 @@ void run_engine_fit(const FitArgs& a, OutputFormat format) {
 void run_fit(const FitArgs& a) {
   OutputFormat format = parse_output_format(a.common.format);
   if (a.engine) return run_engine_fit(a, format);
-  if (a.decode_cta_gbps != 0.0 || a.sync_pass_us != 0.0 || a.switch_layer_us != 0.0 ||
-      a.combine_trip_us || !a.base.empty()) {
+  if (gives_measured_constants(a) || !a.base.empty()) {
     throw InputError(
         "--decode-cta-gbps, --sync-pass-us, --model-switch-us-per-layer, --combine-trip-us and "
         "--base are for fit --engine");

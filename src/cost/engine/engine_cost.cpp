@@ -87,7 +87,7 @@ int64_t engine_combine_extra_trips(const Op& op, const EngineCeilings& ceilings)
                                                  a.kv_len, kDecodeMaxSplits);
   // Trips over the splits that hold positions: the plan is cut at the context's bucket, so past a
   // power of two up to half its splits are empty, and a trip over empty partials measured
-  // 0.15-0.4 us a layer where the model had charged 1.27 (MEASUREMENTS section 60).
+  // 0.15-0.4 us a layer where the model had charged 1.27 (MEASUREMENTS sections 59 and 60).
   const int64_t holding =
       plan.partition > 0 ? std::min(plan.splits, (a.kv_len + plan.partition - 1) / plan.partition)
                          : plan.splits;
